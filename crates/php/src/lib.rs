@@ -1,0 +1,5 @@
+//! statstorm-php: how PHP turns includes and file functions into syscalls.
+//!
+//! `PhpConfig` (php.ini settings that change file syscalls), `lift` (events of
+//! one request -> PHP operations), `lower` (PHP operations + config + state
+//! across requests -> syscalls). Rules: ../shared/design/SEMANTICS.md part B.

@@ -1,0 +1,8 @@
+//! `statstorm analyze` (being built; see the issue tracker).
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!("'analyze' is not built yet")
+}

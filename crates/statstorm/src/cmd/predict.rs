@@ -1,0 +1,8 @@
+//! `statstorm predict` (being built; see the issue tracker).
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!("'predict' is not built yet")
+}

@@ -1,0 +1,331 @@
+//! The typed records the parser produces.
+//!
+//! An [`Event`] is one completed syscall (an `<unfinished ...>` line and its
+//! `<... resumed>` line are merged into one event, timed at the start of the
+//! call). Strings (paths, unknown syscall names, errno names) are interned in
+//! an [`Interner`], so memory is bounded by the number of distinct strings, not
+//! by the number of lines.
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Index of an interned path (or other string) in an [`Interner`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct PathId(pub u32);
+
+/// Interned byte strings. Paths are kept as raw bytes: strace prints what the
+/// kernel saw, which need not be UTF-8.
+#[derive(Default, Debug, Clone)]
+pub struct Interner {
+    map: HashMap<Box<[u8]>, u32>,
+    strings: Vec<Box<[u8]>>,
+}
+
+impl Interner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Returns the id of `s`, adding it if new.
+    pub fn intern(&mut self, s: &[u8]) -> PathId {
+        if let Some(&id) = self.map.get(s) {
+            return PathId(id);
+        }
+        let id = self.strings.len() as u32;
+        let b: Box<[u8]> = s.into();
+        self.strings.push(b.clone());
+        self.map.insert(b, id);
+        PathId(id)
+    }
+    /// Looks `s` up without adding it.
+    pub fn get(&self, s: &[u8]) -> Option<PathId> {
+        self.map.get(s).map(|&i| PathId(i))
+    }
+    pub fn bytes(&self, id: PathId) -> &[u8] {
+        &self.strings[id.0 as usize]
+    }
+    /// Lossy UTF-8 view, for reports.
+    pub fn str(&self, id: PathId) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.bytes(id))
+    }
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+    }
+}
+
+/// The syscalls this crate decodes argument by argument. Every other syscall
+/// is [`Kind::Other`] and still counted by name (`Event::name`).
+///
+/// One table (`Kind::ALL` with `Kind::name`) maps names to kinds; keep it the
+/// only place that spells syscall names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u8)]
+pub enum Kind {
+    Stat,
+    Lstat,
+    Fstat,
+    Newfstatat,
+    Fstatat64,
+    Statx,
+    Access,
+    Faccessat,
+    Faccessat2,
+    Open,
+    Openat,
+    Openat2,
+    Creat,
+    Close,
+    Read,
+    Pread64,
+    Mmap,
+    Readlink,
+    Readlinkat,
+    Getcwd,
+    Chdir,
+    Fchdir,
+    Getdents64,
+    Rename,
+    Renameat,
+    Renameat2,
+    Unlink,
+    Unlinkat,
+    Mkdir,
+    Mkdirat,
+    Rmdir,
+    Write,
+    Pwrite64,
+    Accept,
+    Accept4,
+    Recvfrom,
+    Recvmsg,
+    /// Any syscall not decoded; `Event::name` says which.
+    Other,
+}
+
+impl Kind {
+    /// Every decoded kind, in declaration order (not `Other`).
+    pub const ALL: [Kind; 37] = [
+        Kind::Stat,
+        Kind::Lstat,
+        Kind::Fstat,
+        Kind::Newfstatat,
+        Kind::Fstatat64,
+        Kind::Statx,
+        Kind::Access,
+        Kind::Faccessat,
+        Kind::Faccessat2,
+        Kind::Open,
+        Kind::Openat,
+        Kind::Openat2,
+        Kind::Creat,
+        Kind::Close,
+        Kind::Read,
+        Kind::Pread64,
+        Kind::Mmap,
+        Kind::Readlink,
+        Kind::Readlinkat,
+        Kind::Getcwd,
+        Kind::Chdir,
+        Kind::Fchdir,
+        Kind::Getdents64,
+        Kind::Rename,
+        Kind::Renameat,
+        Kind::Renameat2,
+        Kind::Unlink,
+        Kind::Unlinkat,
+        Kind::Mkdir,
+        Kind::Mkdirat,
+        Kind::Rmdir,
+        Kind::Write,
+        Kind::Pwrite64,
+        Kind::Accept,
+        Kind::Accept4,
+        Kind::Recvfrom,
+        Kind::Recvmsg,
+    ];
+
+    /// The name strace prints on x86-64 Linux.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Stat => "stat",
+            Kind::Lstat => "lstat",
+            Kind::Fstat => "fstat",
+            Kind::Newfstatat => "newfstatat",
+            Kind::Fstatat64 => "fstatat64",
+            Kind::Statx => "statx",
+            Kind::Access => "access",
+            Kind::Faccessat => "faccessat",
+            Kind::Faccessat2 => "faccessat2",
+            Kind::Open => "open",
+            Kind::Openat => "openat",
+            Kind::Openat2 => "openat2",
+            Kind::Creat => "creat",
+            Kind::Close => "close",
+            Kind::Read => "read",
+            Kind::Pread64 => "pread64",
+            Kind::Mmap => "mmap",
+            Kind::Readlink => "readlink",
+            Kind::Readlinkat => "readlinkat",
+            Kind::Getcwd => "getcwd",
+            Kind::Chdir => "chdir",
+            Kind::Fchdir => "fchdir",
+            Kind::Getdents64 => "getdents64",
+            Kind::Rename => "rename",
+            Kind::Renameat => "renameat",
+            Kind::Renameat2 => "renameat2",
+            Kind::Unlink => "unlink",
+            Kind::Unlinkat => "unlinkat",
+            Kind::Mkdir => "mkdir",
+            Kind::Mkdirat => "mkdirat",
+            Kind::Rmdir => "rmdir",
+            Kind::Write => "write",
+            Kind::Pwrite64 => "pwrite64",
+            Kind::Accept => "accept",
+            Kind::Accept4 => "accept4",
+            Kind::Recvfrom => "recvfrom",
+            Kind::Recvmsg => "recvmsg",
+            Kind::Other => "other",
+        }
+    }
+
+    /// Kind for a syscall name as strace prints it.
+    pub fn from_name(name: &[u8]) -> Kind {
+        // Linear scan over 37 short names is cheap, but the hot path should
+        // cache by name id; see the parser.
+        for k in Kind::ALL {
+            if k.name().as_bytes() == name {
+                return k;
+            }
+        }
+        Kind::Other
+    }
+
+    /// stat-family: the calls that read inode attributes.
+    pub fn is_stat_family(self) -> bool {
+        matches!(
+            self,
+            Kind::Stat
+                | Kind::Lstat
+                | Kind::Fstat
+                | Kind::Newfstatat
+                | Kind::Fstatat64
+                | Kind::Statx
+        )
+    }
+    pub fn is_access(self) -> bool {
+        matches!(self, Kind::Access | Kind::Faccessat | Kind::Faccessat2)
+    }
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            Kind::Open | Kind::Openat | Kind::Openat2 | Kind::Creat
+        )
+    }
+    pub fn is_readlink(self) -> bool {
+        matches!(self, Kind::Readlink | Kind::Readlinkat)
+    }
+    /// Calls that resolve a path name (a metadata operation on a network FS).
+    pub fn is_metadata(self) -> bool {
+        self.is_stat_family() || self.is_access() || self.is_open() || self.is_readlink()
+    }
+}
+
+/// Decoded flag bits, in statstorm's own encoding (independent of the
+/// architecture's numeric values, which strace prints symbolically anyway).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Flags(pub u32);
+
+impl Flags {
+    pub const AT_SYMLINK_NOFOLLOW: u32 = 1 << 0;
+    pub const AT_EMPTY_PATH: u32 = 1 << 1;
+    pub const O_WRONLY: u32 = 1 << 2;
+    pub const O_RDWR: u32 = 1 << 3;
+    pub const O_CREAT: u32 = 1 << 4;
+    pub const O_EXCL: u32 = 1 << 5;
+    pub const O_TRUNC: u32 = 1 << 6;
+    pub const O_DIRECTORY: u32 = 1 << 7;
+    pub const O_APPEND: u32 = 1 << 8;
+    pub const O_NOFOLLOW: u32 = 1 << 9;
+    pub const O_PATH: u32 = 1 << 10;
+    /// access()/faccessat() mode bits; F_OK is "none of these".
+    pub const R_OK: u32 = 1 << 11;
+    pub const W_OK: u32 = 1 << 12;
+    pub const X_OK: u32 = 1 << 13;
+    /// unlinkat(..., AT_REMOVEDIR)
+    pub const AT_REMOVEDIR: u32 = 1 << 14;
+    /// The dirfd argument was AT_FDCWD.
+    pub const AT_FDCWD: u32 = 1 << 15;
+    /// The string argument was cut by strace (`"..."...`).
+    pub const TRUNCATED: u32 = 1 << 16;
+
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+    pub fn set(&mut self, bit: u32) {
+        self.0 |= bit;
+    }
+}
+
+/// An errno name (ENOENT, EACCES, ...), interned in the trace's interner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Errno(pub PathId);
+
+/// The result of a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Ret {
+    /// `= N` (decimal or hex).
+    Ok(i64),
+    /// `= -1 ENOENT (No such file or directory)`.
+    Err(Errno),
+    /// `= ?` (the process exited or exec'd before the call returned).
+    Unknown,
+}
+
+/// One completed syscall.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Event {
+    /// Process (thread) id; 0 when the trace has no pid column.
+    pub pid: u32,
+    /// Start of the call, microseconds: epoch time with `-ttt`, time of day
+    /// with `-t`/`-tt`, accumulated from the deltas with `-r`. `None` without
+    /// timestamps.
+    pub ts_us: Option<i64>,
+    /// Time spent in the call (`-T`), microseconds.
+    pub dur_us: Option<u64>,
+    pub kind: Kind,
+    /// The syscall name as printed (interned); for decoded kinds it equals
+    /// `kind.name()`.
+    pub name: PathId,
+    /// The path argument (first path for rename-like calls), as printed: may
+    /// be relative to `dirfd` or the cwd.
+    pub path: Option<PathId>,
+    /// Second path argument (rename target).
+    pub path2: Option<PathId>,
+    /// The fd argument: fd of fstat/read/close/getdents/fchdir/mmap/write,
+    /// the dirfd of *at calls (unless AT_FDCWD), the listening fd of accept.
+    pub fd: Option<i32>,
+    /// The path strace printed for `fd` with `-y` (`3</a/b>`), if any.
+    pub fd_path: Option<PathId>,
+    pub flags: Flags,
+    pub ret: Ret,
+    /// With `-y`, the path decoration of a returned fd (`= 3</a/b>`).
+    pub ret_path: Option<PathId>,
+    /// Input number (index into the list of inputs) and 1-based line number
+    /// of the line that started the call.
+    pub input: u16,
+    pub line: u64,
+}
+
+impl Event {
+    pub fn is_error(&self) -> bool {
+        matches!(self.ret, Ret::Err(_))
+    }
+    pub fn errno(&self) -> Option<Errno> {
+        match self.ret {
+            Ret::Err(e) => Some(e),
+            _ => None,
+        }
+    }
+}
