@@ -9,5 +9,6 @@
 
 pub mod event;
 pub mod op;
+pub mod request;
 
 pub use event::{Errno, Event, Flags, Interner, Kind, PathId, Ret};

@@ -1,0 +1,841 @@
+//! Request splitting: which events of a trace belong to which PHP request.
+//!
+//! Rules (one place; checked against real php-fpm 8.2 and php-cli 8.2 under
+//! `strace -f -ttt -T -y`, see `scripts/gen-fixtures`):
+//!
+//! - **php-fpm worker.** A worker blocks in `accept(listen_fd, ...)` and the
+//!   call returns the connection fd (`= 4<socket:[20845]>`) when a request
+//!   arrives (php-src `sapi/fpm/fpm/fpm_main.c` `main` loop ->
+//!   `fcgi_accept_request` in `main/fastcgi.c`). The next syscalls are
+//!   `poll` on that fd and `read(4, "\1\1\0\1\0\10\0\0", 8) = 8`, the 8-byte
+//!   FastCGI header of `FCGI_BEGIN_REQUEST` (`fcgi_read_request`). A request
+//!   therefore begins at an `accept`/`accept4` that returns an fd; when the
+//!   accept is not in the trace (`-e trace=` subset, or attached mid-call) it
+//!   begins at the first `read`/`recvfrom` returning 8 bytes on an fd that is
+//!   not a file, not stdio and not created in the process by `open`,
+//!   `socket`, `dup`, ... (the header read). Strace's merged `accept` event
+//!   is timed at the start of the (idle) wait, so the request's `start_us` is
+//!   the accept's return time (`ts + dur` with `-T`). A request ends where
+//!   the worker's next request begins, or at the worker's last event. The
+//!   events a worker makes before its first request (startup) belong to no
+//!   request, nor do the master's.
+//! - **php-cli.** One process is one request: a pid together with the
+//!   children it creates (`clone`, `clone3`, `fork`, `vfork` returning the
+//!   child's pid), except children that `execve` something else: such a
+//!   child starts a process of its own, which is a request only if it runs
+//!   PHP (when strace shows the exec'd path; see [`Mode::Cli`]).
+//! - **Neither.** Without FastCGI boundaries and without sign of PHP (an
+//!   `execve` of a `php*` binary, a `*.php` path or a `php.ini`), the whole
+//!   trace is one request, and [`Requests::note`] says so.
+//!
+//! [`Splitter`] is the streaming form (a per-pid state machine fed event by
+//! event, memory bounded by pids and requests); [`split_requests`] is the
+//! batch form built on it.
+
+use crate::event::{Event, Interner, Kind, PathId, Ret};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// How the trace was split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestMode {
+    /// php-fpm workers: one request per FastCGI connection.
+    Fpm,
+    /// php-cli: one request per PHP process.
+    Cli,
+    /// Neither recognised: the whole trace is one request.
+    Whole,
+}
+
+/// `Mode` is the short name used in docs.
+pub type Mode = RequestMode;
+
+/// What marked the start of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// `accept`/`accept4` returned the connection fd.
+    FpmAccept,
+    /// No accept visible: the first 8-byte read of the FastCGI header.
+    FpmHeaderRead,
+    /// A php-cli process (with its non-exec'ing children).
+    CliProcess,
+    /// The whole trace (fallback).
+    WholeTrace,
+}
+
+/// One request of a batch split.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Request {
+    /// The worker's pid (fpm), the process's pid (cli), the first event's
+    /// pid (whole trace).
+    pub pid: u32,
+    /// Start, microseconds on the trace's clock (`None` without timestamps).
+    pub start_us: Option<i64>,
+    /// End: the latest `ts + dur` of the request's events.
+    pub end_us: Option<i64>,
+    /// Indices into the event slice, in input order.
+    pub events: Vec<u32>,
+    pub kind: RequestKind,
+}
+
+/// Result of [`split_requests`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Requests {
+    pub mode: RequestMode,
+    /// Requests in time order (start, then first event).
+    pub requests: Vec<Request>,
+    /// One sentence saying how the split was made and what was left out.
+    pub note: String,
+}
+
+/// Splits `events` (in input order) into requests. See the module docs.
+pub fn split_requests(events: &[Event], strings: &Interner) -> Requests {
+    let mut sp = Splitter::new();
+    let units: Vec<UnitId> = events.iter().map(|e| sp.push(e, strings)).collect();
+    let plan = sp.finish();
+    let mut buckets: Vec<Vec<u32>> = vec![Vec::new(); plan.requests.len()];
+    for (i, u) in units.iter().enumerate() {
+        if let Some(r) = plan.unit_request[u.0 as usize] {
+            buckets[r as usize].push(i as u32);
+        }
+    }
+    let requests = plan
+        .requests
+        .iter()
+        .zip(buckets)
+        .map(|(r, ev)| Request {
+            pid: r.pid,
+            start_us: r.start_us,
+            end_us: r.end_us,
+            events: ev,
+            kind: r.kind,
+        })
+        .collect();
+    Requests {
+        mode: plan.mode,
+        requests,
+        note: plan.note,
+    }
+}
+
+/// A stretch of one pid's events between two request boundaries. The
+/// streaming [`Splitter`] tags every event with its unit; [`Plan`] maps
+/// units to requests once the whole trace is seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct UnitId(pub u32);
+
+/// A request of the streaming split: the same as [`Request`] without the
+/// event list.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RequestInfo {
+    pub pid: u32,
+    pub start_us: Option<i64>,
+    pub end_us: Option<i64>,
+    pub kind: RequestKind,
+    /// Number of events in the request.
+    pub events: u64,
+    /// Ordinal (0-based, input order) of the request's first event.
+    pub first_event: u64,
+}
+
+/// The outcome of a streaming split.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    pub mode: RequestMode,
+    pub note: String,
+    /// In time order.
+    pub requests: Vec<RequestInfo>,
+    /// For each unit, the index of its request in `requests` (`None`: the
+    /// unit belongs to no request, e.g. a worker's startup or the master).
+    pub unit_request: Vec<Option<u32>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// Events of a pid before its first boundary.
+    Head,
+    Accept,
+    HeaderRead,
+}
+
+#[derive(Clone, Debug)]
+struct Unit {
+    pid: u32,
+    start: Start,
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+    events: u64,
+    first_event: u64,
+}
+
+/// What the process did with an fd, as far as the splitter cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FdUse {
+    /// Opened by path or created by socket/dup/...: never a FastCGI
+    /// connection found by the header-read rule.
+    Local,
+    /// Returned by accept, or its header already read: the connection of
+    /// the current request.
+    Conn,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PidState {
+    unit: u32,
+    fds: HashMap<i32, FdUse>,
+    /// Process (thread group) this pid belongs to for the cli rule: the pid
+    /// that created it, unless it exec'd.
+    parent: Option<u32>,
+    /// Successful execve seen in this pid (`Some(is_php)`, `None` in the
+    /// tuple when the path is unknown).
+    exec: Option<Option<bool>>,
+    boundaries: u32,
+}
+
+/// Syscall classes the splitter needs beyond [`Kind`], by name id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NameClass {
+    Unknown,
+    Plain,
+    /// clone, clone3, fork, vfork: returns the child's pid.
+    Fork,
+    /// execve, execveat.
+    Exec,
+    /// socket, dup, dup2, dup3, epoll_create*, eventfd*, ...: returns an fd
+    /// that is not a FastCGI connection.
+    NewFd,
+}
+
+const FORK_NAMES: &[&str] = &["clone", "clone3", "fork", "vfork"];
+const EXEC_NAMES: &[&str] = &["execve", "execveat"];
+const NEWFD_NAMES: &[&str] = &[
+    "socket",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "eventfd",
+    "eventfd2",
+    "timerfd_create",
+    "signalfd",
+    "signalfd4",
+    "memfd_create",
+    "inotify_init",
+    "inotify_init1",
+    "pidfd_open",
+];
+
+/// Streaming request splitter: feed every event in input order with
+/// [`Splitter::push`], then call [`Splitter::finish`].
+///
+/// ```
+/// use statstorm_trace::request::{Splitter, RequestMode};
+/// let sp = Splitter::new();
+/// let plan = sp.finish();
+/// assert_eq!(plan.mode, RequestMode::Whole);
+/// ```
+#[derive(Debug)]
+pub struct Splitter {
+    pids: HashMap<u32, PidState>,
+    units: Vec<Unit>,
+    names: Vec<NameClass>,
+    /// Path ids already checked for PHP evidence (bit per id).
+    php_checked: Vec<u64>,
+    php_evidence: bool,
+    events: u64,
+    first_pid: Option<u32>,
+    /// Pids in order of first appearance.
+    pid_order: Vec<u32>,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn returned_fd(ev: &Event) -> Option<i32> {
+    match ev.ret {
+        Ret::Ok(n) if (0..=i32::MAX as i64).contains(&n) => Some(n as i32),
+        _ => None,
+    }
+}
+
+fn end_of(ev: &Event) -> Option<i64> {
+    ev.ts_us.map(|t| t + ev.dur_us.unwrap_or(0) as i64)
+}
+
+fn basename(p: &[u8]) -> &[u8] {
+    match memchr::memrchr(b'/', p) {
+        Some(i) => &p[i + 1..],
+        None => p,
+    }
+}
+
+/// An exec'd binary runs PHP outside FPM: `php`, `php8.2`, `php-cgi`.
+fn is_php_binary(p: &[u8]) -> bool {
+    let b = basename(p);
+    b.starts_with(b"php") && !b.windows(3).any(|w| w == b"fpm")
+}
+
+/// A path that only PHP touches: a script or a php.ini.
+fn is_php_path(p: &[u8]) -> bool {
+    p.ends_with(b".php") || (basename(p) == b"php.ini" || p.starts_with(b"/etc/php/"))
+}
+
+impl Splitter {
+    pub fn new() -> Self {
+        Splitter {
+            pids: HashMap::new(),
+            units: Vec::new(),
+            names: Vec::new(),
+            php_checked: Vec::new(),
+            php_evidence: false,
+            events: 0,
+            first_pid: None,
+            pid_order: Vec::new(),
+        }
+    }
+
+    fn class(&mut self, name: PathId, strings: &Interner) -> NameClass {
+        let i = name.0 as usize;
+        if i >= self.names.len() {
+            self.names.resize(i + 1, NameClass::Unknown);
+        }
+        if self.names[i] == NameClass::Unknown {
+            let b = strings.bytes(name);
+            let is = |set: &[&str]| set.iter().any(|n| n.as_bytes() == b);
+            self.names[i] = if is(FORK_NAMES) {
+                NameClass::Fork
+            } else if is(EXEC_NAMES) {
+                NameClass::Exec
+            } else if is(NEWFD_NAMES) {
+                NameClass::NewFd
+            } else {
+                NameClass::Plain
+            };
+        }
+        self.names[i]
+    }
+
+    fn check_php_path(&mut self, p: PathId, strings: &Interner) {
+        let i = p.0 as usize;
+        let (w, bit) = (i / 64, 1u64 << (i % 64));
+        if w >= self.php_checked.len() {
+            self.php_checked.resize(w + 1, 0);
+        }
+        if self.php_checked[w] & bit == 0 {
+            self.php_checked[w] |= bit;
+            if is_php_path(strings.bytes(p)) {
+                self.php_evidence = true;
+            }
+        }
+    }
+
+    fn new_unit(&mut self, pid: u32, start: Start, start_us: Option<i64>) -> u32 {
+        let id = self.units.len() as u32;
+        self.units.push(Unit {
+            pid,
+            start,
+            start_us,
+            end_us: None,
+            events: 0,
+            first_event: self.events,
+        });
+        id
+    }
+
+    /// Feeds one event (input order) and returns the unit it belongs to.
+    /// Per event: one hash lookup by pid plus, for fd-creating and read
+    /// calls, one by fd.
+    pub fn push(&mut self, ev: &Event, strings: &Interner) -> UnitId {
+        let pid = ev.pid;
+        if self.first_pid.is_none() {
+            self.first_pid = Some(pid);
+        }
+        if !self.pids.contains_key(&pid) {
+            let unit = self.new_unit(pid, Start::Head, ev.ts_us);
+            self.pids.insert(
+                pid,
+                PidState {
+                    unit,
+                    ..PidState::default()
+                },
+            );
+            self.pid_order.push(pid);
+        }
+        let class = if ev.kind == Kind::Other {
+            self.class(ev.name, strings)
+        } else {
+            NameClass::Plain
+        };
+        if !self.php_evidence {
+            if let Some(p) = ev.path {
+                if ev.kind.is_metadata() || class == NameClass::Exec {
+                    self.check_php_path(p, strings);
+                }
+            }
+        }
+        // Boundary detection (may open a new unit for this very event).
+        let mut boundary: Option<(Start, Option<i64>)> = None;
+        match ev.kind {
+            Kind::Accept | Kind::Accept4 => {
+                if let Some(fd) = returned_fd(ev) {
+                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    st.fds.insert(fd, FdUse::Conn);
+                    boundary = Some((Start::Accept, end_of(ev)));
+                }
+            }
+            Kind::Read | Kind::Recvfrom => {
+                if let (Some(fd), Ret::Ok(8)) = (ev.fd, ev.ret) {
+                    let not_file = ev
+                        .fd_path
+                        .map(|p| !strings.bytes(p).starts_with(b"/"))
+                        .unwrap_or(true);
+                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    if fd > 2 && not_file && !st.fds.contains_key(&fd) {
+                        st.fds.insert(fd, FdUse::Conn);
+                        boundary = Some((Start::HeaderRead, ev.ts_us));
+                    }
+                }
+            }
+            Kind::Close => {
+                if let Some(fd) = ev.fd {
+                    self.pids
+                        .get_mut(&pid)
+                        .expect("pid inserted above")
+                        .fds
+                        .remove(&fd);
+                }
+            }
+            k if k.is_open() => {
+                if let Some(fd) = returned_fd(ev) {
+                    self.pids
+                        .get_mut(&pid)
+                        .expect("pid inserted above")
+                        .fds
+                        .insert(fd, FdUse::Local);
+                }
+            }
+            _ => {}
+        }
+        match class {
+            NameClass::NewFd => {
+                if let Some(fd) = returned_fd(ev) {
+                    self.pids
+                        .get_mut(&pid)
+                        .expect("pid inserted above")
+                        .fds
+                        .insert(fd, FdUse::Local);
+                }
+            }
+            NameClass::Fork => {
+                if let Ret::Ok(child) = ev.ret {
+                    if child > 0 && child <= u32::MAX as i64 {
+                        let child = child as u32;
+                        // The child may already have events (strace can
+                        // print them before the parent's clone returns).
+                        if !self.pids.contains_key(&child) {
+                            let unit = self.new_unit(child, Start::Head, ev.ts_us);
+                            self.pids.insert(
+                                child,
+                                PidState {
+                                    unit,
+                                    ..PidState::default()
+                                },
+                            );
+                            self.pid_order.push(child);
+                        }
+                        let st = self.pids.get_mut(&child).expect("inserted");
+                        if st.exec.is_none() && child != pid {
+                            st.parent = Some(pid);
+                        }
+                    }
+                }
+            }
+            NameClass::Exec => {
+                if matches!(ev.ret, Ret::Ok(0)) {
+                    let php = ev.path.map(|p| is_php_binary(strings.bytes(p)));
+                    if php == Some(true) {
+                        self.php_evidence = true;
+                    }
+                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    st.exec = Some(php);
+                    st.parent = None;
+                    // exec closes nothing we track reliably; forget fds.
+                    st.fds.retain(|_, u| *u == FdUse::Conn);
+                }
+            }
+            _ => {}
+        }
+        let st = self.pids.get_mut(&pid).expect("pid inserted above");
+        if let Some((start, start_us)) = boundary {
+            st.boundaries += 1;
+            let id = self.units.len() as u32;
+            st.unit = id;
+            self.units.push(Unit {
+                pid,
+                start,
+                start_us,
+                end_us: None,
+                events: 0,
+                first_event: self.events,
+            });
+        }
+        let unit_id = self.pids[&pid].unit;
+        let u = &mut self.units[unit_id as usize];
+        if u.events == 0 {
+            u.first_event = self.events;
+            if u.start_us.is_none() {
+                u.start_us = ev.ts_us;
+            }
+        }
+        u.events += 1;
+        if let Some(e) = end_of(ev) {
+            u.end_us = Some(u.end_us.map_or(e, |x| x.max(e)));
+        }
+        self.events += 1;
+        UnitId(unit_id)
+    }
+
+    /// Number of events fed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Decides the mode and maps units to requests.
+    pub fn finish(self) -> Plan {
+        let mut unit_request: Vec<Option<u32>> = vec![None; self.units.len()];
+        let mut reqs: Vec<RequestInfo> = Vec::new();
+        let fpm = self.units.iter().any(|u| u.start != Start::Head);
+        let mode;
+        let note;
+        if fpm {
+            mode = RequestMode::Fpm;
+            let mut head_events = 0u64;
+            let mut workers = 0usize;
+            for st in self.pids.values() {
+                if st.boundaries > 0 {
+                    workers += 1;
+                }
+            }
+            for (i, u) in self.units.iter().enumerate() {
+                if u.start == Start::Head || u.events == 0 {
+                    head_events += u.events;
+                    continue;
+                }
+                unit_request[i] = Some(reqs.len() as u32);
+                reqs.push(RequestInfo {
+                    pid: u.pid,
+                    start_us: u.start_us,
+                    end_us: u.end_us,
+                    kind: if u.start == Start::Accept {
+                        RequestKind::FpmAccept
+                    } else {
+                        RequestKind::FpmHeaderRead
+                    },
+                    events: u.events,
+                    first_event: u.first_event,
+                });
+            }
+            note = format!(
+                "php-fpm: {} requests in {} workers, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup)",
+                reqs.len(),
+                workers,
+                head_events
+            );
+        } else if self.php_evidence {
+            mode = RequestMode::Cli;
+            // Root of each pid: follow parents (creation order guarantees no
+            // cycle except through bad input, so bound the walk).
+            let root_of = |mut p: u32| -> u32 {
+                for _ in 0..64 {
+                    match self.pids.get(&p).and_then(|s| s.parent) {
+                        Some(q) if q != p => p = q,
+                        _ => break,
+                    }
+                }
+                p
+            };
+            let mut root_req: HashMap<u32, u32> = HashMap::new();
+            let mut non_php = 0usize;
+            // Units in first-event order so requests come out stable.
+            let mut order: Vec<usize> = (0..self.units.len())
+                .filter(|&i| self.units[i].events > 0)
+                .collect();
+            order.sort_by_key(|&i| self.units[i].first_event);
+            for i in order {
+                let u = &self.units[i];
+                let root = root_of(u.pid);
+                let exec = self.pids.get(&root).and_then(|s| s.exec);
+                if exec == Some(Some(false)) {
+                    non_php += 1;
+                    continue;
+                }
+                let r = *root_req.entry(root).or_insert_with(|| {
+                    reqs.push(RequestInfo {
+                        pid: root,
+                        start_us: None,
+                        end_us: None,
+                        kind: RequestKind::CliProcess,
+                        events: 0,
+                        first_event: u.first_event,
+                    });
+                    reqs.len() as u32 - 1
+                });
+                let ri = &mut reqs[r as usize];
+                ri.events += u.events;
+                ri.first_event = ri.first_event.min(u.first_event);
+                ri.start_us = min_opt(ri.start_us, u.start_us);
+                ri.end_us = max_opt(ri.end_us, u.end_us);
+                unit_request[i] = Some(r);
+            }
+            note = format!(
+                "php-cli: {} requests, one per PHP process (with its children that do not exec); {} processes running another program left out",
+                reqs.len(),
+                non_php
+            );
+        } else {
+            mode = RequestMode::Whole;
+            if self.events > 0 {
+                let mut ri = RequestInfo {
+                    pid: self.first_pid.unwrap_or(0),
+                    start_us: None,
+                    end_us: None,
+                    kind: RequestKind::WholeTrace,
+                    events: 0,
+                    first_event: 0,
+                };
+                for (i, u) in self.units.iter().enumerate() {
+                    ri.events += u.events;
+                    ri.start_us = min_opt(ri.start_us, u.start_us);
+                    ri.end_us = max_opt(ri.end_us, u.end_us);
+                    unit_request[i] = Some(0);
+                }
+                reqs.push(ri);
+            }
+            note = "neither php-fpm requests (no accept or FastCGI header read) nor php-cli processes (no php binary, script or php.ini seen): the whole trace is treated as one request".to_string();
+        }
+        // Time order: start (requests without timestamps keep input order).
+        let mut idx: Vec<usize> = (0..reqs.len()).collect();
+        idx.sort_by_key(|&i| (reqs[i].start_us.unwrap_or(i64::MIN), reqs[i].first_event));
+        let mut new_pos = vec![0u32; reqs.len()];
+        for (pos, &i) in idx.iter().enumerate() {
+            new_pos[i] = pos as u32;
+        }
+        for r in unit_request.iter_mut().flatten() {
+            *r = new_pos[*r as usize];
+        }
+        let requests = idx.into_iter().map(|i| reqs[i].clone()).collect();
+        Plan {
+            mode,
+            note,
+            requests,
+            unit_request,
+        }
+    }
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Flags, Kind};
+
+    struct B {
+        s: Interner,
+        ev: Vec<Event>,
+        t: i64,
+    }
+
+    impl B {
+        fn new() -> Self {
+            B {
+                s: Interner::new(),
+                ev: Vec::new(),
+                t: 1_000_000,
+            }
+        }
+        fn push(
+            &mut self,
+            pid: u32,
+            name: &str,
+            path: Option<&str>,
+            fd: Option<i32>,
+            fd_path: Option<&str>,
+            ret: i64,
+        ) {
+            let kind = Kind::from_name(name.as_bytes());
+            let name = self.s.intern(name.as_bytes());
+            let path = path.map(|p| self.s.intern(p.as_bytes()));
+            let fd_path = fd_path.map(|p| self.s.intern(p.as_bytes()));
+            self.t += 10;
+            let line = self.ev.len() as u64 + 1;
+            self.ev.push(Event {
+                pid,
+                ts_us: Some(self.t),
+                dur_us: Some(5),
+                kind,
+                name,
+                path,
+                path2: None,
+                fd,
+                fd_path,
+                flags: Flags::default(),
+                ret: Ret::Ok(ret),
+                ret_path: None,
+                input: 0,
+                line,
+            });
+        }
+    }
+
+    /// The shape real php-fpm 8.2 shows under `strace -f -ttt -T -y`: master
+    /// forks two workers, each accepts and reads the FastCGI header.
+    fn fpm_trace(with_accept: bool) -> B {
+        let mut b = B::new();
+        b.push(10, "execve", Some("/usr/sbin/php-fpm8.2"), None, None, 0);
+        b.push(10, "clone", None, None, None, 11);
+        b.push(10, "clone", None, None, None, 12);
+        b.push(11, "close", None, Some(8), None, 0);
+        for (pid, n) in [(11u32, 2), (12, 1)] {
+            for _ in 0..n {
+                if with_accept {
+                    b.push(pid, "accept", None, Some(9), Some("socket:[1]"), 4);
+                }
+                b.push(pid, "poll", None, None, None, 1);
+                b.push(pid, "read", None, Some(4), Some("socket:[2]"), 8);
+                b.push(pid, "read", None, Some(4), Some("socket:[2]"), 8);
+                b.push(pid, "openat", Some("/srv/index.php"), None, None, 5);
+                b.push(pid, "read", None, Some(5), Some("/srv/index.php"), 8);
+                b.push(pid, "close", None, Some(5), None, 0);
+                b.push(pid, "recvfrom", None, Some(4), None, 0);
+                b.push(pid, "close", None, Some(4), None, 0);
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn fpm_with_accept() {
+        let b = fpm_trace(true);
+        let r = split_requests(&b.ev, &b.s);
+        assert_eq!(r.mode, RequestMode::Fpm);
+        assert_eq!(r.requests.len(), 3);
+        assert!(r.requests.iter().all(|q| q.kind == RequestKind::FpmAccept));
+        let pids: Vec<u32> = r.requests.iter().map(|q| q.pid).collect();
+        assert_eq!(pids, vec![11, 11, 12]);
+        // 9 events each; the worker-11 `close(8)` before its first accept
+        // and the master's events are outside.
+        for q in &r.requests {
+            assert_eq!(q.events.len(), 9);
+            assert_eq!(b.ev[q.events[0] as usize].kind, Kind::Accept);
+            // start = accept return time (ts + dur).
+            let a = &b.ev[q.events[0] as usize];
+            assert_eq!(q.start_us, Some(a.ts_us.unwrap() + 5));
+        }
+        assert!(r
+            .requests
+            .windows(2)
+            .all(|w| w[0].start_us <= w[1].start_us));
+    }
+
+    #[test]
+    fn fpm_without_accept_uses_header_read() {
+        let b = fpm_trace(false);
+        let r = split_requests(&b.ev, &b.s);
+        assert_eq!(r.mode, RequestMode::Fpm);
+        assert_eq!(r.requests.len(), 3);
+        assert!(r
+            .requests
+            .iter()
+            .all(|q| q.kind == RequestKind::FpmHeaderRead
+                && b.ev[q.events[0] as usize].kind == Kind::Read));
+        // The `poll` before a header read still belongs to the previous
+        // request of the worker.
+        let lens: Vec<usize> = r.requests.iter().map(|q| q.events.len()).collect();
+        assert_eq!(lens, vec![8, 7, 7]);
+    }
+
+    #[test]
+    fn cli_process_with_children() {
+        let mut b = B::new();
+        b.push(1, "execve", Some("/usr/bin/php"), None, None, 0);
+        b.push(1, "openat", Some("/etc/php/8.2/cli/php.ini"), None, None, 3);
+        b.push(1, "clone", None, None, None, 2); // a thread/child that stays PHP
+        b.push(2, "newfstatat", Some("/a"), None, None, 0);
+        b.push(1, "clone", None, None, None, 3); // shell_exec child
+        b.push(3, "execve", Some("/bin/sh"), None, None, 0);
+        b.push(3, "newfstatat", Some("/b"), None, None, 0);
+        b.push(1, "newfstatat", Some("/c"), None, None, 0);
+        b.push(5, "execve", Some("/usr/bin/php8.2"), None, None, 0);
+        b.push(5, "newfstatat", Some("/d"), None, None, 0);
+        let r = split_requests(&b.ev, &b.s);
+        assert_eq!(r.mode, RequestMode::Cli);
+        assert_eq!(r.requests.len(), 2, "{r:?}");
+        assert_eq!(r.requests[0].pid, 1);
+        assert_eq!(r.requests[0].events, vec![0, 1, 2, 3, 4, 7]);
+        assert_eq!(r.requests[1].pid, 5);
+        assert_eq!(r.requests[1].events, vec![8, 9]);
+    }
+
+    #[test]
+    fn reads_of_files_and_local_sockets_are_not_boundaries() {
+        let mut b = B::new();
+        b.push(1, "openat", Some("/srv/x.txt"), None, None, 3);
+        b.push(1, "read", None, Some(3), None, 8);
+        b.push(1, "socket", None, None, None, 4);
+        b.push(1, "read", None, Some(4), None, 8);
+        b.push(1, "read", None, Some(0), None, 8);
+        b.push(1, "read", None, Some(7), Some("/srv/y"), 8);
+        let r = split_requests(&b.ev, &b.s);
+        assert_eq!(r.mode, RequestMode::Whole);
+        assert_eq!(r.requests.len(), 1);
+        assert_eq!(r.requests[0].events.len(), 6);
+        assert!(r.note.contains("whole trace"));
+    }
+
+    #[test]
+    fn empty_trace() {
+        let r = split_requests(&[], &Interner::new());
+        assert_eq!(r.mode, RequestMode::Whole);
+        assert!(r.requests.is_empty());
+    }
+
+    #[test]
+    fn streaming_matches_batch_units() {
+        let b = fpm_trace(true);
+        let mut sp = Splitter::new();
+        let units: Vec<UnitId> = b.ev.iter().map(|e| sp.push(e, &b.s)).collect();
+        assert_eq!(sp.events(), b.ev.len() as u64);
+        let plan = sp.finish();
+        let r = split_requests(&b.ev, &b.s);
+        for (ri, q) in r.requests.iter().enumerate() {
+            for &i in &q.events {
+                assert_eq!(
+                    plan.unit_request[units[i as usize].0 as usize],
+                    Some(ri as u32)
+                );
+            }
+            assert_eq!(plan.requests[ri].events, q.events.len() as u64);
+        }
+    }
+}
