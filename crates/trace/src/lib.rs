@@ -1,14 +1,181 @@
 //! statstorm-trace: bytes of an strace log in, typed syscall events out.
 //!
 //! This crate knows strace's text formats and nothing of PHP, NFS or printing.
-//! The parser core works on `&[u8]`; a slice path and a reader path feed it
-//! and push records into a [`Sink`](crate::event) (see `parse`).
+//! The parser core ([`Parser`]) works on `&[u8]` lines; a slice path and a
+//! reader path feed it and it pushes records into a [`Sink`]. Pairing of
+//! `<unfinished ...>` / `<... resumed>` lines, `-r` time accumulation and the
+//! pid of `-ff` files happen in the parser; the merge of several inputs by
+//! time happens in [`read_paths`].
+//!
+//! ```
+//! let log = b"123 1700000000.000100 openat(AT_FDCWD, \"/a.php\", O_RDONLY) = -1 ENOENT (No such file or directory) <0.000011>\n";
+//! let t = statstorm_trace::read_bytes("example", log);
+//! assert_eq!(t.events.len(), 1);
+//! let ev = &t.events[0];
+//! assert_eq!(ev.kind, statstorm_trace::Kind::Openat);
+//! assert_eq!(t.strings.str(ev.path.unwrap()), "/a.php");
+//! assert_eq!(ev.dur_us, Some(11));
+//! ```
 //!
 //! [`op`] turns events into [`op::Op`]s, the normalized filesystem calls that
 //! the PHP and NFS models exchange.
 
+mod args;
 pub mod event;
+pub mod input;
 pub mod op;
+pub mod parse;
 pub mod request;
+pub mod summary;
 
 pub use event::{Errno, Event, Flags, Interner, Kind, PathId, Ret};
+pub use input::Error;
+pub use parse::{
+    Detected, Exit, ExitStatus, InputStats, Options, Parser, PidStyle, Signal, Sink, SkipReason,
+    TsKind, VecSink,
+};
+pub use summary::{Summary, SummaryRow};
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// All events of one or more inputs, in time order.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Sorted by (start time, input, line); without timestamps, in input
+    /// and line order.
+    pub events: Vec<Event>,
+    pub strings: Interner,
+    /// One entry per input, in the order given.
+    pub inputs: Vec<InputStats>,
+    /// Totals from `strace -c` tables, summed over inputs.
+    pub summary: Option<Summary>,
+}
+
+impl Trace {
+    /// Lines skipped over all inputs.
+    pub fn skipped(&self) -> u64 {
+        self.inputs.iter().map(|i| i.skipped).sum()
+    }
+    /// True when some input had lines but none of them was strace output.
+    pub fn not_strace(&self) -> bool {
+        self.inputs.iter().any(InputStats::not_strace)
+    }
+
+    fn sort(&mut self) {
+        self.events.sort_by_key(|e| (e.ts_us, e.input, e.line));
+    }
+
+    fn add_summary(&mut self, s: Option<Summary>) {
+        if let Some(s) = s {
+            self.summary.get_or_insert_with(Summary::default).merge(&s);
+        }
+    }
+}
+
+/// Parses one input from a reader, pushing records into `sink` in input
+/// order and never holding more than one line plus one read buffer. The
+/// sink sees each event with the parser's interner.
+pub fn stream<R: Read, S: Sink>(
+    name: &str,
+    reader: R,
+    sink: &mut S,
+    opts: Options,
+) -> Result<(InputStats, Option<Summary>, Interner), Error> {
+    let mut p = Parser::new(name, opts);
+    let res = p.feed_reader(reader, sink);
+    let line = p.stats().lines;
+    let out = p.finish(sink);
+    match res {
+        Ok(()) => Ok(out),
+        Err(source) => Err(Error::Read {
+            path: name.to_string(),
+            line,
+            source,
+        }),
+    }
+}
+
+/// Parses an input held in memory (plain, gzip or zstd). A decompression
+/// error ends the input and is reported in `InputStats::error`.
+pub fn read_bytes(name: &str, data: &[u8]) -> Trace {
+    read_bytes_with(name, data, Options::default())
+}
+
+/// [`read_bytes`] with options.
+pub fn read_bytes_with(name: &str, data: &[u8], opts: Options) -> Trace {
+    let mut t = Trace::default();
+    let mut sink = VecSink::default();
+    let mut p = Parser::with_interner(name, opts, std::mem::take(&mut t.strings));
+    let mut err = None;
+    match input::sniff(data) {
+        input::Compression::None => p.feed_slice(data, &mut sink),
+        _ => {
+            let r = input::decompressed(data).and_then(|r| p.feed_reader(r, &mut sink));
+            if let Err(e) = r {
+                err = Some(format!(
+                    "{name}: read error after line {}: {e}",
+                    p.stats().lines
+                ));
+            }
+        }
+    }
+    let (mut st, summary, strings) = p.finish(&mut sink);
+    st.error = err;
+    t.strings = strings;
+    t.events = sink.events;
+    t.inputs.push(st);
+    t.add_summary(summary);
+    t.sort();
+    t
+}
+
+/// Reads files (`-` is stdin; gzip and zstd by magic bytes) and merges
+/// their events by time. A path that does not exist but names a
+/// `strace -ff -o PREFIX` prefix reads every `PREFIX.PID`; the pid of lines
+/// in such files comes from the file name.
+pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        match input::expand_prefix(p) {
+            Some(list) => files.extend(list),
+            None => files.push(p.clone()),
+        }
+    }
+    if files.len() > u16::MAX as usize + 1 {
+        return Err(Error::TooManyInputs(files.len()));
+    }
+    let mut t = Trace::default();
+    let mut sink = VecSink::default();
+    for (i, path) in files.iter().enumerate() {
+        let name = path.display().to_string();
+        let opts = Options {
+            input: i as u16,
+            default_pid: input::pid_from_name(path),
+            ..Options::default()
+        };
+        let r = input::open(path)?;
+        let mut p = Parser::with_interner(&name, opts, std::mem::take(&mut t.strings));
+        let res = p.feed_reader(r, &mut sink);
+        let line = p.stats().lines;
+        let (st, summary, strings) = p.finish(&mut sink);
+        t.strings = strings;
+        if let Err(source) = res {
+            return Err(Error::Read {
+                path: name,
+                line,
+                source,
+            });
+        }
+        t.inputs.push(st);
+        t.add_summary(summary);
+    }
+    t.events = sink.events;
+    t.sort();
+    Ok(t)
+}
+
+/// Reads one path; see [`read_paths`].
+pub fn read_path(path: &Path) -> Result<Trace, Error> {
+    read_paths(&[path.to_path_buf()])
+}

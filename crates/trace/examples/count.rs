@@ -1,0 +1,64 @@
+//! Counts events per syscall name in strace logs (a small consumer of the
+//! streaming API, used by `scripts/bench-ingest` as a floor for the parser
+//! alone).
+//!
+//! `cargo run --release -p statstorm-trace --example count -- FILE...` (`-` = stdin)
+
+use statstorm_trace::{Event, Interner, Options, PathId, Sink};
+use std::path::PathBuf;
+
+#[derive(Default)]
+struct Count {
+    by_name: Vec<u64>,
+}
+
+impl Sink for Count {
+    fn event(&mut self, ev: &Event, _: &Interner) -> bool {
+        let i = ev.name.0 as usize;
+        if i >= self.by_name.len() {
+            self.by_name.resize(i + 1, 0);
+        }
+        self.by_name[i] += 1;
+        true
+    }
+}
+
+fn main() {
+    let mut code = 0;
+    for arg in std::env::args().skip(1) {
+        let path = PathBuf::from(&arg);
+        let r = match statstorm_trace::input::open(&path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{e}");
+                code = 1;
+                continue;
+            }
+        };
+        let mut sink = Count::default();
+        match statstorm_trace::stream(&arg, r, &mut sink, Options::default()) {
+            Ok((st, _, strings)) => {
+                println!(
+                    "{arg}: lines {} events {} skipped {} {:?} detected {:?}",
+                    st.lines, st.events, st.skipped, st.first_skips, st.detected
+                );
+                let mut v: Vec<(u64, String)> = sink
+                    .by_name
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(i, &n)| (n, strings.str(PathId(i as u32)).into_owned()))
+                    .collect();
+                v.sort_by(|a, b| b.cmp(a));
+                for (n, name) in v {
+                    println!("  {name} {n}");
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                code = 1;
+            }
+        }
+    }
+    std::process::exit(code);
+}

@@ -1,0 +1,398 @@
+//! Byte-level helpers for the argument and result text of one syscall line:
+//! splitting arguments at top-level commas, decoding strace's quoted strings,
+//! `-y` fd decorations, symbolic flag sets, results and durations.
+//!
+//! Everything here works on `&[u8]` and allocates nothing except into the
+//! caller's scratch buffer.
+
+use crate::event::Flags;
+use memchr::{memchr2, memchr3, memrchr};
+
+/// Most arguments any decoded syscall has (`mmap` has 6).
+pub(crate) const MAX_ARGS: usize = 8;
+
+/// Argument slices of one call, as `(start, end)` offsets into the args text.
+#[derive(Default)]
+pub(crate) struct ArgList {
+    pub n: usize,
+    pub spans: [(u32, u32); MAX_ARGS],
+}
+
+impl ArgList {
+    pub fn get<'a>(&self, text: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        if i >= self.n {
+            return None;
+        }
+        let (s, e) = self.spans[i];
+        Some(trim(&text[s as usize..e as usize]))
+    }
+}
+
+pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t' | b'\r'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// Skips a quoted string starting at `s[i] == b'"'`; returns the index just
+/// after the closing quote, or `None` if the string is not closed.
+#[inline]
+fn skip_string(s: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        let j = i + memchr2(b'"', b'\\', &s[i..])?;
+        if s[j] == b'\\' {
+            i = j + 2;
+            if i > s.len() {
+                return None;
+            }
+        } else {
+            return Some(j + 1);
+        }
+    }
+}
+
+/// Finds the `)` that closes the argument list. `s` starts just after the
+/// opening `(`. Parentheses inside quoted strings do not count.
+#[inline]
+pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < s.len() {
+        let j = i + memchr3(b'"', b'(', b')', &s[i..])?;
+        match s[j] {
+            b'"' => i = skip_string(s, j)?,
+            b'(' => {
+                depth += 1;
+                i = j + 1
+            }
+            _ => {
+                if depth == 0 {
+                    return Some(j);
+                }
+                depth -= 1;
+                i = j + 1;
+            }
+        }
+    }
+    None
+}
+
+/// Splits `s` (the text between the parentheses) at top-level commas.
+pub(crate) fn split_args(s: &[u8], out: &mut ArgList) {
+    out.n = 0;
+    let mut depth = 0i32;
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while i < s.len() {
+        match s[i] {
+            b'"' => match skip_string(s, i) {
+                Some(j) => {
+                    i = j;
+                    continue;
+                }
+                None => break,
+            },
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => {
+                if out.n < MAX_ARGS {
+                    out.spans[out.n] = (start as u32, i as u32);
+                    out.n += 1;
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if out.n < MAX_ARGS && (start < s.len() || out.n > 0) {
+        out.spans[out.n] = (start as u32, s.len() as u32);
+        out.n += 1;
+    }
+}
+
+/// Decodes a quoted strace string argument (`"a\x62\"c"` or `"abc"...`) into
+/// raw bytes in `out`. Returns `Some(truncated)` when `s` is a quoted string.
+pub(crate) fn decode_string(s: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    out.clear();
+    if s.first() != Some(&b'"') {
+        return None;
+    }
+    let end = skip_string(s, 0)?;
+    unescape(&s[1..end - 1], out);
+    let truncated = s[end..].starts_with(b"...");
+    Some(truncated)
+}
+
+#[inline]
+fn hexval(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Undoes strace's escaping (strace `util.c:string_quote`): `\\`, `\"`,
+/// `\n`, `\t`, `\r`, `\v`, `\f`, `\xHH` and 1-3 digit octal.
+pub(crate) fn unescape(s: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < s.len() {
+        let Some(j) = memchr::memchr(b'\\', &s[i..]) else {
+            out.extend_from_slice(&s[i..]);
+            return;
+        };
+        out.extend_from_slice(&s[i..i + j]);
+        i += j + 1;
+        let Some(&c) = s.get(i) else {
+            out.push(b'\\');
+            return;
+        };
+        i += 1;
+        match c {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'v' => out.push(0x0b),
+            b'f' => out.push(0x0c),
+            b'a' => out.push(0x07),
+            b'b' => out.push(0x08),
+            b'x' => {
+                let h1 = s.get(i).copied().and_then(hexval);
+                let h2 = s.get(i + 1).copied().and_then(hexval);
+                match (h1, h2) {
+                    (Some(a), Some(b)) => {
+                        out.push(a * 16 + b);
+                        i += 2;
+                    }
+                    (Some(a), None) => {
+                        out.push(a);
+                        i += 1;
+                    }
+                    _ => out.extend_from_slice(b"\\x"),
+                }
+            }
+            b'0'..=b'7' => {
+                let mut v: u32 = (c - b'0') as u32;
+                let mut k = 0;
+                while k < 2 {
+                    match s.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + (d - b'0') as u32;
+                            i += 1;
+                            k += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(v as u8);
+            }
+            other => out.push(other),
+        }
+    }
+}
+
+/// An fd argument as printed: `3`, `3</path>` (with `-y`), `AT_FDCWD`,
+/// `AT_FDCWD</cwd>` or `3<TCP:[...]>` / `3<socket:[...]>` (with `-yy`).
+pub(crate) struct FdArg<'a> {
+    pub fd: Option<i32>,
+    pub at_fdcwd: bool,
+    /// Raw (still escaped) decoration text, without the angle brackets.
+    pub deco: Option<&'a [u8]>,
+}
+
+pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
+    let (head, deco) = split_deco(s);
+    let at_fdcwd = head == b"AT_FDCWD";
+    let fd = if at_fdcwd {
+        None
+    } else {
+        parse_i64(head).map(|v| v as i32)
+    };
+    FdArg { fd, at_fdcwd, deco }
+}
+
+/// Splits `3</a/b>` into (`3`, `/a/b`). With `-yy`, a device decoration
+/// (`/dev/null<char 1:3>`) is nested; the outer text is returned whole.
+pub(crate) fn split_deco(s: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match memchr::memchr(b'<', s) {
+        Some(i) if s.last() == Some(&b'>') && s.len() >= i + 2 => {
+            (&s[..i], Some(&s[i + 1..s.len() - 1]))
+        }
+        _ => (s, None),
+    }
+}
+
+/// Decodes a `-y` decoration into a path: escapes undone, a nested `-yy`
+/// device suffix (`/dev/null<char 1:3>`) dropped. Socket and pipe
+/// decorations (`TCP:[...]`, `socket:[...]`, `pipe:[...]`) are kept as text.
+pub(crate) fn decode_deco(d: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let d = if d.first() == Some(&b'/') && d.last() == Some(&b'>') {
+        match memrchr(b'<', d) {
+            Some(i) => &d[..i],
+            None => d,
+        }
+    } else {
+        d
+    };
+    unescape(d, out);
+}
+
+/// Parses a decimal (optionally negative) or `0x` hex integer.
+pub(crate) fn parse_i64(s: &[u8]) -> Option<i64> {
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let v = if let Some(h) = digits.strip_prefix(b"0x") {
+        if h.is_empty() || h.len() > 16 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        for &c in h {
+            v = v * 16 + hexval(c)? as u64;
+        }
+        v as i64
+    } else {
+        if digits.len() > 19 {
+            return None;
+        }
+        let mut v: i64 = 0;
+        for &c in digits {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+        }
+        v
+    };
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// The flag names this crate decodes, with their bit in [`Flags`]. One
+/// table for open flags, `*at` flags, access modes and `unlinkat` flags
+/// (names from Linux `include/uapi/asm-generic/fcntl.h`, `linux/fcntl.h`
+/// and `unistd.h`, as strace prints them).
+pub(crate) const FLAG_NAMES: &[(&[u8], u32)] = &[
+    (b"AT_SYMLINK_NOFOLLOW", Flags::AT_SYMLINK_NOFOLLOW),
+    (b"AT_EMPTY_PATH", Flags::AT_EMPTY_PATH),
+    (b"AT_REMOVEDIR", Flags::AT_REMOVEDIR),
+    (b"O_WRONLY", Flags::O_WRONLY),
+    (b"O_RDWR", Flags::O_RDWR),
+    (b"O_CREAT", Flags::O_CREAT),
+    (b"O_EXCL", Flags::O_EXCL),
+    (b"O_TRUNC", Flags::O_TRUNC),
+    (b"O_DIRECTORY", Flags::O_DIRECTORY),
+    (b"O_APPEND", Flags::O_APPEND),
+    (b"O_NOFOLLOW", Flags::O_NOFOLLOW),
+    (b"O_PATH", Flags::O_PATH),
+    (b"R_OK", Flags::R_OK),
+    (b"W_OK", Flags::W_OK),
+    (b"X_OK", Flags::X_OK),
+];
+
+/// Decodes a symbolic flag set (`O_RDONLY|O_CLOEXEC`, `R_OK|X_OK`,
+/// `AT_SYMLINK_NOFOLLOW`) into [`Flags`] bits; unknown names and numbers
+/// are ignored.
+pub(crate) fn parse_flags(s: &[u8]) -> u32 {
+    let mut bits = 0;
+    for name in s.split(|&c| c == b'|') {
+        let name = trim(name);
+        for &(n, b) in FLAG_NAMES {
+            if n == name {
+                bits |= b;
+                break;
+            }
+        }
+    }
+    bits
+}
+
+/// Parses strace's `-T` duration text (`0.000016`) into microseconds.
+pub(crate) fn parse_secs_us(s: &[u8]) -> Option<u64> {
+    let dot = memchr::memchr(b'.', s)?;
+    let int = &s[..dot];
+    let frac = &s[dot + 1..];
+    if int.is_empty() || frac.is_empty() || int.len() > 12 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in int {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (c - b'0') as u64;
+    }
+    Some(v * 1_000_000 + frac_us(frac)? as u64)
+}
+
+/// Fractional-second digits (any count) to microseconds, truncating below.
+pub(crate) fn frac_us(frac: &[u8]) -> Option<i64> {
+    let mut us: i64 = 0;
+    for (k, &c) in frac.iter().enumerate() {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        if k < 6 {
+            us = us * 10 + (c - b'0') as i64;
+        }
+    }
+    for _ in frac.len()..6 {
+        us *= 10;
+    }
+    Some(us)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_paren_skips_strings_and_nested() {
+        let s = br#"3, "a)b\")", [{WIFEXITED(s)}]) = 0"#;
+        let i = find_close_paren(s).unwrap();
+        assert_eq!(&s[i..], b") = 0");
+    }
+
+    #[test]
+    fn split_and_decode() {
+        let s =
+            br#"AT_FDCWD, "/a,b\x41\101\"\n", {st_mode=S_IFREG, st_size=1}, AT_SYMLINK_NOFOLLOW"#;
+        let mut a = ArgList::default();
+        split_args(s, &mut a);
+        assert_eq!(a.n, 4);
+        let mut out = Vec::new();
+        assert_eq!(decode_string(a.get(s, 1).unwrap(), &mut out), Some(false));
+        assert_eq!(out, b"/a,bAA\"\n");
+        assert_eq!(
+            parse_flags(a.get(s, 3).unwrap()),
+            Flags::AT_SYMLINK_NOFOLLOW
+        );
+        assert_eq!(decode_string(br#""abc"..."#, &mut out), Some(true));
+        assert_eq!(out, b"abc");
+    }
+
+    #[test]
+    fn fd_decorations() {
+        let f = parse_fd(b"3</a/b>");
+        assert_eq!((f.fd, f.deco), (Some(3), Some(&b"/a/b"[..])));
+        let f = parse_fd(b"AT_FDCWD");
+        assert!(f.at_fdcwd && f.fd.is_none());
+        let mut out = Vec::new();
+        decode_deco(b"/dev/null<char 1:3>", &mut out);
+        assert_eq!(out, b"/dev/null");
+        assert_eq!(parse_i64(b"0x7f4bec616000"), Some(0x7f4bec616000));
+        assert_eq!(parse_secs_us(b"0.000016"), Some(16));
+        assert_eq!(parse_secs_us(b"1.5"), Some(1_500_000));
+    }
+}

@@ -1,0 +1,1012 @@
+//! The parser core: one line at a time, bytes in, records pushed into a
+//! [`Sink`].
+//!
+//! [`Parser`] owns the state that spans lines: the interner, the
+//! `<unfinished ...>` calls waiting for their `<... resumed>` line (per pid),
+//! the `-r` time accumulator and what was detected about the format. It is
+//! fed either a whole slice ([`Parser::feed_slice`]) or a reader
+//! ([`Parser::feed_reader`]); both cut the input into the same lines and give
+//! the same records.
+
+use crate::args::{self, ArgList};
+use crate::event::{Errno, Event, Flags, Interner, Kind, PathId, Ret};
+use crate::summary::{Summary, SummaryRow};
+use memchr::{memchr, memchr_iter, memrchr};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read};
+
+/// Why a line was not turned into a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Nothing but white space.
+    EmptyLine,
+    /// Not a syscall, signal, exit, strace message or summary line.
+    Unrecognized,
+    /// A syscall line whose argument list or `= result` is missing.
+    NoResult,
+    /// The line starts with a number that is not a pid or a timestamp.
+    BadTimestamp,
+    /// `<... NAME resumed>` with no `<unfinished ...>` start for that pid
+    /// (the trace began in the middle of the call) or for another syscall.
+    OrphanResumed,
+    /// Longer than [`Options::max_line`]; the bytes were not kept.
+    LineTooLong,
+    /// The input ended without a newline inside a line that does not parse.
+    TruncatedLastLine,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 7] = [
+        SkipReason::EmptyLine,
+        SkipReason::Unrecognized,
+        SkipReason::NoResult,
+        SkipReason::BadTimestamp,
+        SkipReason::OrphanResumed,
+        SkipReason::LineTooLong,
+        SkipReason::TruncatedLastLine,
+    ];
+    /// Text for messages ("line 12: syscall line without result").
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::EmptyLine => "empty line",
+            SkipReason::Unrecognized => "not an strace line",
+            SkipReason::NoResult => "syscall line without result",
+            SkipReason::BadTimestamp => "bad timestamp",
+            SkipReason::OrphanResumed => "resumed call without its start",
+            SkipReason::LineTooLong => "line too long",
+            SkipReason::TruncatedLastLine => "truncated last line",
+        }
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where the pid of a line came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PidStyle {
+    /// No pid anywhere (plain `strace`): `Event::pid` is 0.
+    #[default]
+    None,
+    /// `strace -f -o FILE`: every line starts with the pid.
+    Column,
+    /// `strace -f` to stderr: `[pid N]` prefixes (the first process's lines
+    /// before any fork carry none and get pid 0).
+    Bracket,
+    /// `strace -ff -o PREFIX`: the pid is the file name's `.PID` suffix.
+    FileName,
+}
+
+/// Timestamp format of the input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TsKind {
+    #[default]
+    None,
+    /// `-t`: `HH:MM:SS`, time of day in seconds.
+    TimeOfDay,
+    /// `-tt`: `HH:MM:SS.uuuuuu`, time of day in microseconds.
+    TimeOfDayUs,
+    /// `-ttt`: seconds since the epoch with microseconds.
+    Epoch,
+    /// `-r`: delta to the previous line; events carry the running sum.
+    Relative,
+}
+
+/// What the parser found out about an input's format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Detected {
+    pub pid: PidStyle,
+    pub timestamps: TsKind,
+    /// `-T` durations (`<0.000016>`) seen.
+    pub durations: bool,
+    /// `-y` fd decorations (`3</path>`) seen.
+    pub fd_paths: bool,
+    /// An `strace -c`/`-w`/`-C` summary table seen.
+    pub summary: bool,
+}
+
+/// Counts for one input. Every line is in exactly one of the `*_lines`
+/// counters or in `skipped`, so `lines == accounted()`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InputStats {
+    pub name: String,
+    pub bytes: u64,
+    pub lines: u64,
+    /// Completed syscalls pushed to the sink (a merged unfinished/resumed
+    /// pair is one event).
+    pub events: u64,
+    /// Complete `name(...) = ret` lines.
+    pub syscall_lines: u64,
+    /// `<unfinished ...>` lines.
+    pub unfinished_lines: u64,
+    /// `<... resumed>` lines merged with their start.
+    pub resumed_lines: u64,
+    /// `<unfinished ...>` calls never resumed (the process exited in the
+    /// call or the trace ended): events with result `Ret::Unknown`.
+    pub never_resumed: u64,
+    pub signal_lines: u64,
+    pub exit_lines: u64,
+    /// strace's own messages (`strace: Process N attached`, ...).
+    pub notice_lines: u64,
+    pub summary_lines: u64,
+    pub skipped: u64,
+    pub skipped_by_reason: BTreeMap<SkipReason, u64>,
+    /// The first [`FIRST_SKIPS`] skipped lines: (1-based line, reason).
+    pub first_skips: Vec<(u64, SkipReason)>,
+    pub detected: Detected,
+    /// A read or decompression error that ended this input early.
+    pub error: Option<String>,
+}
+
+/// How many skipped line numbers [`InputStats::first_skips`] keeps.
+pub const FIRST_SKIPS: usize = 10;
+
+impl InputStats {
+    /// Sum of the per-category line counters; equals `lines`.
+    pub fn accounted(&self) -> u64 {
+        self.syscall_lines
+            + self.unfinished_lines
+            + self.resumed_lines
+            + self.signal_lines
+            + self.exit_lines
+            + self.notice_lines
+            + self.summary_lines
+            + self.skipped
+    }
+    /// True when nothing in the input was recognized as strace output
+    /// (no event, signal, exit, strace message or summary) although it had
+    /// non-empty lines: the CLI's "not an strace log" case. An empty input
+    /// is not flagged.
+    pub fn not_strace(&self) -> bool {
+        let empty = self
+            .skipped_by_reason
+            .get(&SkipReason::EmptyLine)
+            .copied()
+            .unwrap_or(0);
+        self.lines > empty && self.accounted() - self.skipped == 0
+    }
+}
+
+/// Parser settings.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Longest line kept, in bytes (without the newline); longer lines are
+    /// skipped as [`SkipReason::LineTooLong`] without being buffered.
+    pub max_line: usize,
+    /// Bytes asked from the reader per `read` call.
+    pub read_size: usize,
+    /// Pid for lines that carry none (from a `-ff` file name).
+    pub default_pid: Option<u32>,
+    /// Index of this input, stored in `Event::input`.
+    pub input: u16,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_line: 1 << 20,
+            read_size: 256 << 10,
+            default_pid: None,
+            input: 0,
+        }
+    }
+}
+
+/// A `--- SIGNAME ... ---` line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Signal<'a> {
+    pub pid: u32,
+    pub ts_us: Option<i64>,
+    /// `SIGCHLD`, or for `--- stopped by SIGSTOP ---` the whole text.
+    pub name: &'a [u8],
+    pub line: u64,
+}
+
+/// How a process ended (`+++ exited with N +++`, `+++ killed by SIG +++`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ExitStatus {
+    Exited(i32),
+    /// Killed by the named signal (interned); `core` if it dumped core.
+    Killed {
+        signal: PathId,
+        core: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    pub pid: u32,
+    pub ts_us: Option<i64>,
+    pub status: ExitStatus,
+    pub line: u64,
+}
+
+/// Receives the parser's records in input order. A merged
+/// unfinished/resumed call is pushed when its resumed line is read (its
+/// `ts_us` and `line` are those of the start); calls never resumed are
+/// pushed at the process's exit or at the end of the input.
+pub trait Sink {
+    /// A completed syscall. Return `false` to stop parsing.
+    fn event(&mut self, ev: &Event, strings: &Interner) -> bool;
+    fn signal(&mut self, _sig: &Signal<'_>) {}
+    fn exit(&mut self, _exit: &Exit) {}
+    /// A skipped line (1-based line number).
+    fn skip(&mut self, _line: u64, _reason: SkipReason) {}
+}
+
+/// Collects events into a vector.
+#[derive(Default)]
+pub struct VecSink {
+    pub events: Vec<Event>,
+}
+
+impl Sink for VecSink {
+    fn event(&mut self, ev: &Event, _: &Interner) -> bool {
+        self.events.push(ev.clone());
+        true
+    }
+}
+
+struct Pending {
+    ts_us: Option<i64>,
+    line: u64,
+    /// `name(` followed by the arguments printed before `<unfinished ...>`.
+    text: Vec<u8>,
+    name_len: usize,
+}
+
+/// Argument positions of a decoded syscall: which argument is the fd or
+/// dirfd, the path, the rename target and the flag sets. One row per
+/// [`Kind`]; positions follow the Linux x86-64 prototypes
+/// (`include/linux/syscalls.h`).
+#[derive(Clone, Copy)]
+struct ArgSpec {
+    fd: i8,
+    path: i8,
+    path2: i8,
+    flags: i8,
+    flags2: i8,
+}
+
+const fn spec(fd: i8, path: i8, path2: i8, flags: i8, flags2: i8) -> ArgSpec {
+    ArgSpec {
+        fd,
+        path,
+        path2,
+        flags,
+        flags2,
+    }
+}
+
+fn arg_spec(k: Kind) -> ArgSpec {
+    use Kind::*;
+    match k {
+        Stat | Lstat => spec(-1, 0, -1, -1, -1),
+        Fstat => spec(0, -1, -1, -1, -1),
+        Newfstatat | Fstatat64 => spec(0, 1, -1, 3, -1),
+        Statx => spec(0, 1, -1, 2, -1),
+        Access => spec(-1, 0, -1, 1, -1),
+        Faccessat => spec(0, 1, -1, 2, -1),
+        Faccessat2 => spec(0, 1, -1, 2, 3),
+        Open => spec(-1, 0, -1, 1, -1),
+        Openat | Openat2 => spec(0, 1, -1, 2, -1),
+        Creat => spec(-1, 0, -1, -1, -1),
+        Close | Read | Pread64 | Fchdir | Getdents64 | Write | Pwrite64 => spec(0, -1, -1, -1, -1),
+        Accept | Accept4 | Recvfrom | Recvmsg => spec(0, -1, -1, -1, -1),
+        Mmap => spec(4, -1, -1, -1, -1),
+        Readlink => spec(-1, 0, -1, -1, -1),
+        Readlinkat => spec(0, 1, -1, -1, -1),
+        Getcwd | Chdir | Unlink | Mkdir | Rmdir => spec(-1, 0, -1, -1, -1),
+        Rename => spec(-1, 0, 1, -1, -1),
+        Renameat | Renameat2 => spec(0, 1, 3, -1, -1),
+        Unlinkat => spec(0, 1, -1, 2, -1),
+        Mkdirat => spec(0, 1, -1, -1, -1),
+        Other => spec(-1, -1, -1, -1, -1),
+    }
+}
+
+const KIND_UNKNOWN: u8 = u8::MAX;
+
+/// The line parser and pairing stage for one input.
+pub struct Parser {
+    strings: Interner,
+    /// Kind of each interned name, by id (`KIND_UNKNOWN` = not computed).
+    kinds: Vec<u8>,
+    opts: Options,
+    stats: InputStats,
+    line_no: u64,
+    pending: HashMap<u32, Pending>,
+    pool: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+    argl: ArgList,
+    rel_us: i64,
+    tod_last: i64,
+    tod_days: i64,
+    in_summary: bool,
+    summary: Option<Summary>,
+    stopped: bool,
+}
+
+impl Parser {
+    pub fn new(name: &str, opts: Options) -> Self {
+        Self::with_interner(name, opts, Interner::new())
+    }
+
+    /// A parser that adds to an existing interner (several inputs, one
+    /// string table).
+    pub fn with_interner(name: &str, opts: Options, strings: Interner) -> Self {
+        let stats = InputStats {
+            name: name.to_string(),
+            ..Default::default()
+        };
+        Parser {
+            strings,
+            kinds: Vec::new(),
+            opts,
+            stats,
+            line_no: 0,
+            pending: HashMap::new(),
+            pool: Vec::new(),
+            scratch: Vec::new(),
+            argl: ArgList::default(),
+            rel_us: 0,
+            tod_last: 0,
+            tod_days: 0,
+            in_summary: false,
+            summary: None,
+            stopped: false,
+        }
+    }
+
+    pub fn strings(&self) -> &Interner {
+        &self.strings
+    }
+
+    pub fn stats(&self) -> &InputStats {
+        &self.stats
+    }
+
+    /// Parses a whole input held in memory. A last line without newline is
+    /// parsed as the end of the input.
+    pub fn feed_slice<S: Sink>(&mut self, data: &[u8], sink: &mut S) {
+        self.stats.bytes += data.len() as u64;
+        let mut start = 0;
+        for nl in memchr_iter(b'\n', data) {
+            if self.stopped {
+                return;
+            }
+            self.line(&data[start..nl], false, sink);
+            start = nl + 1;
+        }
+        if start < data.len() && !self.stopped {
+            self.line(&data[start..], true, sink);
+        }
+    }
+
+    /// Parses a whole input from a reader, `opts.read_size` bytes per read.
+    /// Memory stays bounded by `max_line` plus one read, whatever the input.
+    pub fn feed_reader<R: Read, S: Sink>(&mut self, mut r: R, sink: &mut S) -> io::Result<()> {
+        let chunk = self.opts.read_size.max(1);
+        let max_line = self.opts.max_line;
+        let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(1 << 24));
+        // Bytes before `start` are consumed; `scan` is where the newline
+        // search resumes.
+        let mut start = 0usize;
+        let mut discarding = false;
+        loop {
+            if self.stopped {
+                return Ok(());
+            }
+            if start > 0 {
+                buf.drain(..start);
+                start = 0;
+            }
+            let old = buf.len();
+            buf.resize(old + chunk, 0);
+            let n = loop {
+                match r.read(&mut buf[old..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        buf.truncate(old);
+                        return Err(e);
+                    }
+                }
+            };
+            buf.truncate(old + n);
+            self.stats.bytes += n as u64;
+            if n == 0 {
+                break;
+            }
+            let mut scan = old;
+            while let Some(i) = memchr(b'\n', &buf[scan..]) {
+                let nl = scan + i;
+                if discarding {
+                    discarding = false;
+                } else {
+                    self.line(&buf[start..nl], false, sink);
+                    if self.stopped {
+                        return Ok(());
+                    }
+                }
+                start = nl + 1;
+                scan = start;
+            }
+            if discarding {
+                start = buf.len();
+            } else if buf.len() - start > max_line {
+                self.too_long(sink);
+                discarding = true;
+                start = buf.len();
+            }
+        }
+        if !discarding && start < buf.len() {
+            let rest = buf[start..].to_vec();
+            self.line(&rest, true, sink);
+        }
+        Ok(())
+    }
+
+    /// Ends the input: calls still unfinished become events with an unknown
+    /// result. Returns the counts, the summary table if any, and the
+    /// interner.
+    pub fn finish<S: Sink>(mut self, sink: &mut S) -> (InputStats, Option<Summary>, Interner) {
+        let mut left: Vec<(u32, Pending)> = self.pending.drain().collect();
+        left.sort_by_key(|(_, p)| p.line);
+        for (pid, p) in left {
+            if self.stopped {
+                break;
+            }
+            self.never_resumed(pid, p, sink);
+        }
+        (self.stats, self.summary, self.strings)
+    }
+
+    fn skip<S: Sink>(&mut self, reason: SkipReason, sink: &mut S) {
+        let st = &mut self.stats;
+        st.skipped += 1;
+        *st.skipped_by_reason.entry(reason).or_insert(0) += 1;
+        if st.first_skips.len() < FIRST_SKIPS {
+            st.first_skips.push((self.line_no, reason));
+        }
+        sink.skip(self.line_no, reason);
+    }
+
+    fn too_long<S: Sink>(&mut self, sink: &mut S) {
+        self.line_no += 1;
+        self.stats.lines += 1;
+        self.skip(SkipReason::LineTooLong, sink);
+    }
+
+    /// One line, without its newline. `last` marks a final line that had
+    /// no newline.
+    fn line<S: Sink>(&mut self, line: &[u8], last: bool, sink: &mut S) {
+        if line.len() > self.opts.max_line {
+            self.too_long(sink);
+            return;
+        }
+        self.line_no += 1;
+        self.stats.lines += 1;
+        let line = match line {
+            [rest @ .., b'\r'] => rest,
+            l => l,
+        };
+        if let Err(reason) = self.line_inner(line, sink) {
+            let reason = if last && reason != SkipReason::EmptyLine {
+                SkipReason::TruncatedLastLine
+            } else {
+                reason
+            };
+            self.skip(reason, sink);
+        }
+    }
+
+    fn line_inner<S: Sink>(&mut self, line: &[u8], sink: &mut S) -> Result<(), SkipReason> {
+        let body = args::trim(line);
+        if body.is_empty() {
+            return Err(SkipReason::EmptyLine);
+        }
+        if self.in_summary || body.starts_with(b"% time") {
+            return self.summary_line(body);
+        }
+        // Prefix: `[pid N] ` or a pid column, then an optional timestamp.
+        let mut rest = line;
+        let mut pid: Option<u32> = None;
+        if let Some(r) = rest.strip_prefix(b"[pid") {
+            let r = skip_ws(r);
+            let end = memchr(b']', r).ok_or(SkipReason::Unrecognized)?;
+            let p = parse_u32(&r[..end]).ok_or(SkipReason::Unrecognized)?;
+            pid = Some(p);
+            self.stats.detected.pid = PidStyle::Bracket;
+            rest = skip_ws(&r[end + 1..]);
+        } else {
+            rest = skip_ws(rest);
+            let tok = token(rest);
+            if !tok.is_empty() && tok.len() < rest.len() && tok.iter().all(u8::is_ascii_digit) {
+                pid = Some(parse_u32(tok).ok_or(SkipReason::BadTimestamp)?);
+                if self.stats.detected.pid == PidStyle::None {
+                    self.stats.detected.pid = PidStyle::Column;
+                }
+                rest = skip_ws(&rest[tok.len()..]);
+            }
+        }
+        let mut ts_us = None;
+        if rest.first().is_some_and(u8::is_ascii_digit) {
+            let tok = token(rest);
+            ts_us = Some(self.timestamp(tok).ok_or(SkipReason::BadTimestamp)?);
+            rest = skip_ws(&rest[tok.len()..]);
+        }
+        let pid = match pid {
+            Some(p) => p,
+            None => match self.opts.default_pid {
+                Some(p) => {
+                    self.stats.detected.pid = PidStyle::FileName;
+                    p
+                }
+                None => 0,
+            },
+        };
+        let rest = args::trim(rest);
+        match rest.first() {
+            Some(b'+') if rest.starts_with(b"+++ ") => self.exit_line(pid, ts_us, rest, sink),
+            Some(b'-') if rest.starts_with(b"--- ") => {
+                let inner = &rest[4..];
+                let name = if inner.starts_with(b"SIG") {
+                    token(inner)
+                } else {
+                    inner.strip_suffix(b" ---").unwrap_or(inner)
+                };
+                self.stats.signal_lines += 1;
+                sink.signal(&Signal {
+                    pid,
+                    ts_us,
+                    name,
+                    line: self.line_no,
+                });
+                Ok(())
+            }
+            Some(b'<') if rest.starts_with(b"<... ") => {
+                self.resumed_line(pid, ts_us, &rest[5..], sink)
+            }
+            _ => {
+                if rest.starts_with(b"strace: ") || rest.starts_with(b"[ Process PID=") {
+                    self.stats.notice_lines += 1;
+                    return Ok(());
+                }
+                let nlen = rest
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+                    .ok_or(SkipReason::Unrecognized)?;
+                if nlen == 0 || rest[nlen] != b'(' {
+                    return Err(SkipReason::Unrecognized);
+                }
+                let after = &rest[nlen + 1..];
+                if let Some(a) = after.strip_suffix(b" <unfinished ...>") {
+                    self.stats.unfinished_lines += 1;
+                    let mut text = self.pool.pop().unwrap_or_default();
+                    text.clear();
+                    text.extend_from_slice(&rest[..nlen + 1]);
+                    text.extend_from_slice(a);
+                    let p = Pending {
+                        ts_us,
+                        line: self.line_no,
+                        text,
+                        name_len: nlen,
+                    };
+                    if let Some(old) = self.pending.insert(pid, p) {
+                        // A second start for the same thread: the first was
+                        // never resumed.
+                        self.never_resumed(pid, old, sink);
+                    }
+                    return Ok(());
+                }
+                if let Some(a) = after.strip_suffix(b"<detached ...>") {
+                    // strace detached during the call: no result.
+                    self.stats.syscall_lines += 1;
+                    let line = self.line_no;
+                    self.emit(pid, ts_us, line, &rest[..nlen], a, None, None, sink);
+                    return Ok(());
+                }
+                let (args, ret, dur) = split_call(after).ok_or(SkipReason::NoResult)?;
+                self.stats.syscall_lines += 1;
+                let line = self.line_no;
+                self.emit(pid, ts_us, line, &rest[..nlen], args, Some(ret), dur, sink);
+                Ok(())
+            }
+        }
+    }
+
+    fn resumed_line<S: Sink>(
+        &mut self,
+        pid: u32,
+        _ts: Option<i64>,
+        r: &[u8],
+        sink: &mut S,
+    ) -> Result<(), SkipReason> {
+        let end = memchr::memmem::find(r, b" resumed>").ok_or(SkipReason::Unrecognized)?;
+        let name = &r[..end];
+        let tail = &r[end + 9..];
+        let Some(p) = self.pending.remove(&pid) else {
+            return Err(SkipReason::OrphanResumed);
+        };
+        if &p.text[..p.name_len] != name {
+            self.pending.insert(pid, p);
+            return Err(SkipReason::OrphanResumed);
+        }
+        let p_text_len = p.text.len();
+        let mut text = p.text;
+        let tail = match (text.last(), tail.first()) {
+            (Some(b' '), Some(b' ')) => &tail[1..],
+            _ => tail,
+        };
+        text.extend_from_slice(tail);
+        let after = &text[p.name_len + 1..];
+        let res = match split_call(after) {
+            Some((args, ret, dur)) => {
+                self.stats.resumed_lines += 1;
+                let name = &text[..p.name_len];
+                self.emit(pid, p.ts_us, p.line, name, args, Some(ret), dur, sink);
+                Ok(())
+            }
+            None => {
+                // The resumed line is unreadable: keep the start as a call
+                // without result and skip this line.
+                self.stats.never_resumed += 1;
+                let name = &text[..p.name_len];
+                let args = &text[p.name_len + 1..p_text_len];
+                self.emit(pid, p.ts_us, p.line, name, args, None, None, sink);
+                Err(SkipReason::NoResult)
+            }
+        };
+        self.pool.push(text);
+        res
+    }
+
+    fn never_resumed<S: Sink>(&mut self, pid: u32, p: Pending, sink: &mut S) {
+        self.stats.never_resumed += 1;
+        let name = &p.text[..p.name_len];
+        let args = &p.text[p.name_len + 1..];
+        self.emit(pid, p.ts_us, p.line, name, args, None, None, sink);
+        self.pool.push(p.text);
+    }
+
+    fn exit_line<S: Sink>(
+        &mut self,
+        pid: u32,
+        ts_us: Option<i64>,
+        rest: &[u8],
+        sink: &mut S,
+    ) -> Result<(), SkipReason> {
+        let inner = rest[4..]
+            .strip_suffix(b" +++")
+            .ok_or(SkipReason::Unrecognized)?;
+        let status = if let Some(n) = inner.strip_prefix(b"exited with ") {
+            ExitStatus::Exited(
+                args::parse_i64(args::trim(n)).ok_or(SkipReason::Unrecognized)? as i32,
+            )
+        } else if let Some(s) = inner.strip_prefix(b"killed by ") {
+            let sig = token(s);
+            let core = s[sig.len()..].windows(11).any(|w| w == b"core dumped");
+            ExitStatus::Killed {
+                signal: self.strings.intern(sig),
+                core,
+            }
+        } else {
+            return Err(SkipReason::Unrecognized);
+        };
+        self.stats.exit_lines += 1;
+        if let Some(p) = self.pending.remove(&pid) {
+            self.never_resumed(pid, p, sink);
+        }
+        sink.exit(&Exit {
+            pid,
+            ts_us,
+            status,
+            line: self.line_no,
+        });
+        Ok(())
+    }
+
+    fn summary_line(&mut self, body: &[u8]) -> Result<(), SkipReason> {
+        self.stats.detected.summary = true;
+        let s = self.summary.get_or_insert_with(Summary::default);
+        if body.starts_with(b"% time") {
+            self.in_summary = true;
+            self.stats.summary_lines += 1;
+            return Ok(());
+        }
+        if body.iter().all(|&c| c == b'-' || c == b' ') {
+            self.stats.summary_lines += 1;
+            return Ok(());
+        }
+        let row = SummaryRow::parse(body).ok_or(SkipReason::Unrecognized)?;
+        self.stats.summary_lines += 1;
+        if row.name == "total" {
+            s.total = Some(row);
+            self.in_summary = false;
+        } else {
+            s.rows.push(row);
+        }
+        Ok(())
+    }
+
+    /// Converts a timestamp token, fixing the format on the first one.
+    fn timestamp(&mut self, tok: &[u8]) -> Option<i64> {
+        let (int, frac) = match memchr(b'.', tok) {
+            Some(d) => (&tok[..d], Some(&tok[d + 1..])),
+            None => (tok, None),
+        };
+        let frac_us = match frac {
+            Some(f) => args::frac_us(f)?,
+            None => 0,
+        };
+        let det = &mut self.stats.detected;
+        if memchr(b':', int).is_some() {
+            let mut secs: i64 = 0;
+            let mut parts = 0;
+            for p in int.split(|&c| c == b':') {
+                if p.is_empty() || p.len() > 2 {
+                    return None;
+                }
+                secs = secs * 60 + args::parse_i64(p)?;
+                parts += 1;
+            }
+            if parts != 3 {
+                return None;
+            }
+            if det.timestamps == TsKind::None {
+                det.timestamps = if frac.is_some() {
+                    TsKind::TimeOfDayUs
+                } else {
+                    TsKind::TimeOfDay
+                };
+            }
+            let t = secs * 1_000_000 + frac_us;
+            // Past midnight the clock restarts; keep time increasing.
+            if t + 12 * 3600 * 1_000_000 < self.tod_last {
+                self.tod_days += 1;
+            }
+            self.tod_last = t;
+            return Some(t + self.tod_days * 86_400 * 1_000_000);
+        }
+        frac?;
+        if int.len() > 12 || !int.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let secs = args::parse_i64(int)?;
+        let v = secs * 1_000_000 + frac_us;
+        if det.timestamps == TsKind::None {
+            // Epoch seconds are > 1e8 since 1973; `-r` deltas are small.
+            det.timestamps = if secs >= 100_000_000 {
+                TsKind::Epoch
+            } else {
+                TsKind::Relative
+            };
+        }
+        if det.timestamps == TsKind::Relative {
+            self.rel_us += v;
+            return Some(self.rel_us);
+        }
+        Some(v)
+    }
+
+    fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
+        let id = self.strings.intern(name);
+        let i = id.0 as usize;
+        if i >= self.kinds.len() {
+            self.kinds.resize(i + 1, KIND_UNKNOWN);
+        }
+        let k = self.kinds[i];
+        if k != KIND_UNKNOWN {
+            return (id, kind_from_u8(k));
+        }
+        let kind = Kind::from_name(name);
+        self.kinds[i] = kind as u8;
+        (id, kind)
+    }
+
+    /// Builds and pushes one event. `ret` is `None` for calls that never
+    /// returned in the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn emit<S: Sink>(
+        &mut self,
+        pid: u32,
+        ts_us: Option<i64>,
+        line: u64,
+        name: &[u8],
+        argtext: &[u8],
+        ret: Option<&[u8]>,
+        dur: Option<u64>,
+        sink: &mut S,
+    ) {
+        let (name_id, kind) = self.intern_kind(name);
+        let mut ev = Event {
+            pid,
+            ts_us,
+            dur_us: dur,
+            kind,
+            name: name_id,
+            path: None,
+            path2: None,
+            fd: None,
+            fd_path: None,
+            flags: Flags::default(),
+            ret: Ret::Unknown,
+            ret_path: None,
+            input: self.opts.input,
+            line,
+        };
+        if dur.is_some() {
+            self.stats.detected.durations = true;
+        }
+        if let Some(r) = ret {
+            self.decode_ret(r, &mut ev);
+        }
+        if kind != Kind::Other {
+            self.decode_args(argtext, &mut ev);
+        }
+        self.stats.events += 1;
+        if !sink.event(&ev, &self.strings) {
+            self.stopped = true;
+        }
+    }
+
+    fn decode_ret(&mut self, r: &[u8], ev: &mut Event) {
+        let tok = token(r);
+        if tok == b"?" {
+            // `= ? ERESTARTSYS (To be restarted ...)`: interrupted, restarted.
+            let rest = skip_ws(&r[1..]);
+            if rest.first() == Some(&b'E') {
+                ev.ret = Ret::Err(Errno(self.strings.intern(token(rest))));
+            }
+            return;
+        }
+        let (num, deco) = args::split_deco(tok);
+        let Some(v) = args::parse_i64(num) else {
+            return;
+        };
+        if v == -1 {
+            let rest = skip_ws(&r[tok.len()..]);
+            if rest.first() == Some(&b'E') {
+                ev.ret = Ret::Err(Errno(self.strings.intern(token(rest))));
+                return;
+            }
+        }
+        ev.ret = Ret::Ok(v);
+        if let Some(d) = deco {
+            self.stats.detected.fd_paths = true;
+            args::decode_deco(d, &mut self.scratch);
+            ev.ret_path = Some(self.strings.intern(&self.scratch));
+        }
+    }
+
+    fn decode_args(&mut self, text: &[u8], ev: &mut Event) {
+        let sp = arg_spec(ev.kind);
+        args::split_args(text, &mut self.argl);
+        let al = std::mem::take(&mut self.argl);
+        let get = |i: i8| {
+            if i < 0 {
+                None
+            } else {
+                al.get(text, i as usize)
+            }
+        };
+        if let Some(a) = get(sp.fd) {
+            let f = args::parse_fd(a);
+            if f.at_fdcwd {
+                ev.flags.set(Flags::AT_FDCWD);
+            } else if !(ev.kind == Kind::Mmap && f.fd == Some(-1)) {
+                ev.fd = f.fd;
+            }
+            if let Some(d) = f.deco {
+                self.stats.detected.fd_paths = true;
+                args::decode_deco(d, &mut self.scratch);
+                ev.fd_path = Some(self.strings.intern(&self.scratch));
+            }
+        }
+        if let Some(a) = get(sp.path) {
+            if let Some(trunc) = args::decode_string(a, &mut self.scratch) {
+                ev.path = Some(self.strings.intern(&self.scratch));
+                if trunc {
+                    ev.flags.set(Flags::TRUNCATED);
+                }
+            }
+        }
+        if let Some(a) = get(sp.path2) {
+            if let Some(trunc) = args::decode_string(a, &mut self.scratch) {
+                ev.path2 = Some(self.strings.intern(&self.scratch));
+                if trunc {
+                    ev.flags.set(Flags::TRUNCATED);
+                }
+            }
+        }
+        for fi in [sp.flags, sp.flags2] {
+            if let Some(a) = get(fi) {
+                // openat2 passes `{flags=O_RDONLY|O_CLOEXEC, resolve=...}`.
+                let a = match memchr::memmem::find(a, b"flags=") {
+                    Some(i) if a.first() == Some(&b'{') => {
+                        let v = &a[i + 6..];
+                        let e = v
+                            .iter()
+                            .position(|&c| c == b',' || c == b'}')
+                            .unwrap_or(v.len());
+                        &v[..e]
+                    }
+                    _ => a,
+                };
+                ev.flags.set(args::parse_flags(a));
+            }
+        }
+        if matches!(
+            ev.kind,
+            Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64
+        ) && get(1).is_some_and(|a| a.ends_with(b"\"..."))
+        {
+            ev.flags.set(Flags::TRUNCATED);
+        }
+        self.argl = al;
+    }
+}
+
+fn kind_from_u8(k: u8) -> Kind {
+    Kind::ALL.get(k as usize).copied().unwrap_or(Kind::Other)
+}
+
+/// Splits the text after `name(` into (arguments, result, duration).
+fn split_call(after: &[u8]) -> Option<(&[u8], &[u8], Option<u64>)> {
+    let close = args::find_close_paren(after)?;
+    let args_text = &after[..close];
+    let rest = skip_ws(&after[close + 1..]);
+    let rest = rest.strip_prefix(b"=")?;
+    let mut ret = args::trim(rest);
+    let mut dur = None;
+    if ret.last() == Some(&b'>') {
+        if let Some(lt) = memrchr(b'<', ret) {
+            if let Some(d) = args::parse_secs_us(&ret[lt + 1..ret.len() - 1]) {
+                dur = Some(d);
+                ret = args::trim(&ret[..lt]);
+            }
+        }
+    }
+    if ret.is_empty() {
+        return None;
+    }
+    Some((args_text, ret, dur))
+}
+
+fn skip_ws(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    s
+}
+
+/// Bytes up to the first blank.
+fn token(s: &[u8]) -> &[u8] {
+    let e = s
+        .iter()
+        .position(|&c| c == b' ' || c == b'\t')
+        .unwrap_or(s.len());
+    &s[..e]
+}
+
+fn parse_u32(s: &[u8]) -> Option<u32> {
+    if s.is_empty() || s.len() > 10 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (c - b'0') as u64;
+    }
+    u32::try_from(v).ok()
+}
