@@ -3,3 +3,7 @@
 //! `PhpConfig` (php.ini settings that change file syscalls), `lift` (events of
 //! one request -> PHP operations), `lower` (PHP operations + config + state
 //! across requests -> syscalls). Rules: ../shared/design/SEMANTICS.md part B.
+
+pub mod config;
+
+pub use config::{ConfigError, PhpConfig};
