@@ -1,3 +1,23 @@
 //! statstorm-nfs: which RPCs the Linux NFS client sends for a stream of
 //! syscalls, under given mount options. Rules: ../shared/design/SEMANTICS.md
-//! parts A and C.
+//! parts A and C (R-numbers in the code), checked against the lab
+//! measurements in ../shared/fixtures/nfs-lab (see docs/nfs-model.md).
+//!
+//! ```
+//! use statstorm_nfs::{replay, ClientParams, MountOptions};
+//! use statstorm_trace::op::{Op, OpKind};
+//! let opts = MountOptions::parse("vers=3,noatime").unwrap();
+//! let params = ClientParams::new("/m");
+//! let op = |t_us, kind| Op { t_us, dur_us: None, pid: 1, uid: 33, kind,
+//!     path: "/m/a.php".into(), path2: None, flags: 0, errno: None, bytes: 0 };
+//! let ops = [op(0, OpKind::Stat), op(10, OpKind::Open), op(20, OpKind::Close)];
+//! let r = replay(&ops, &opts, &params, &[]);
+//! // cold: ACCESS(root) + LOOKUP(a.php) for the stat, ACCESS(a.php) for the open
+//! assert_eq!(r.totals.get("LOOKUP"), 1);
+//! ```
+
+pub mod client;
+pub mod mount;
+
+pub use client::{replay, Client, ClientParams, Replay, RpcCounts, RpcOp, ServerChange};
+pub use mount::{AtimeMode, LookupCache, MountEntry, MountError, MountOptions, Vers};

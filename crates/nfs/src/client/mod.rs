@@ -1,0 +1,1191 @@
+//! The Linux NFS client as a deterministic state machine over time.
+//!
+//! Input: normalized [`Op`]s (syscalls with path, flags, pid, uid and a
+//! timestamp) of any number of processes, plus [`ServerChange`]s made by
+//! other clients. Output: the RPCs the client sends ([`Rpc`]) and counts per
+//! op as `/proc/self/mountstats` names them. Time comes only from the input.
+//!
+//! State (all keyed by absolute path below the NFS root):
+//! - inodes: attribute cache timer (R3-R7), invalid bits (R8), access cache
+//!   per uid (R24-R28), page cache validity (R36), v4 open state and read
+//!   delegations (R31, R33, R39);
+//! - dentries: positive/negative, the parent verifier they were validated
+//!   against, delegated-verifier bit (R15-R21);
+//! - the server's view: a change counter per path, bumped by this client's
+//!   own modifications and by [`ServerChange`]s; existence is learned from
+//!   the trace (a successful op proves a path exists, ENOENT proves it does
+//!   not).
+//!
+//! Every rule cites SEMANTICS.md (R-number) and the Linux 6.1 source
+//! function it models; docs/nfs-model.md says which were checked against
+//! the lab.
+
+mod rpc;
+
+pub use rpc::{Rpc, RpcCounts, RpcOp};
+
+use crate::mount::{AtimeMode, LookupCache, MountOptions, Vers};
+use serde::Serialize;
+use statstorm_trace::op::{Op, OpKind};
+use statstorm_trace::Flags;
+use std::collections::{BTreeMap, HashMap};
+
+const S: i64 = 1_000_000;
+
+/// Model parameters that are not mount options.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientParams {
+    /// Where the NFS mount is (`/mnt/nfs`); ops on other paths are ignored.
+    pub nfs_root: String,
+    /// Kernel version of the client (major, minor). Default 6.1 (the lab's).
+    /// From 6.2 the access cache honours the login time (R27).
+    pub kernel: (u32, u32),
+    /// Whether the server grants NFSv4 read delegations (Linux nfsd does;
+    /// many NAS and cloud servers do not). Default off.
+    pub delegations: bool,
+    /// When the mount root's attributes were last fetched (mount time).
+    /// `None`: at the first op.
+    pub root_attr_time_us: Option<i64>,
+    /// File sizes when known (READ count = ceil(size / rsize), R37).
+    pub file_sizes: HashMap<String, u64>,
+    /// Paths known to exist on the server at the start (e.g. from a
+    /// layout listing); the trace adds what it proves.
+    pub namespace: std::collections::HashSet<String>,
+}
+
+impl ClientParams {
+    pub fn new(nfs_root: &str) -> ClientParams {
+        ClientParams {
+            nfs_root: normalize(nfs_root),
+            kernel: (6, 1),
+            delegations: false,
+            root_attr_time_us: None,
+            file_sizes: HashMap::new(),
+            namespace: Default::default(),
+        }
+    }
+}
+
+/// A change made on the server by someone else (another client, a deploy).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServerChange {
+    pub t_us: i64,
+    pub path: String,
+    /// `true`: PATH was created, renamed or removed, so its parent
+    /// directory changes too. `false`: only PATH itself changed (its data
+    /// or, for a directory, its entries).
+    pub entry: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Inode {
+    is_dir: bool,
+    /// Server change counter value the cached attributes reflect.
+    change_seen: u64,
+    /// R3: `read_cache_jiffies`, `attrtimeo`, `attrtimeo_timestamp`.
+    read_cache_us: i64,
+    attrtimeo_us: i64,
+    attrtimeo_ts_us: i64,
+    /// R8 `NFS_INO_INVALID_CHANGE` (forces a GETATTR at the next check).
+    inval_change: bool,
+    /// R8 `NFS_INO_INVALID_CTIME|MTIME` only: a stat() needs a GETATTR,
+    /// cache-validity checks on the change attribute do not (v4 own
+    /// directory ops, `nfs4_update_changeattr_locked`).
+    inval_times: bool,
+    /// R12 `NFS_INO_INVALID_ATIME`.
+    inval_atime: bool,
+    /// R36: the page cache (data, readdir pages, symlink) is populated and
+    /// valid.
+    has_pages: bool,
+    /// R25: access cache entries: uid -> creation time.
+    access: HashMap<u32, i64>,
+    /// R15: `cache_change_attribute` of a directory (dentry verifier).
+    cca: u64,
+    /// R39: read delegation held.
+    deleg: bool,
+    /// R33: v4 open state obtained from the server, per uid: open count.
+    open_state: HashMap<u32, u32>,
+    /// Bytes written and not yet flushed.
+    dirty_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dentry {
+    positive: bool,
+    /// R15: parent's `cache_change_attribute` when last validated.
+    verifier: u64,
+    /// R15 bit 0: validated while the inode held a delegation.
+    delegated: bool,
+}
+
+/// How a file was opened by one process (for close).
+#[derive(Clone, Copy, Debug)]
+struct OpenRec {
+    uid: u32,
+    write: bool,
+    /// v4: the open holds server open state (CLOSE needed).
+    server_state: bool,
+}
+
+/// Lookup intent of the final component (VFS `LOOKUP_*` flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Intent {
+    /// stat, access, readlink, unlink source: plain lookup.
+    Plain,
+    /// `LOOKUP_OPEN` (open(2)); `dir` for O_DIRECTORY / directories.
+    Open { write: bool, create: bool },
+    /// `LOOKUP_RENAME_TARGET` / exclusive create: negative dentry trusted,
+    /// no LOOKUP for a missing dentry.
+    Target,
+}
+
+/// The client model.
+pub struct Client {
+    opts: MountOptions,
+    params: ClientParams,
+    inodes: HashMap<String, Inode>,
+    dentries: HashMap<String, Dentry>,
+    server: HashMap<String, u64>,
+    opens: HashMap<(u32, String), Vec<OpenRec>>,
+    /// R27 login time per pid (first op seen).
+    login: HashMap<u32, i64>,
+    /// Existence learned from the trace: success proves a path, ENOENT
+    /// disproves it; own creates/removes/renames update it.
+    learned: HashMap<String, bool>,
+    rpcs: Vec<Rpc>,
+    cur_pid: u32,
+    cur_index: usize,
+    cur_t: i64,
+    started: bool,
+}
+
+/// Result of [`replay`].
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Replay {
+    pub schema: &'static str,
+    pub rpcs: Vec<Rpc>,
+    pub totals: RpcCounts,
+    pub per_pid: BTreeMap<u32, RpcCounts>,
+    /// RPC counts per input op (same length as the op stream).
+    pub per_op: Vec<RpcCounts>,
+}
+
+impl Replay {
+    /// Counts of the RPCs sent in `[from_us, to_us)`, optionally of one pid.
+    pub fn counts_between(&self, from_us: i64, to_us: i64, pid: Option<u32>) -> RpcCounts {
+        let mut c = RpcCounts::default();
+        for r in &self.rpcs {
+            if r.t_us >= from_us && r.t_us < to_us && pid.map_or(true, |p| p == r.pid) {
+                c.add(r.op, 1);
+            }
+        }
+        c
+    }
+}
+
+/// Replays a whole op stream (sorted by time here) with server changes
+/// merged in by time, on a fresh client.
+pub fn replay(
+    ops: &[Op],
+    opts: &MountOptions,
+    params: &ClientParams,
+    server_changes: &[ServerChange],
+) -> Replay {
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by_key(|&i| ops[i].t_us);
+    let mut changes: Vec<&ServerChange> = server_changes.iter().collect();
+    changes.sort_by_key(|c| c.t_us);
+    let mut ci = 0;
+    let mut c = Client::new(opts.clone(), params.clone());
+    let mut per_op = vec![RpcCounts::default(); ops.len()];
+    for i in order {
+        while ci < changes.len() && changes[ci].t_us <= ops[i].t_us {
+            c.server_change(changes[ci]);
+            ci += 1;
+        }
+        let before = c.rpcs.len();
+        c.apply_indexed(&ops[i], i);
+        for r in &c.rpcs[before..] {
+            per_op[i].add(r.op, 1);
+        }
+    }
+    for ch in &changes[ci..] {
+        c.server_change(ch);
+    }
+    let rpcs = c.take_rpcs();
+    let mut totals = RpcCounts::default();
+    let mut per_pid: BTreeMap<u32, RpcCounts> = BTreeMap::new();
+    for r in &rpcs {
+        totals.add(r.op, 1);
+        per_pid.entry(r.pid).or_default().add(r.op, 1);
+    }
+    Replay {
+        schema: "statstorm.nfs-replay/1",
+        rpcs,
+        totals,
+        per_pid,
+        per_op,
+    }
+}
+
+/// Lexical normalization: collapse `//`, drop `.`, resolve `..`, no
+/// trailing slash.
+pub fn normalize(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut s = String::with_capacity(p.len());
+    for c in parts {
+        s.push('/');
+        s.push_str(c);
+    }
+    if s.is_empty() {
+        s.push('/');
+    }
+    s
+}
+
+fn parent_of(p: &str) -> &str {
+    match p.rfind('/') {
+        Some(0) => "/",
+        Some(i) => &p[..i],
+        None => "/",
+    }
+}
+
+impl Client {
+    pub fn new(opts: MountOptions, params: ClientParams) -> Client {
+        Client {
+            opts,
+            params,
+            inodes: HashMap::new(),
+            dentries: HashMap::new(),
+            server: HashMap::new(),
+            opens: HashMap::new(),
+            login: HashMap::new(),
+            learned: HashMap::new(),
+            rpcs: Vec::new(),
+            cur_pid: 0,
+            cur_index: usize::MAX,
+            cur_t: 0,
+            started: false,
+        }
+    }
+
+    pub fn options(&self) -> &MountOptions {
+        &self.opts
+    }
+
+    /// RPCs produced so far (drained).
+    pub fn take_rpcs(&mut self) -> Vec<Rpc> {
+        std::mem::take(&mut self.rpcs)
+    }
+
+    /// Read delegations held now.
+    pub fn delegations_held(&self) -> usize {
+        self.inodes.values().filter(|i| i.deleg).count()
+    }
+
+    fn v4(&self) -> bool {
+        self.opts.vers().is_v4()
+    }
+
+    fn under_root(&self, p: &str) -> bool {
+        let r = &self.params.nfs_root;
+        p == r
+            || (p.starts_with(r.as_str()) && p.as_bytes().get(r.len()) == Some(&b'/'))
+            || r == "/"
+    }
+
+    fn emit(&mut self, op: RpcOp, path: &str) {
+        self.rpcs.push(Rpc {
+            t_us: self.cur_t,
+            op,
+            path: path.to_string(),
+            pid: self.cur_pid,
+            op_index: self.cur_index,
+        });
+    }
+
+    fn server_change_of(&mut self, p: &str) -> u64 {
+        *self.server.entry(p.to_string()).or_insert(1)
+    }
+
+    fn bump_server(&mut self, p: &str) {
+        *self.server.entry(p.to_string()).or_insert(1) += 1;
+    }
+
+    fn ac_min_max(&self, is_dir: bool) -> (i64, i64) {
+        if is_dir {
+            (
+                self.opts.acdirmin_s() as i64 * S,
+                self.opts.acdirmax_s() as i64 * S,
+            )
+        } else {
+            (
+                self.opts.acregmin_s() as i64 * S,
+                self.opts.acregmax_s() as i64 * S,
+            )
+        }
+    }
+
+    /// A new inode from a reply with attributes (R3, `nfs_fhget`).
+    fn new_inode(&mut self, p: &str, is_dir: bool) {
+        let (min, _) = self.ac_min_max(is_dir);
+        let change = self.server_change_of(p);
+        let t = self.cur_t;
+        self.inodes.insert(
+            p.to_string(),
+            Inode {
+                is_dir,
+                change_seen: change,
+                read_cache_us: t,
+                attrtimeo_us: min,
+                attrtimeo_ts_us: t,
+                inval_change: false,
+                inval_times: false,
+                inval_atime: false,
+                has_pages: false,
+                access: HashMap::new(),
+                cca: 0,
+                deleg: false,
+                open_state: HashMap::new(),
+                dirty_bytes: 0,
+            },
+        );
+    }
+
+    fn ensure_root(&mut self) {
+        if !self.started {
+            self.started = true;
+            let root = self.params.nfs_root.clone();
+            let t = self.cur_t;
+            self.cur_t = self.params.root_attr_time_us.unwrap_or(t);
+            self.new_inode(&root, true);
+            self.cur_t = t;
+        }
+    }
+
+    /// R4 `nfs_attribute_cache_expired`: expired unless a delegation is held.
+    fn expired(&self, ino: &Inode) -> bool {
+        if ino.deleg {
+            return false;
+        }
+        let t = self.cur_t;
+        !(t >= ino.read_cache_us && t < ino.read_cache_us + ino.attrtimeo_us)
+    }
+
+    /// R5-R7: a reply carrying attributes for `p` (`nfs_refresh_inode` ->
+    /// `nfs_update_inode`). Creates the inode if new.
+    fn refresh(&mut self, p: &str, is_dir: bool) {
+        if !self.inodes.contains_key(p) {
+            self.new_inode(p, is_dir);
+            return;
+        }
+        let server = self.server_change_of(p);
+        let (min, max) = self.ac_min_max(is_dir);
+        let t = self.cur_t;
+        let ino = self.inodes.get_mut(p).expect("checked");
+        if server != ino.change_seen {
+            // R7: change attribute moved (`nfs_update_inode`, "change_attr
+            // change on server"): reset the timeout, invalidate data and the
+            // access cache, and for a directory `nfs_force_lookup_revalidate`.
+            ino.change_seen = server;
+            if !ino.deleg {
+                ino.attrtimeo_us = min;
+                ino.has_pages = false;
+                ino.access.clear();
+                if ino.is_dir {
+                    ino.cca += 2;
+                }
+            }
+            ino.attrtimeo_ts_us = t;
+        } else {
+            // R6: unchanged; double the timeout once out of the window.
+            if t >= ino.attrtimeo_ts_us + ino.attrtimeo_us {
+                ino.attrtimeo_us = (ino.attrtimeo_us * 2).min(max).max(min.min(max));
+            }
+            ino.attrtimeo_ts_us = t;
+        }
+        ino.read_cache_us = t;
+        ino.inval_change = false;
+        ino.inval_times = false;
+        ino.inval_atime = false;
+    }
+
+    /// A GETATTR of `p` (`__nfs_revalidate_inode`).
+    fn getattr(&mut self, p: &str) {
+        self.emit(RpcOp::Getattr, p);
+        let is_dir = self.inodes.get(p).is_some_and(|i| i.is_dir);
+        self.refresh(p, is_dir);
+    }
+
+    /// `nfs_revalidate_inode` / R36 `nfs_revalidate_mapping`: GETATTR iff
+    /// the timer expired or `INVALID_CHANGE` is set.
+    fn revalidate(&mut self, p: &str) {
+        let need = match self.inodes.get(p) {
+            Some(i) => i.inval_change || self.expired(i),
+            None => false,
+        };
+        if need {
+            self.getattr(p);
+        }
+    }
+
+    /// R24-R27, R29 `nfs_permission` -> `nfs_do_access` for a mask with
+    /// READ/WRITE/EXEC bits (directory MAY_EXEC in a walk, v3 open,
+    /// access(2) with R/W/X, chdir).
+    fn permission(&mut self, p: &str, uid: u32) {
+        if !self.inodes.contains_key(p) {
+            return;
+        }
+        // HYPOTHETICAL `noaccesscheck` (2013 RFC patch 1/2, seed 002, R48):
+        // for uid != 0 revalidate the inode and check the mode bits locally
+        // (`nfs_revalidate_inode` + `generic_permission`), never ACCESS.
+        if self.opts.noaccesscheck && uid != 0 {
+            self.revalidate(p);
+            return;
+        }
+        let login = self.login.get(&self.cur_pid).copied().unwrap_or(i64::MIN);
+        let r27 = self.params.kernel >= (6, 2);
+        let ino = &self.inodes[p];
+        // R27 (6.2+, `nfs_access_login_time`): entries older than the
+        // caller's login time are ignored.
+        let entry = ino
+            .access
+            .get(&uid)
+            .copied()
+            .filter(|&created| !r27 || created >= login);
+        let valid_attrs = !ino.inval_change && !self.expired(ino);
+        match entry {
+            Some(_) if valid_attrs => {}
+            Some(_) => {
+                // R25 `nfs_access_get_cached_locked`: entry present but the
+                // attributes expired: one GETATTR, then retry once; a change
+                // (R7) zaps the cache and an ACCESS follows.
+                self.getattr(p);
+                if !self.inodes[p].access.contains_key(&uid) {
+                    self.access_rpc(p, uid);
+                }
+            }
+            None => self.access_rpc(p, uid),
+        }
+    }
+
+    /// An ACCESS RPC: reply carries attributes (R5, R26).
+    fn access_rpc(&mut self, p: &str, uid: u32) {
+        self.emit(RpcOp::Access, p);
+        let is_dir = self.inodes.get(p).is_some_and(|i| i.is_dir);
+        self.refresh(p, is_dir);
+        let t = self.cur_t;
+        if let Some(i) = self.inodes.get_mut(p) {
+            i.access.insert(uid, t);
+        }
+    }
+
+    /// R16 `nfs_check_verifier(dir, dentry)`.
+    fn check_verifier(&mut self, dir: &str, d: Dentry) -> bool {
+        if self.opts.lookupcache() == LookupCache::None {
+            return false;
+        }
+        let Some(di) = self.inodes.get(dir) else {
+            return false;
+        };
+        if d.verifier != di.cca {
+            return false;
+        }
+        // `nfs_mapping_need_revalidate_inode(dir)`: GETATTR of the parent.
+        if di.inval_change || self.expired(di) {
+            self.getattr(dir);
+        }
+        d.verifier == self.inodes[dir].cca
+    }
+
+    fn set_dentry(&mut self, dir: &str, child: &str, positive: bool) {
+        let verifier = self.inodes.get(dir).map_or(0, |i| i.cca);
+        // `nfs_set_verifier_locked`: tagged delegated when the inode holds
+        // a read delegation (R15, R39).
+        let delegated = positive && self.inodes.get(child).is_some_and(|i| i.deleg);
+        self.dentries.insert(
+            child.to_string(),
+            Dentry {
+                positive,
+                verifier,
+                delegated,
+            },
+        );
+    }
+
+    /// R21 `nfs_lookup` / R17 step 3 `nfs_lookup_revalidate_dentry`: one
+    /// LOOKUP RPC. v3 replies also carry the directory's attributes; v4
+    /// LOOKUP compounds do not.
+    fn lookup_rpc(&mut self, dir: &str, child: &str, exists: bool, is_dir: bool) {
+        self.emit(RpcOp::Lookup, child);
+        if !self.v4() {
+            self.refresh(dir, true);
+        }
+        if exists {
+            self.refresh(child, is_dir);
+        } else {
+            self.drop_inode(child);
+        }
+        self.set_dentry(dir, child, exists);
+    }
+
+    fn drop_inode(&mut self, p: &str) {
+        self.inodes.remove(p);
+    }
+
+    /// Looks up `child` in `dir` with `intent`; `exists`: what the server
+    /// says (from the op's outcome). Returns true when a LOOKUP (or a v4
+    /// OPEN by name, for the caller) refreshed the child in this call.
+    fn lookup(
+        &mut self,
+        dir: &str,
+        child: &str,
+        intent: Intent,
+        exists: bool,
+        is_dir: bool,
+    ) -> bool {
+        let lc = self.opts.lookupcache();
+        match self.dentries.get(child).copied() {
+            None => {
+                // dcache miss (R21).
+                if intent == Intent::Target {
+                    // `nfs_lookup`: exclusive create / rename target: no RPC.
+                    return false;
+                }
+                if self.v4() && matches!(intent, Intent::Open { .. }) && !is_dir {
+                    // R31: `nfs_atomic_open`: OPEN by name, no LOOKUP.
+                    return false;
+                }
+                self.lookup_rpc(dir, child, exists, is_dir);
+                true
+            }
+            Some(d) if !d.positive => {
+                // R19 `nfs_neg_need_reval`.
+                let trusted = match intent {
+                    Intent::Target => true,
+                    Intent::Open { create: true, .. } => true,
+                    _ if lc != LookupCache::All => false,
+                    _ => self.check_verifier(dir, d),
+                };
+                if trusted && !exists {
+                    return false;
+                }
+                if trusted && exists {
+                    // the cache says "absent" but the trace shows the file:
+                    // it was created meanwhile; a create path handles it.
+                    if matches!(intent, Intent::Open { create: true, .. } | Intent::Target) {
+                        return false;
+                    }
+                }
+                if self.v4() && matches!(intent, Intent::Open { .. }) && !is_dir && exists {
+                    return false;
+                }
+                self.lookup_rpc(dir, child, exists, is_dir);
+                true
+            }
+            Some(d) => {
+                // R17 / R18: positive dentry.
+                if d.delegated && self.inodes.get(child).is_some_and(|i| i.deleg) {
+                    // `nfs_lookup_revalidate_delegated`.
+                    return false;
+                }
+                if intent == Intent::Target && !exists {
+                    self.dentries.remove(child);
+                    return false;
+                }
+                let v4_open_file =
+                    self.v4() && matches!(intent, Intent::Open { .. }) && !is_dir && exists;
+                if self.check_verifier(dir, d) {
+                    if !exists {
+                        // server says gone: the revalidation finds out.
+                        self.lookup_rpc(dir, child, false, is_dir);
+                        return true;
+                    }
+                    if v4_open_file {
+                        // R18 `nfs4_lookup_revalidate`: ->open does the OPEN.
+                        return false;
+                    }
+                    if let Intent::Open { write, .. } = intent {
+                        // R17 `nfs_lookup_verify_inode` with LOOKUP_OPEN:
+                        // close-to-open GETATTR (R30) unless nocto.
+                        if self.cto_needed(child, is_dir, write) {
+                            self.getattr(child);
+                        }
+                    }
+                    false
+                } else {
+                    // R17 step 3 / R18 reval_dentry: LOOKUP.
+                    self.lookup_rpc(dir, child, exists, is_dir);
+                    true
+                }
+            }
+        }
+    }
+
+    /// Whether an open needs the forced close-to-open GETATTR (R17, R30,
+    /// R35) — v3 regular files and directories of any version.
+    fn cto_needed(&self, p: &str, is_dir: bool, write: bool) -> bool {
+        if !self.opts.cto() {
+            return false;
+        }
+        if !is_dir && self.v4() {
+            return false;
+        }
+        // HYPOTHETICAL `sloppycto=N` (2013 RFC patch 2/2, R48): skip for a
+        // read-only open of a regular file whose attributes were updated
+        // less than N s ago (`time_in_range_open(jiffies,
+        // attrtimeo_timestamp, attrtimeo_timestamp + N)`).
+        if let (Some(n), false, false) = (self.opts.sloppycto_s, is_dir, write) {
+            if let Some(i) = self.inodes.get(p) {
+                let t = self.cur_t;
+                if t >= i.attrtimeo_ts_us && t < i.attrtimeo_ts_us + n as i64 * S {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Path walk of the parent directories of `path` (R14): MAY_EXEC on each
+    /// directory walked, lookup of each intermediate component. Returns the
+    /// parent of the final component, or None when `path` is the root.
+    fn walk_parents(&mut self, path: &str, uid: u32) -> Option<String> {
+        let root = self.params.nfs_root.clone();
+        if path == root {
+            return None;
+        }
+        let rel = &path[root.len()..];
+        let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+        let mut dir = root.clone();
+        for (i, c) in comps.iter().enumerate() {
+            // R24: MAY_EXEC on the directory being searched.
+            self.permission(&dir, uid);
+            if i + 1 == comps.len() {
+                break;
+            }
+            let child = if dir == "/" {
+                format!("/{c}")
+            } else {
+                format!("{dir}/{c}")
+            };
+            self.lookup(&dir, &child, Intent::Plain, true, true);
+            if let Some(i) = self.inodes.get_mut(&child) {
+                i.is_dir = true;
+            }
+            dir = child;
+        }
+        Some(dir)
+    }
+
+    /// R9 `nfs_getattr`: GETATTR iff expired, `INVALID_CHANGE`, a requested
+    /// time invalid, or `INVALID_ATIME` on an atime-sensitive mount (R11).
+    fn stat_inode(&mut self, p: &str) {
+        let Some(i) = self.inodes.get(p) else {
+            return;
+        };
+        let atime_sensitive =
+            self.opts.atime() != AtimeMode::Noatime && !(i.is_dir && self.opts.nodiratime());
+        let need = i.inval_change
+            || i.inval_times
+            || (i.inval_atime && atime_sensitive)
+            || self.expired(i);
+        if need {
+            self.getattr(p);
+        }
+    }
+
+    /// Applies one server change made by someone else.
+    pub fn server_change(&mut self, ch: &ServerChange) {
+        let p = normalize(&ch.path);
+        self.cur_t = ch.t_us;
+        self.cur_pid = 0;
+        self.cur_index = usize::MAX;
+        self.bump_server(&p);
+        if ch.entry {
+            let parent = parent_of(&p).to_string();
+            self.bump_server(&parent);
+        }
+        // R41: a conflicting change recalls the delegation.
+        if self.inodes.get(&p).is_some_and(|i| i.deleg) {
+            self.emit(RpcOp::Delegreturn, &p);
+            if let Some(i) = self.inodes.get_mut(&p) {
+                i.deleg = false;
+                i.inval_change = true;
+            }
+        }
+    }
+
+    /// Applies one op; RPCs go to the internal list (see [`Client::take_rpcs`]).
+    pub fn apply(&mut self, op: &Op) {
+        self.apply_indexed(op, usize::MAX);
+    }
+
+    fn apply_indexed(&mut self, op: &Op, index: usize) {
+        self.apply_inner(op, index);
+        let path = normalize(&op.path);
+        let ok = op.errno.is_none();
+        let enoent = matches!(op.errno.as_deref(), Some("ENOENT"));
+        match op.kind {
+            OpKind::Unlink | OpKind::Rmdir if ok => {
+                self.learned.insert(path, false);
+            }
+            OpKind::Rename if ok => {
+                if let Some(to) = op.path2.as_deref() {
+                    self.learned.insert(path, false);
+                    self.learned.insert(normalize(to), true);
+                }
+            }
+            OpKind::Rename => {}
+            _ if ok => {
+                self.learned.insert(path, true);
+            }
+            _ if enoent => {
+                self.learned.insert(path, false);
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_inner(&mut self, op: &Op, index: usize) {
+        let path = normalize(&op.path);
+        if !self.under_root(&path) {
+            // A rename may still move a file onto the mount; ignore.
+            return;
+        }
+        self.cur_t = op.t_us;
+        self.cur_pid = op.pid;
+        self.cur_index = index;
+        self.login.entry(op.pid).or_insert(op.t_us);
+        self.ensure_root();
+        let uid = op.uid;
+        let errno = op.errno.as_deref();
+        // ENOENT/ENOTDIR prove absence of the final component; other errors
+        // (EINVAL from unsupported flags, EEXIST, ...) are treated as calls
+        // the kernel refused before any RPC when they are not lookups.
+        let exists = !matches!(errno, Some("ENOENT") | Some("ENOTDIR"));
+        let fl = op.flags();
+        match op.kind {
+            OpKind::Stat | OpKind::Lstat | OpKind::Access | OpKind::Readlink | OpKind::Chdir => {
+                let is_dir = matches!(op.kind, OpKind::Chdir) || self.known_dir(&path);
+                if let Some(dir) = self.walk_parents(&path, uid) {
+                    self.lookup(&dir, &path, Intent::Plain, exists, is_dir);
+                }
+                if !exists {
+                    return;
+                }
+                match op.kind {
+                    OpKind::Stat | OpKind::Lstat => self.stat_inode(&path),
+                    // R29: access(F_OK) asks for no bits: path walk only.
+                    OpKind::Access
+                        if fl.has(Flags::R_OK) || fl.has(Flags::W_OK) || fl.has(Flags::X_OK) =>
+                    {
+                        self.permission(&path, uid)
+                    }
+                    OpKind::Chdir => self.permission(&path, uid),
+                    OpKind::Readlink => {
+                        // symlink page cache (R36): READLINK when not cached.
+                        let need = self.inodes.get(&path).is_some_and(|i| !i.has_pages);
+                        if need {
+                            self.emit(RpcOp::Readlink, &path);
+                            if let Some(i) = self.inodes.get_mut(&path) {
+                                i.has_pages = true;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            OpKind::Fstat => self.stat_inode(&path),
+            OpKind::Getcwd => {}
+            OpKind::Open => self.open(op, &path, exists),
+            OpKind::Close => self.close(op, &path),
+            OpKind::Read | OpKind::Mmap => self.read(&path, op.bytes),
+            OpKind::Getdents => {
+                self.revalidate(&path);
+                let need = self.inodes.get(&path).is_some_and(|i| !i.has_pages);
+                if need {
+                    // R38: first chunk of a listing is READDIRPLUS unless
+                    // readdirplus hinting is off (acregmax <= 5 s or noac);
+                    // v4 counts it as READDIR.
+                    let plus = !self.v4() && self.opts.ac() && self.opts.acregmax_s() > 5;
+                    let rop = if plus {
+                        RpcOp::Readdirplus
+                    } else {
+                        RpcOp::Readdir
+                    };
+                    self.emit(rop, &path);
+                    if let Some(i) = self.inodes.get_mut(&path) {
+                        i.has_pages = true;
+                        i.inval_atime = true; // R12: READDIR invalidates atime
+                    }
+                }
+            }
+            OpKind::Write => {
+                if let Some(i) = self.inodes.get_mut(&path) {
+                    i.dirty_bytes += op.bytes.max(1);
+                }
+            }
+            OpKind::Mkdir | OpKind::Unlink | OpKind::Rmdir => {
+                if errno.is_some() && exists {
+                    // EEXIST and friends: the lookup found the answer.
+                    if let Some(dir) = self.walk_parents(&path, uid) {
+                        self.lookup(&dir, &path, Intent::Plain, true, op.kind == OpKind::Mkdir);
+                    }
+                    return;
+                }
+                let Some(dir) = self.walk_parents(&path, uid) else {
+                    return;
+                };
+                match op.kind {
+                    OpKind::Mkdir => {
+                        // exclusive create: no LOOKUP (`nfs_is_exclusive_create`).
+                        self.lookup(&dir, &path, Intent::Target, false, true);
+                        self.emit(RpcOp::Mkdir, &path);
+                        self.bump_server(&path);
+                        self.new_inode(&path, true);
+                        self.dir_modified(&dir);
+                        self.set_dentry(&dir, &path, true);
+                    }
+                    _ => {
+                        let is_dir = op.kind == OpKind::Rmdir;
+                        self.lookup(&dir, &path, Intent::Plain, exists, is_dir);
+                        if !exists {
+                            return;
+                        }
+                        self.return_delegation(&path);
+                        let rop = if is_dir { RpcOp::Rmdir } else { RpcOp::Remove };
+                        self.emit(rop, &path);
+                        self.bump_server(&path);
+                        self.drop_inode(&path);
+                        self.dir_modified(&dir);
+                        self.set_dentry(&dir, &path, false);
+                    }
+                }
+            }
+            OpKind::Rename => self.rename(op, &path, errno),
+        }
+    }
+
+    fn known_dir(&self, p: &str) -> bool {
+        p == self.params.nfs_root || self.inodes.get(p).is_some_and(|i| i.is_dir)
+    }
+
+    /// A directory this client modified (CREATE, REMOVE, RENAME, MKDIR,
+    /// RMDIR). v3: the reply's post-op directory attributes show a new
+    /// change attribute -> R7 (`nfs_update_inode`: access cache zapped,
+    /// `nfs_force_lookup_revalidate`). v4: the change_info4 is atomic and
+    /// its `before` equals the cached value -> the new change attribute is
+    /// taken silently, only ctime/mtime are marked invalid
+    /// (`nfs4_update_changeattr_locked`).
+    fn dir_modified(&mut self, dir: &str) {
+        self.bump_server(dir);
+        if self.v4() {
+            let server = self.server_change_of(dir);
+            let t = self.cur_t;
+            if let Some(i) = self.inodes.get_mut(dir) {
+                i.change_seen = server;
+                i.attrtimeo_ts_us = t;
+                i.read_cache_us = t;
+                i.inval_times = true;
+                i.has_pages = false;
+            }
+        } else {
+            self.refresh(dir, true);
+        }
+    }
+
+    fn return_delegation(&mut self, p: &str) {
+        if self.inodes.get(p).is_some_and(|i| i.deleg) {
+            self.emit(RpcOp::Delegreturn, p);
+            if let Some(i) = self.inodes.get_mut(p) {
+                i.deleg = false;
+            }
+        }
+    }
+
+    fn open(&mut self, op: &Op, path: &str, exists: bool) {
+        let fl = op.flags();
+        let uid = op.uid;
+        let write = fl.has(Flags::O_WRONLY) || fl.has(Flags::O_RDWR);
+        let create = fl.has(Flags::O_CREAT);
+        let is_dir = fl.has(Flags::O_DIRECTORY) || self.known_dir(path);
+        let Some(dir) = self.walk_parents(path, uid) else {
+            // open of the mount root itself: a directory open (R17 CTO).
+            if self.opts.cto() {
+                let root = self.params.nfs_root.clone();
+                self.getattr(&root);
+            }
+            return;
+        };
+        if op.errno.is_some() && exists {
+            // refused (EACCES, EEXIST with O_EXCL, ...): the lookup happened.
+            self.lookup(&dir, path, Intent::Plain, true, is_dir);
+            return;
+        }
+        // With O_CREAT a success does not say whether the file was there:
+        // ask what the client knows (dentry), then the learned namespace;
+        // unknown counts as new.
+        let pre_exists = if create && exists {
+            match self.dentries.get(path) {
+                Some(d) => d.positive,
+                None => self
+                    .learned
+                    .get(path)
+                    .copied()
+                    .unwrap_or_else(|| self.params.namespace.contains(path)),
+            }
+        } else {
+            exists
+        };
+        let looked = self.lookup(
+            &dir,
+            path,
+            Intent::Open { write, create },
+            pre_exists,
+            is_dir,
+        );
+        if !exists {
+            return;
+        }
+        let created = create && !pre_exists;
+        if is_dir {
+            // R17: directory opens get the CTO GETATTR in the lookup
+            // (positive cached dentry); nothing at ->open.
+            if !self.inodes.contains_key(path) {
+                self.lookup_rpc(&dir, path, true, true);
+            }
+            self.push_open(op.pid, path, uid, false, false);
+            return;
+        }
+        if self.v4() {
+            self.v4_open(op, &dir, path, write, created, looked);
+            return;
+        }
+        // ---- NFSv3 regular file (R30) ----
+        if created {
+            // `nfs_create` -> CREATE; reply carries the new file's attributes
+            // and the directory's post-op attributes.
+            self.emit(RpcOp::Create, path);
+            self.bump_server(path);
+            self.new_inode(path, false);
+            self.dir_modified(&dir);
+            self.set_dentry(&dir, path, true);
+            // `do_open`: FMODE_CREATED skips the permission check.
+        } else {
+            // `may_open` -> `nfs_permission(MAY_READ|MAY_OPEN)`: v3 checks.
+            self.permission(path, uid);
+            if write && fl.has(Flags::O_TRUNC) {
+                self.emit(RpcOp::Setattr, path);
+                self.bump_server(path);
+                self.refresh(path, false);
+            }
+        }
+        self.push_open(op.pid, path, uid, write, false);
+    }
+
+    /// R31-R33, R39-R41: v4 open of a regular file.
+    fn v4_open(
+        &mut self,
+        op: &Op,
+        dir: &str,
+        path: &str,
+        write: bool,
+        created: bool,
+        looked: bool,
+    ) {
+        let uid = op.uid;
+        let have = self.inodes.get(path).is_some_and(|i| i.deleg);
+        if have && !write {
+            // `can_open_delegated`: no RPC; no CLOSE later.
+            self.push_open(op.pid, path, uid, false, false);
+            return;
+        }
+        // CLAIM_FH (OPEN_NOATTR) when a positive dentry is cached on v4.1+,
+        // else CLAIM_NULL by name (OPEN). A LOOKUP just done leaves the
+        // dentry cached, so the OPEN is by filehandle.
+        let cached = !created && self.dentries.get(path).is_some_and(|d| d.positive);
+        let _ = looked;
+        let rop = if cached && self.opts.vers() >= Vers::V4_1 {
+            RpcOp::OpenNoattr
+        } else {
+            RpcOp::Open
+        };
+        self.emit(rop, path);
+        if created {
+            self.bump_server(path);
+            self.new_inode(path, false);
+            self.dir_modified(dir);
+        } else {
+            self.refresh(path, false);
+        }
+        let t = self.cur_t;
+        // R41: Linux nfsd 6.1 offers read delegations for read-only opens
+        // (write delegations only from 6.6).
+        let grant = self.params.delegations && !write;
+        if let Some(i) = self.inodes.get_mut(path) {
+            // R26: the OPEN compound's ACCESS result is cached.
+            i.access.insert(uid, t);
+            if grant {
+                i.deleg = true;
+            }
+            *i.open_state.entry(uid).or_insert(0) += 1;
+        }
+        self.set_dentry(dir, path, true);
+        self.push_open(op.pid, path, uid, write, true);
+    }
+
+    fn push_open(&mut self, pid: u32, path: &str, uid: u32, write: bool, server_state: bool) {
+        self.opens
+            .entry((pid, path.to_string()))
+            .or_default()
+            .push(OpenRec {
+                uid,
+                write,
+                server_state,
+            });
+    }
+
+    fn close(&mut self, op: &Op, path: &str) {
+        let Some(rec) = self
+            .opens
+            .get_mut(&(op.pid, path.to_string()))
+            .and_then(|v| v.pop())
+        else {
+            return;
+        };
+        let dirty = self.inodes.get(path).map_or(0, |i| i.dirty_bytes);
+        if rec.write && dirty > 0 {
+            // `nfs_file_flush` -> writeback: WRITE RPCs of wsize each; the
+            // reply's attributes are this client's own change.
+            let n = dirty.div_ceil(self.opts.wsize() as u64).max(1);
+            for _ in 0..n {
+                self.emit(RpcOp::Write, path);
+            }
+            self.bump_server(path);
+            let server = self.server_change_of(path);
+            let t = self.cur_t;
+            if let Some(i) = self.inodes.get_mut(path) {
+                i.dirty_bytes = 0;
+                i.change_seen = server;
+                i.read_cache_us = t;
+                i.has_pages = true;
+            }
+            if !self.v4() && self.opts.cto() {
+                // R32 `nfs_close_context`: a written file with cached pages
+                // is revalidated at close under CTO.
+                self.getattr(path);
+            }
+        }
+        if rec.server_state {
+            let last = match self.inodes.get_mut(path) {
+                Some(i) => {
+                    let c = i.open_state.entry(rec.uid).or_insert(1);
+                    *c = c.saturating_sub(1);
+                    *c == 0
+                }
+                None => true,
+            };
+            if last {
+                // R33 `__nfs4_close`: CLOSE when the last open of the state
+                // goes; the compound carries a GETATTR unless delegated.
+                self.emit(RpcOp::Close, path);
+                if self.inodes.get(path).is_some_and(|i| !i.deleg) {
+                    self.refresh(path, false);
+                }
+            }
+        }
+    }
+
+    /// R36, R37, R12: read(2)/mmap of a file.
+    fn read(&mut self, path: &str, bytes: u64) {
+        if !self.inodes.contains_key(path) {
+            return;
+        }
+        // `nfs_file_read` -> `nfs_revalidate_mapping` on every call.
+        self.revalidate(path);
+        let has = self.inodes[path].has_pages;
+        if has {
+            return;
+        }
+        let size = self.params.file_sizes.get(path).copied().unwrap_or(bytes);
+        let n = size.div_ceil(self.opts.rsize() as u64).max(1);
+        for _ in 0..n {
+            self.emit(RpcOp::Read, path);
+        }
+        let v4 = self.v4();
+        if !v4 {
+            // v3 READ replies carry post-op attributes (R5, R12).
+            self.refresh(path, false);
+        }
+        if let Some(i) = self.inodes.get_mut(path) {
+            i.has_pages = true;
+            if v4 {
+                // R12 `nfs4_read_done` -> `nfs_invalidate_atime`.
+                i.inval_atime = true;
+            }
+        }
+    }
+
+    fn rename(&mut self, op: &Op, from: &str, errno: Option<&str>) {
+        let Some(to) = op.path2.as_deref().map(normalize) else {
+            return;
+        };
+        if errno.is_some() || !self.under_root(&to) {
+            // EINVAL for RENAME_NOREPLACE etc.: refused before any RPC.
+            return;
+        }
+        let uid = op.uid;
+        let is_dir = self.known_dir(from);
+        let Some(fdir) = self.walk_parents(from, uid) else {
+            return;
+        };
+        self.lookup(&fdir, from, Intent::Plain, true, is_dir);
+        let Some(tdir) = self.walk_parents(&to, uid) else {
+            return;
+        };
+        self.lookup(&tdir, &to, Intent::Target, false, is_dir);
+        self.return_delegation(&to);
+        self.emit(RpcOp::Rename, from);
+        // move client state of `from` (and below) to `to`
+        let moved: Vec<String> = self
+            .inodes
+            .keys()
+            .filter(|k| *k == from || k.starts_with(&format!("{from}/")))
+            .cloned()
+            .collect();
+        self.inodes.remove(&to);
+        for k in moved {
+            let nk = format!("{to}{}", &k[from.len()..]);
+            if let Some(mut i) = self.inodes.remove(&k) {
+                // `nfs_rename`: the renamed inode's ctime changed ->
+                // `nfs_mark_for_revalidate`.
+                if k == from {
+                    i.inval_change = true;
+                }
+                let c = self.server.get(&k).copied().unwrap_or(1);
+                self.server.insert(nk.clone(), c);
+                self.inodes.insert(nk, i);
+            }
+        }
+        self.bump_server(from);
+        self.dir_modified(&fdir);
+        if tdir != fdir {
+            self.dir_modified(&tdir);
+        }
+        self.set_dentry(&fdir, from, false);
+        self.set_dentry(&tdir, &to, true);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,270 @@
+//! Unit tests on constructed op streams. Expected counts are derived in
+//! SEMANTICS.md part D (R23, D(i)) and FINDINGS.md; each test names the rule.
+
+use super::*;
+
+const ROOT: &str = "/m";
+const F: &str = "/m/a/b/c/f.php";
+
+fn op(t_s: f64, kind: OpKind, path: &str) -> Op {
+    Op {
+        t_us: (t_s * 1e6) as i64,
+        dur_us: None,
+        pid: 100,
+        uid: 33,
+        kind,
+        path: path.to_string(),
+        path2: None,
+        flags: 0,
+        errno: None,
+        bytes: 0,
+    }
+}
+
+fn with_flags(mut o: Op, flags: u32) -> Op {
+    o.flags = flags;
+    o
+}
+
+fn enoent(mut o: Op) -> Op {
+    o.errno = Some("ENOENT".into());
+    o
+}
+
+fn run(opts: &str, ops: &[Op]) -> RpcCounts {
+    run_p(opts, ops, false)
+}
+
+fn run_p(opts: &str, ops: &[Op], deleg: bool) -> RpcCounts {
+    let mut p = ClientParams::new(ROOT);
+    p.delegations = deleg;
+    p.root_attr_time_us = Some(0);
+    replay(ops, &MountOptions::parse(opts).unwrap(), &p, &[]).totals
+}
+
+/// D(i) steps: lstat F, open, fstat, read, close.
+fn include(t: f64) -> Vec<Op> {
+    vec![
+        op(t, OpKind::Lstat, F),
+        op(t + 0.001, OpKind::Open, F),
+        op(t + 0.002, OpKind::Fstat, F),
+        Op {
+            bytes: 300,
+            ..op(t + 0.003, OpKind::Read, F)
+        },
+        op(t + 0.004, OpKind::Close, F),
+    ]
+}
+
+fn counts(c: &RpcCounts) -> String {
+    c.to_string()
+}
+
+#[test]
+fn r23_cold_stat_is_8_rpcs() {
+    let c = run("vers=3", &[op(1.0, OpKind::Stat, F)]);
+    // A(R) L(a) A(A) L(b) A(B) L(c) A(C) L(f)
+    assert_eq!(counts(&c), "LOOKUP=4 ACCESS=4");
+}
+
+#[test]
+fn r23_warm_and_warm_expired() {
+    let ops = [
+        op(1.0, OpKind::Stat, F),
+        op(1.5, OpKind::Stat, F),   // warm: 0
+        op(100.0, OpKind::Stat, F), // warm-expired: G(R) G(A) G(B) G(C) G(F)
+    ];
+    let c = run("vers=3", &ops);
+    assert_eq!(counts(&c), "GETATTR=5 LOOKUP=4 ACCESS=4");
+}
+
+#[test]
+fn d_i_cold_include_v3_is_11_and_warm_is_1() {
+    let c = run("vers=3", &include(1.0));
+    // 8 (walk) + G(F) CTO + A(F) + R(F)
+    assert_eq!(c.total(), 11, "{c}");
+    let mut ops = include(1.0);
+    ops.extend(include(1.5));
+    let c2 = run("vers=3", &ops);
+    // warm: only the CTO GETATTR
+    assert_eq!(c2.total() - c.total(), 1, "{c2}");
+}
+
+#[test]
+fn r30_nocto_removes_the_open_getattr() {
+    let mut ops = include(1.0);
+    ops.extend(include(1.5));
+    let c = run("vers=3,nocto", &ops);
+    assert_eq!(c.of(RpcOp::Getattr), 0, "{c}");
+}
+
+#[test]
+fn r31_v4_open_close_and_delegation() {
+    let mut ops = include(1.0);
+    ops.extend(include(1.5));
+    let c = run("vers=4.1,noatime", &ops);
+    // cold: walk 8, OPEN_NOATTR (dentry cached by the lstat), READ, CLOSE;
+    // warm: OPEN_NOATTR + CLOSE
+    assert_eq!(c.of(RpcOp::OpenNoattr), 2, "{c}");
+    assert_eq!(c.of(RpcOp::Close), 2, "{c}");
+    assert_eq!(c.of(RpcOp::Getattr), 0, "{c}");
+    let d = run_p("vers=4.1,noatime", &ops, true);
+    // with a read delegation the second include is free (R39, R42)
+    assert_eq!(d.total(), 11, "{d}");
+}
+
+#[test]
+fn r12_v4_read_invalidates_atime_unless_noatime() {
+    let mut ops = include(1.0);
+    ops.push(op(1.5, OpKind::Stat, F));
+    let rel = run_p("vers=4.1", &ops, true);
+    let noat = run_p("vers=4.1,noatime", &ops, true);
+    assert_eq!(rel.of(RpcOp::Getattr), 1, "{rel}");
+    assert_eq!(noat.of(RpcOp::Getattr), 0, "{noat}");
+    // v3: the READ reply refreshes the attributes
+    let v3 = run("vers=3,nocto", &ops);
+    assert_eq!(v3.of(RpcOp::Getattr), 0, "{v3}");
+}
+
+#[test]
+fn r6_timeout_doubles_when_unchanged() {
+    // File attributes at t=1 (LOOKUP), timeout 3 s. Stats at 4.5 (expired ->
+    // GETATTR, timeout 6), 9 (within 6 s: free), 11 (expired -> 12 s), 20.
+    let ops = [
+        op(1.0, OpKind::Stat, "/m/x"),
+        op(4.5, OpKind::Stat, "/m/x"),
+        op(9.0, OpKind::Stat, "/m/x"),
+        op(11.0, OpKind::Stat, "/m/x"),
+        op(20.0, OpKind::Stat, "/m/x"),
+    ];
+    let c = run("vers=3,acdirmin=1000,acdirmax=1000", &ops);
+    assert_eq!(c.of(RpcOp::Getattr), 2, "{c}");
+    // actimeo=3: no growth -> 4.5, 9 (4.5+3 < 9), 11? 9+3 > 11 no, 20 yes
+    let c = run(
+        "vers=3,acregmin=3,acregmax=3,acdirmin=1000,acdirmax=1000",
+        &ops,
+    );
+    assert_eq!(c.of(RpcOp::Getattr), 3, "{c}");
+}
+
+#[test]
+fn r2_noac_two_getattrs_per_directory() {
+    let ops = [op(1.0, OpKind::Stat, F), op(1.1, OpKind::Stat, F)];
+    let c = run("vers=3,noac", &ops);
+    // second stat: 2 G per directory level (4 levels incl. root) + 1 for F
+    let first = run("vers=3,noac", &ops[..1]);
+    assert_eq!(c.total() - first.total(), 9, "{c} vs {first}");
+}
+
+#[test]
+fn r19_negative_dentries_and_lookupcache_pos() {
+    let ops = [
+        enoent(op(1.0, OpKind::Access, "/m/a/new.txt")),
+        enoent(op(1.1, OpKind::Access, "/m/a/new.txt")),
+        enoent(op(1.2, OpKind::Stat, "/m/a/new.txt")),
+    ];
+    let all = run("vers=3", &ops);
+    let pos = run("vers=3,lookupcache=pos", &ops);
+    assert_eq!(all.of(RpcOp::Lookup), 2, "{all}"); // a, new.txt once
+    assert_eq!(pos.of(RpcOp::Lookup), 4, "{pos}"); // new.txt each time
+}
+
+#[test]
+fn lookupcache_none_relooks_every_component() {
+    let ops = [op(1.0, OpKind::Stat, F), op(1.1, OpKind::Stat, F)];
+    let c = run("vers=3,lookupcache=none", &ops);
+    assert_eq!(c.of(RpcOp::Lookup), 8, "{c}");
+}
+
+#[test]
+fn r7_r16_server_change_forces_lookups_after_dir_timeout() {
+    let mut p = ClientParams::new(ROOT);
+    p.root_attr_time_us = Some(0);
+    let opts = MountOptions::parse("vers=3").unwrap();
+    let files: Vec<String> = (0..5).map(|i| format!("/m/d/f{i}")).collect();
+    let mut ops = Vec::new();
+    for f in &files {
+        ops.push(op(1.0, OpKind::Open, f));
+        ops.push(op(1.0, OpKind::Close, f));
+    }
+    for f in &files {
+        ops.push(op(10.0, OpKind::Open, f));
+        ops.push(op(10.0, OpKind::Close, f));
+    }
+    for f in &files {
+        ops.push(op(40.0, OpKind::Open, f));
+        ops.push(op(40.0, OpKind::Close, f));
+    }
+    let ch = ServerChange {
+        t_us: 5 * S,
+        path: "/m/d/new".into(),
+        entry: true,
+    };
+    let r = replay(&ops, &opts, &p, &[ch]);
+    // t=10: directory timer (30 s) still valid -> change invisible: 5 CTO G.
+    // t=40: G(d) shows the change: ACCESS(d) again, 5 LOOKUPs replace CTO G.
+    let at10 = r.counts_between(9 * S, 11 * S, None);
+    let at40 = r.counts_between(39 * S, 41 * S, None);
+    assert_eq!(at10.to_string(), "GETATTR=5", "{at10}");
+    assert_eq!(at40.of(RpcOp::Lookup), 5, "{at40}");
+    assert_eq!(at40.of(RpcOp::Access), 1, "{at40}");
+}
+
+#[test]
+fn hypothetical_noaccesscheck_has_no_access_rpcs_for_non_root() {
+    let mut ops = include(1.0);
+    ops.extend(include(10.0));
+    let c = run("vers=3,noatime,noaccesscheck", &ops);
+    assert_eq!(c.of(RpcOp::Access), 0, "{c}");
+    let mut root_ops = ops.clone();
+    for o in &mut root_ops {
+        o.uid = 0;
+    }
+    let r = run("vers=3,noatime,noaccesscheck", &root_ops);
+    assert!(r.of(RpcOp::Access) > 0, "uid 0 still asks: {r}");
+}
+
+#[test]
+fn v3_create_write_rename_remove() {
+    let tmp = "/m/d/.tmp";
+    let new = "/m/d/.new";
+    let mut ops = vec![
+        op(0.5, OpKind::Stat, "/m/d/x"),
+        with_flags(
+            op(1.0, OpKind::Open, tmp),
+            Flags::O_WRONLY | Flags::O_CREAT | Flags::O_TRUNC,
+        ),
+        Op {
+            bytes: 4,
+            ..op(1.001, OpKind::Write, tmp)
+        },
+        op(1.002, OpKind::Close, tmp),
+        enoent(op(1.1, OpKind::Lstat, new)),
+        Op {
+            path2: Some(new.into()),
+            ..op(1.2, OpKind::Rename, tmp)
+        },
+        op(1.3, OpKind::Lstat, new),
+        op(1.4, OpKind::Unlink, new),
+    ];
+    ops[0].errno = None;
+    let c = run("vers=3", &ops);
+    assert_eq!(c.of(RpcOp::Create), 1, "{c}");
+    assert_eq!(c.of(RpcOp::Write), 1, "{c}");
+    assert_eq!(c.of(RpcOp::Rename), 1, "{c}");
+    assert_eq!(c.of(RpcOp::Remove), 1, "{c}");
+    // close-time GETATTR after the write + stat of the renamed file
+    assert_eq!(c.of(RpcOp::Getattr), 2, "{c}");
+}
+
+#[test]
+fn ops_outside_the_mount_cost_nothing() {
+    let c = run(
+        "vers=3",
+        &[
+            op(1.0, OpKind::Stat, "/mnt/other"),
+            op(1.0, OpKind::Stat, "/mx"),
+        ],
+    );
+    assert_eq!(c.total(), 0);
+}
