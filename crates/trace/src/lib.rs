@@ -62,7 +62,23 @@ impl Trace {
         self.inputs.iter().any(InputStats::not_strace)
     }
 
+    /// Gives unprefixed lines of `[pid N]` traces the pid learned later.
+    fn fix_initial_pids(&mut self) {
+        for (i, st) in self.inputs.iter().enumerate() {
+            if let Some(p) = st.initial_pid {
+                for e in self
+                    .events
+                    .iter_mut()
+                    .filter(|e| e.input as usize == i && e.pid == 0)
+                {
+                    e.pid = p;
+                }
+            }
+        }
+    }
+
     fn sort(&mut self) {
+        self.fix_initial_pids();
         self.events.sort_by_key(|e| (e.ts_us, e.input, e.line));
     }
 

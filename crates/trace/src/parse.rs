@@ -141,6 +141,11 @@ pub struct InputStats {
     /// The first [`FIRST_SKIPS`] skipped lines: (1-based line, reason).
     pub first_skips: Vec<(u64, SkipReason)>,
     pub detected: Detected,
+    /// With `[pid N]` prefixes: the pid of the first process, learned when
+    /// a call it started without prefix resumed with one. Its earlier
+    /// unprefixed lines have pid 0 in the stream; [`crate::read_paths`]
+    /// rewrites them.
+    pub initial_pid: Option<u32>,
     /// A read or decompression error that ended this input early.
     pub error: Option<String>,
 }
@@ -332,6 +337,15 @@ pub struct Parser {
     in_summary: bool,
     summary: Option<Summary>,
     stopped: bool,
+    /// Start of a line that strace's own message cut in two (stderr output:
+    /// `clone(...strace: Process 12 attached` then ` <unfinished ...>`).
+    carry: Vec<u8>,
+    join: Vec<u8>,
+    /// With `[pid N]` prefixes: processes seen and not exited, to give
+    /// unprefixed lines the pid of the only process left.
+    alive: Vec<u32>,
+    /// Pids announced by `strace: Process N attached`.
+    attached: Vec<u32>,
 }
 
 impl Parser {
@@ -362,6 +376,10 @@ impl Parser {
             in_summary: false,
             summary: None,
             stopped: false,
+            carry: Vec::new(),
+            join: Vec::new(),
+            alive: Vec::new(),
+            attached: Vec::new(),
         }
     }
 
@@ -498,7 +516,31 @@ impl Parser {
             [rest @ .., b'\r'] => rest,
             l => l,
         };
-        if let Err(reason) = self.line_inner(line, sink) {
+        if line.ends_with(b" attached") || line.ends_with(b" detached") {
+            if let Some(i) = memchr::memmem::find(line, b"strace: Process ") {
+                if i > 0 {
+                    // strace's message cut this line; the rest comes next.
+                    self.carry.clear();
+                    self.carry.extend_from_slice(&line[..i]);
+                    self.stats.notice_lines += 1;
+                    self.notice(&line[i..]);
+                    return;
+                }
+            }
+        }
+        let mut joined = std::mem::take(&mut self.join);
+        let line = if self.carry.is_empty() {
+            line
+        } else {
+            joined.clear();
+            joined.extend_from_slice(&self.carry);
+            joined.extend_from_slice(line);
+            self.carry.clear();
+            &joined[..]
+        };
+        let res = self.line_inner(line, sink);
+        self.join = joined;
+        if let Err(reason) = res {
             let reason = if last && reason != SkipReason::EmptyLine {
                 SkipReason::TruncatedLastLine
             } else {
@@ -544,12 +586,24 @@ impl Parser {
             rest = skip_ws(&rest[tok.len()..]);
         }
         let pid = match pid {
-            Some(p) => p,
+            Some(p) => {
+                if self.stats.detected.pid == PidStyle::Bracket && !self.alive.contains(&p) {
+                    self.alive.push(p);
+                    // The first process is the one strace did not announce.
+                    if self.stats.initial_pid.is_none() && !self.attached.contains(&p) {
+                        self.stats.initial_pid = Some(p);
+                    }
+                }
+                p
+            }
             None => match self.opts.default_pid {
                 Some(p) => {
                     self.stats.detected.pid = PidStyle::FileName;
                     p
                 }
+                // strace drops the `[pid N]` prefix while only one process
+                // is traced.
+                None if self.alive.len() == 1 => self.alive[0],
                 None => 0,
             },
         };
@@ -578,6 +632,7 @@ impl Parser {
             _ => {
                 if rest.starts_with(b"strace: ") || rest.starts_with(b"[ Process PID=") {
                     self.stats.notice_lines += 1;
+                    self.notice(rest);
                     return Ok(());
                 }
                 let nlen = rest
@@ -633,8 +688,18 @@ impl Parser {
         let end = memchr::memmem::find(r, b" resumed>").ok_or(SkipReason::Unrecognized)?;
         let name = &r[..end];
         let tail = &r[end + 9..];
-        let Some(p) = self.pending.remove(&pid) else {
-            return Err(SkipReason::OrphanResumed);
+        let p = match self.pending.remove(&pid) {
+            Some(p) => p,
+            // With `[pid N]` prefixes, the first process's lines before its
+            // first fork carry no pid (0 here).
+            None if self.stats.detected.pid == PidStyle::Bracket => {
+                let p = self.pending.remove(&0).ok_or(SkipReason::OrphanResumed)?;
+                if self.stats.initial_pid.is_none() {
+                    self.stats.initial_pid = Some(pid);
+                }
+                p
+            }
+            None => return Err(SkipReason::OrphanResumed),
         };
         if &p.text[..p.name_len] != name {
             self.pending.insert(pid, p);
@@ -667,6 +732,17 @@ impl Parser {
         };
         self.pool.push(text);
         res
+    }
+
+    /// Remembers pids of `strace: Process N attached` (stderr output).
+    fn notice(&mut self, text: &[u8]) {
+        if let Some(r) = text.strip_prefix(b"strace: Process ") {
+            if let (Some(p), true) = (parse_u32(token(r)), r.ends_with(b" attached")) {
+                if self.attached.len() < 1 << 16 {
+                    self.attached.push(p);
+                }
+            }
+        }
     }
 
     fn never_resumed<S: Sink>(&mut self, pid: u32, p: Pending, sink: &mut S) {
@@ -702,6 +778,7 @@ impl Parser {
             return Err(SkipReason::Unrecognized);
         };
         self.stats.exit_lines += 1;
+        self.alive.retain(|&p| p != pid);
         if let Some(p) = self.pending.remove(&pid) {
             self.never_resumed(pid, p, sink);
         }
@@ -868,6 +945,28 @@ impl Parser {
             }
             return;
         }
+        // `6</dev/null<char 1:3>>` (-yy) has a blank inside the decoration.
+        let tok = match memchr(b'<', tok) {
+            Some(i) => {
+                let mut depth = 0usize;
+                let mut end = r.len();
+                for (j, &c) in r.iter().enumerate().skip(i) {
+                    match c {
+                        b'<' => depth += 1,
+                        b'>' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = j + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                &r[..end]
+            }
+            None => tok,
+        };
         let (num, deco) = args::split_deco(tok);
         let Some(v) = args::parse_i64(num) else {
             return;
@@ -1009,4 +1108,54 @@ fn parse_u32(s: &[u8]) -> Option<u32> {
         v = v * 10 + (c - b'0') as u64;
     }
     u32::try_from(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &[u8]) -> (Vec<Event>, InputStats, Interner) {
+        let mut p = Parser::new("t", Options::default());
+        let mut sink = VecSink::default();
+        p.feed_slice(text, &mut sink);
+        let (st, _, strings) = p.finish(&mut sink);
+        (sink.events, st, strings)
+    }
+
+    /// Verbatim from `strace -f -tt -T sh -c '...' 2>log` on this machine:
+    /// strace's own message cut the clone line, and the first process's
+    /// lines carry no `[pid N]` until it has a child.
+    #[test]
+    fn stderr_line_cut_by_attach_message() {
+        let log = b"02:26:48.827595 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLDstrace: Process 31238 attached\n <unfinished ...>\n[pid 31238] 02:26:48.827692 set_robust_list(0x7fda5f080a20, 24) = 0 <0.000007>\n[pid 31237] 02:26:48.827712 <... clone resumed>, child_tidptr=0x7fda5f080a10) = 31238 <0.000111>\n[pid 31238] 02:26:48.831580 +++ exited with 0 +++\n02:26:48.831707 wait4(-1, 0x7ffc9a5b732c, WNOHANG, NULL) = -1 ECHILD (No child processes) <0.000007>\n";
+        let (ev, st, s) = run(log);
+        assert_eq!(st.skipped, 0, "{:?}", st.first_skips);
+        assert_eq!(st.lines, st.accounted());
+        assert_eq!(ev.len(), 3);
+        assert_eq!(s.str(ev[1].name), "clone");
+        assert_eq!(
+            (ev[1].pid, ev[1].ret, ev[1].dur_us),
+            (31237, Ret::Ok(31238), Some(111))
+        );
+        assert_eq!(ev[1].line, 2);
+        // After the child exited, the unprefixed line is the parent's.
+        assert_eq!(ev[2].pid, 31237);
+        assert_eq!(st.initial_pid, Some(31237));
+    }
+
+    #[test]
+    fn results_of_every_shape() {
+        let log = b"1 read(0, \"\", 1) = ? ERESTARTSYS (To be restarted if SA_RESTART is set)\n\
+1 exit_group(0) = ?\n\
+1 mmap(NULL, 8192, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0) = 0x7f4bec616000\n\
+1 poll([{fd=3, events=POLLIN}], 1, 5000) = 1 ([{fd=3, revents=POLLIN}])\n\
+1 openat(AT_FDCWD, \"/a\", O_RDONLY) = -1 ENOENT (No such file or directory)\n";
+        let (ev, st, s) = run(log);
+        assert_eq!(st.skipped, 0);
+        assert_eq!(s.str(ev[0].errno().unwrap().0), "ERESTARTSYS");
+        assert_eq!(ev[1].ret, Ret::Unknown);
+        assert_eq!((ev[2].ret, ev[2].fd), (Ret::Ok(0x7f4bec616000), None));
+        assert_eq!(ev[3].ret, Ret::Ok(1));
+        assert!(ev[4].is_error());
+    }
 }

@@ -1,0 +1,505 @@
+//! Every strace format fixture (recorded by `scripts/record-format-fixtures`
+//! with the real strace) through the slice path and the reader path with
+//! tiny buffers, checked against independent awk counts and against the
+//! workloads that produced them.
+
+use statstorm_trace::{
+    read_bytes, read_paths, Event, Flags, Interner, Kind, Options, Parser, PidStyle, Ret, Sink,
+    TsKind, VecSink,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats")
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// (fixture, pid style, timestamps, durations, -y seen)
+const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
+    ("plain.txt", PidStyle::None, TsKind::None, false, false),
+    ("f-ttt-T.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    (
+        "f-bracket-tt-T.txt",
+        PidStyle::Bracket,
+        TsKind::TimeOfDayUs,
+        true,
+        false,
+    ),
+    ("t.txt", PidStyle::None, TsKind::TimeOfDay, false, false),
+    ("f-r.txt", PidStyle::Column, TsKind::Relative, false, false),
+    ("ttt.txt", PidStyle::None, TsKind::Epoch, false, false),
+    ("f-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    (
+        "f-yy-socket.txt",
+        PidStyle::Column,
+        TsKind::Epoch,
+        true,
+        true,
+    ),
+    ("renames.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("php-file.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    ("ls-lR.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("escapes.txt", PidStyle::None, TsKind::None, false, false),
+    ("escapes-x.txt", PidStyle::None, TsKind::None, false, false),
+    ("escapes-xx.txt", PidStyle::None, TsKind::None, false, false),
+    (
+        "truncated.txt",
+        PidStyle::Column,
+        TsKind::None,
+        false,
+        false,
+    ),
+    ("signals.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("summary-c.txt", PidStyle::None, TsKind::None, false, false),
+    ("summary-w.txt", PidStyle::None, TsKind::None, false, false),
+    (
+        "summary-C.txt",
+        PidStyle::Column,
+        TsKind::None,
+        false,
+        false,
+    ),
+];
+
+/// Syscall lines per name, counted by awk: drop a `[pid N]` prefix, a pid
+/// column and a timestamp, then take the word before `(`. A resumed line is
+/// the second half of a call already counted.
+fn awk_counts(path: &Path) -> BTreeMap<String, u64> {
+    let script = r#"{ l = $0; sub(/^\[pid +[0-9]+\] /, "", l); sub(/^[0-9]+ +/, "", l);
+        sub(/^ *[0-9][0-9:.]* +/, "", l);
+        if (match(l, /^[A-Za-z0-9_]+\(/)) c[substr(l, 1, RLENGTH - 1)]++ }
+        END { for (k in c) print k, c[k] }"#;
+    let out = Command::new("awk")
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("awk is needed for the independent count");
+    assert!(out.status.success(), "awk failed on {}", path.display());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn counts(events: &[Event], s: &Interner) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for e in events {
+        *m.entry(s.str(e.name).into_owned()).or_default() += 1;
+    }
+    m
+}
+
+struct Run {
+    events: Vec<Event>,
+    strings: Interner,
+    stats: statstorm_trace::InputStats,
+}
+
+fn via_reader(data: &[u8], read_size: usize) -> Run {
+    let opts = Options {
+        read_size,
+        ..Options::default()
+    };
+    let mut p = Parser::new("r", opts);
+    let mut sink = VecSink::default();
+    p.feed_reader(data, &mut sink).unwrap();
+    let (stats, _, strings) = p.finish(&mut sink);
+    Run {
+        events: sink.events,
+        strings,
+        stats,
+    }
+}
+
+fn via_slice(data: &[u8]) -> Run {
+    let mut p = Parser::new("s", Options::default());
+    let mut sink = VecSink::default();
+    p.feed_slice(data, &mut sink);
+    let (stats, _, strings) = p.finish(&mut sink);
+    Run {
+        events: sink.events,
+        strings,
+        stats,
+    }
+}
+
+fn same_strings(a: &Interner, b: &Interner) -> bool {
+    a.len() == b.len()
+        && (0..a.len() as u32)
+            .all(|i| a.bytes(statstorm_trace::PathId(i)) == b.bytes(statstorm_trace::PathId(i)))
+}
+
+#[test]
+fn every_fixture_same_events_through_every_path_and_buffer_size() {
+    for &(name, pid, ts, dur, y) in FIXTURES {
+        let data = read(name);
+        let s = via_slice(&data);
+        assert_eq!(s.stats.skipped, 0, "{name}: {:?}", s.stats.first_skips);
+        assert_eq!(s.stats.lines, s.stats.accounted(), "{name}");
+        let d = s.stats.detected;
+        assert_eq!(
+            (d.pid, d.timestamps, d.durations, d.fd_paths),
+            (pid, ts, dur, y),
+            "{name}"
+        );
+        assert_eq!(
+            counts(&s.events, &s.strings),
+            awk_counts(&dir().join(name)),
+            "{name}"
+        );
+        for size in [1, 7, 64, 256 << 10] {
+            let r = via_reader(&data, size);
+            assert!(r.events == s.events, "{name}: reader({size}) events differ");
+            assert!(
+                same_strings(&r.strings, &s.strings),
+                "{name}: reader({size})"
+            );
+            assert_eq!(r.stats.lines, s.stats.lines, "{name}");
+            assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{name}");
+        }
+    }
+}
+
+#[test]
+fn compressed_inputs_by_magic_bytes() {
+    let plain = read_paths(&[dir().join("f-ttt-T.txt")]).unwrap();
+    for f in ["f-ttt-T.txt.gz", "f-ttt-T.txt.zst"] {
+        let t = read_paths(&[dir().join(f)]).unwrap();
+        assert!(t.events == plain.events, "{f}");
+        assert!(same_strings(&t.strings, &plain.strings));
+        // The slice entry point decompresses too.
+        let b = read_bytes(f, &read(f));
+        assert!(b.events == plain.events, "{f}");
+    }
+}
+
+#[test]
+fn unfinished_pairs_and_pids() {
+    let t = read_bytes("f", &read("f-ttt-T.txt"));
+    let st = &t.inputs[0];
+    let grep = |pat: &str| {
+        read("f-ttt-T.txt")
+            .split(|&c| c == b'\n')
+            .filter(|l| l.windows(pat.len()).any(|w| w == pat.as_bytes()))
+            .count() as u64
+    };
+    assert_eq!(st.unfinished_lines, grep("<unfinished ...>"));
+    assert_eq!(st.resumed_lines, grep(" resumed>"));
+    assert!(st.unfinished_lines > 0);
+    // wait4 of the shell: start line timed, result and duration from the
+    // resumed line.
+    let w = t
+        .events
+        .iter()
+        .find(|e| t.strings.str(e.name) == "wait4" && e.dur_us.unwrap() > 100)
+        .unwrap();
+    assert!(matches!(w.ret, Ret::Ok(p) if p > 0));
+    let pids: std::collections::BTreeSet<u32> = t.events.iter().map(|e| e.pid).collect();
+    assert!(pids.len() >= 2 && !pids.contains(&0));
+
+    // Bracket prefixes: the first process's unprefixed lines get its pid.
+    let b = read_paths(&[dir().join("f-bracket-tt-T.txt")]).unwrap();
+    assert!(b.inputs[0].initial_pid.is_some());
+    assert!(b.events.iter().all(|e| e.pid != 0));
+    assert_eq!(b.events.len(), t.events.len());
+}
+
+#[test]
+fn ff_prefix_files_take_pid_from_name() {
+    let t = read_paths(&[dir().join("ff/trace")]).unwrap();
+    assert!(t.inputs.len() >= 2);
+    let mut total = 0;
+    for (i, st) in t.inputs.iter().enumerate() {
+        assert_eq!(st.detected.pid, PidStyle::FileName);
+        assert_eq!(st.skipped, 0);
+        let pid: u32 = st.name.rsplit('.').next().unwrap().parse().unwrap();
+        let evs: Vec<&Event> = t.events.iter().filter(|e| e.input as usize == i).collect();
+        assert!(evs.iter().all(|e| e.pid == pid));
+        let awk: u64 = awk_counts(Path::new(&st.name)).values().sum();
+        assert_eq!(evs.len() as u64, awk, "{}", st.name);
+        total += evs.len();
+    }
+    assert_eq!(t.events.len(), total);
+    assert!(t.events.windows(2).all(|w| w[0].ts_us <= w[1].ts_us));
+}
+
+#[test]
+fn relative_times_accumulate() {
+    let t = read_bytes("r", &read("f-r.txt"));
+    // awk sums every line's delta (column 2): the last line's start time.
+    let out = Command::new("awk")
+        .arg(r#"$2 ~ /^[0-9]+\.[0-9]+$/ { split($2, a, "."); s += a[1] * 1000000 + a[2] } END { print s }"#)
+        .arg(dir().join("f-r.txt"))
+        .output()
+        .unwrap();
+    let sum: i64 = String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let last = t.events.iter().map(|e| e.ts_us.unwrap()).max().unwrap();
+    assert!(last <= sum && last > 0);
+    assert_eq!(t.events[0].ts_us, Some(0));
+    // -t: seconds of the day.
+    let t = read_bytes("t", &read("t.txt"));
+    let first = std::str::from_utf8(&read("t.txt")[..8])
+        .unwrap()
+        .to_string();
+    let hms: Vec<i64> = first.split(':').map(|x| x.parse().unwrap()).collect();
+    assert_eq!(
+        t.events[0].ts_us,
+        Some((hms[0] * 3600 + hms[1] * 60 + hms[2]) * 1_000_000)
+    );
+}
+
+#[test]
+fn fd_decorations() {
+    let t = read_bytes("y", &read("f-y.txt"));
+    let s = &t.strings;
+    let o = t
+        .events
+        .iter()
+        .find(|e| e.kind == Kind::Openat && e.ret == Ret::Ok(3))
+        .unwrap();
+    assert!(o.flags.has(Flags::AT_FDCWD));
+    assert!(o.fd_path.is_some(), "AT_FDCWD</cwd> keeps the cwd");
+    assert!(s.str(o.ret_path.unwrap()).starts_with('/'));
+    let c = t
+        .events
+        .iter()
+        .find(|e| e.kind == Kind::Close && e.fd_path.is_some())
+        .unwrap();
+    assert_eq!(c.fd, Some(3));
+    let yy = read_bytes("yy", &read("f-yy-socket.txt"));
+    let s = &yy.strings;
+    let acc = yy
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::Accept | Kind::Accept4))
+        .unwrap();
+    assert!(
+        s.str(acc.fd_path.unwrap()).starts_with("TCP:["),
+        "{}",
+        s.str(acc.fd_path.unwrap())
+    );
+    let dn = yy
+        .events
+        .iter()
+        .find(|e| e.kind == Kind::Openat && e.path.is_some_and(|p| s.bytes(p) == b"/dev/null"))
+        .unwrap();
+    assert_eq!(
+        s.str(dn.ret_path.unwrap()),
+        "/dev/null",
+        "-yy device suffix dropped"
+    );
+}
+
+#[test]
+fn escapes_decode_to_raw_bytes() {
+    let want: &[&[u8]] = &[
+        b"/tmp/q\"uote\\back\nnl\ttab\xff\xfe-end\xc3\xa9",
+        b"/tmp/\x01ctl\x7f",
+    ];
+    for f in ["escapes.txt", "escapes-x.txt", "escapes-xx.txt"] {
+        let t = read_bytes(f, &read(f));
+        let paths: Vec<&[u8]> = t
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::Newfstatat)
+            .map(|e| t.strings.bytes(e.path.unwrap()))
+            .filter(|p| p.starts_with(b"/tmp/"))
+            .collect();
+        assert_eq!(paths, want, "{f}");
+    }
+}
+
+#[test]
+fn truncated_strings_flagged() {
+    let t = read_bytes("t", &read("truncated.txt"));
+    let reads: Vec<&Event> = t.events.iter().filter(|e| e.kind == Kind::Read).collect();
+    assert!(!reads.is_empty());
+    for r in &reads {
+        let line = read("truncated.txt")
+            .split(|&c| c == b'\n')
+            .nth(r.line as usize - 1)
+            .unwrap()
+            .to_vec();
+        let cut = line.windows(4).any(|w| w == b"\"...");
+        assert_eq!(r.flags.has(Flags::TRUNCATED), cut);
+    }
+    assert!(reads.iter().any(|r| r.flags.has(Flags::TRUNCATED)));
+}
+
+#[derive(Default)]
+struct Records {
+    signals: Vec<String>,
+    exits: Vec<statstorm_trace::ExitStatus>,
+}
+impl Sink for Records {
+    fn event(&mut self, _: &Event, _: &Interner) -> bool {
+        true
+    }
+    fn signal(&mut self, s: &statstorm_trace::Signal<'_>) {
+        self.signals
+            .push(String::from_utf8_lossy(s.name).into_owned());
+    }
+    fn exit(&mut self, e: &statstorm_trace::Exit) {
+        self.exits.push(e.status);
+    }
+}
+
+#[test]
+fn signals_and_exits() {
+    let data = read("signals.txt");
+    let mut p = Parser::new("sig", Options::default());
+    let mut r = Records::default();
+    p.feed_slice(&data, &mut r);
+    let (st, _, strings) = p.finish(&mut r);
+    let text = String::from_utf8_lossy(&data);
+    assert_eq!(st.signal_lines as usize, text.matches("--- SIG").count());
+    assert_eq!(st.exit_lines as usize, text.matches("+++ ").count());
+    let killed: Vec<String> = r
+        .exits
+        .iter()
+        .filter_map(|e| match e {
+            statstorm_trace::ExitStatus::Killed { signal, .. } => {
+                Some(strings.str(*signal).into_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(killed, ["SIGKILL", "SIGUSR1"]);
+    assert!(r.signals.contains(&"SIGUSR1".to_string()));
+}
+
+#[test]
+fn path_syscalls_decoded() {
+    let t = read_bytes("renames", &read("renames.txt"));
+    let s = &t.strings;
+    let find = |k: Kind| {
+        t.events
+            .iter()
+            .find(|e| e.kind == k)
+            .unwrap_or_else(|| panic!("{k:?}"))
+    };
+    let r = find(Kind::Renameat2);
+    assert_eq!(
+        (s.str(r.path.unwrap()), s.str(r.path2.unwrap())),
+        ("x".into(), "y".into())
+    );
+    assert!(r.flags.has(Flags::AT_FDCWD));
+    let u = find(Kind::Unlinkat);
+    assert_eq!(s.str(u.path.unwrap()), "y");
+    assert!(!u.flags.has(Flags::AT_REMOVEDIR));
+    assert_eq!(s.str(find(Kind::Mkdir).path.unwrap()), "d");
+    assert_eq!(s.str(find(Kind::Rmdir).path.unwrap()), "d");
+    let g = find(Kind::Getcwd);
+    assert!(s.str(g.path.unwrap()).starts_with("/tmp/statstorm-fx."));
+
+    let t = read_bytes("php", &read("php-file.txt"));
+    let s = &t.strings;
+    let a = t.events.iter().find(|e| e.kind == Kind::Access).unwrap();
+    assert_eq!(s.str(a.path.unwrap()), "a.php");
+    assert_eq!(
+        a.flags.0 & (Flags::R_OK | Flags::W_OK | Flags::X_OK),
+        0,
+        "F_OK"
+    );
+    let ln = t
+        .events
+        .iter()
+        .filter(|e| e.kind == Kind::Newfstatat && e.flags.has(Flags::AT_SYMLINK_NOFOLLOW))
+        .count();
+    assert!(ln >= 4, "realpath lstat walk");
+    let en = t
+        .events
+        .iter()
+        .filter(|e| e.errno().is_some_and(|x| s.str(x.0) == "ENOENT"))
+        .count();
+    assert_eq!(
+        en,
+        String::from_utf8_lossy(&read("php-file.txt"))
+            .matches("ENOENT")
+            .count()
+    );
+    let rn = t.events.iter().find(|e| e.kind == Kind::Rename).unwrap();
+    assert!(s.str(rn.path2.unwrap()).ends_with("/n"));
+    let rl = t.events.iter().find(|e| e.kind == Kind::Readlink).unwrap();
+    assert_eq!(s.str(rl.path.unwrap()), "/proc/self/exe");
+
+    let t = read_bytes("ls", &read("ls-lR.txt"));
+    let s = &t.strings;
+    let sx = t
+        .events
+        .iter()
+        .find(|e| e.kind == Kind::Statx && s.str(e.path.unwrap()).ends_with("sub dir"))
+        .unwrap();
+    assert!(sx.flags.has(Flags::AT_SYMLINK_NOFOLLOW) && sx.flags.has(Flags::AT_FDCWD));
+    assert!(t
+        .events
+        .iter()
+        .any(|e| e.kind == Kind::Getdents64 && e.fd.is_some()));
+    let od = t
+        .events
+        .iter()
+        .find(|e| e.kind == Kind::Openat && e.flags.has(Flags::O_DIRECTORY))
+        .unwrap();
+    assert!(s.str(od.path.unwrap()).ends_with("/site"));
+    assert!(t
+        .events
+        .iter()
+        .any(|e| e.kind == Kind::Other && s.str(e.name) == "lgetxattr"));
+}
+
+#[test]
+fn summary_tables_give_totals() {
+    for f in ["summary-c.txt", "summary-w.txt", "summary-C.txt"] {
+        let t = read_bytes(f, &read(f));
+        let sm = t
+            .summary
+            .as_ref()
+            .unwrap_or_else(|| panic!("{f}: no summary"));
+        let total = sm.total.as_ref().unwrap();
+        let calls: u64 = sm.rows.iter().map(|r| r.calls).sum();
+        let errors: u64 = sm.rows.iter().map(|r| r.errors).sum();
+        assert_eq!((calls, errors), (total.calls, total.errors), "{f}");
+        // awk over the table rows.
+        let out = Command::new("awk")
+            .arg(r#"/^ *[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+ / && $NF != "total" { n++ } END { print n }"#)
+            .arg(dir().join(f))
+            .output()
+            .unwrap();
+        let rows: usize = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(sm.rows.len(), rows, "{f}");
+        assert!(t.inputs[0].detected.summary);
+    }
+    // -C: trace lines and the table; per syscall, the table's calls equal
+    // the events (strace -c leaves out calls that never returned, `= ?`).
+    let t = read_bytes("C", &read("summary-C.txt"));
+    let mut ev = counts(&t.events, &t.strings);
+    for e in t.events.iter().filter(|e| e.ret == Ret::Unknown) {
+        *ev.get_mut(&*t.strings.str(e.name)).unwrap() -= 1;
+    }
+    ev.retain(|_, n| *n > 0);
+    let table: BTreeMap<String, u64> = t
+        .summary
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| (r.name.clone(), r.calls))
+        .collect();
+    assert_eq!(ev, table);
+}
