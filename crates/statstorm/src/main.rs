@@ -3,7 +3,9 @@
 
 use clap::{Parser, Subcommand};
 
+mod analyze;
 mod cmd;
+mod render;
 
 /// Find, explain, predict and fix metadata-syscall storms of PHP on network storage.
 #[derive(Parser)]

@@ -1,8 +1,294 @@
-//! `statstorm analyze` (being built; see the issue tracker).
+//! `statstorm analyze TRACE... [--format text|json|md] [--top N] [--sample]`
+//!
+//! Streams every input through the parser into the [`Analyzer`] sink (one
+//! pass, memory bounded by distinct paths, pids and requests), then renders
+//! the [`Profile`] once in the chosen format.
+//!
+//! Exit codes (docs/analyze.md): 0 analyzed (lines may have been skipped,
+//! with a warning on stderr); 1 analyzed, but some input could not be read;
+//! 2 nothing to analyze (no input is an strace log, all inputs empty or
+//! unreadable, bad arguments).
+
+use crate::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
+use crate::render;
+use anyhow::Result;
+use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+/// The built-in sample: a real `strace -f -ttt -T -y` trace of php-cli 8.2
+/// on a synthetic include tree (see tests/fixtures/strace/README.md).
+pub const SAMPLE: &[u8] =
+    include_bytes!("../../../../tests/fixtures/strace/cli-include-tree.strace.gz");
+pub const SAMPLE_NAME: &str = "sample (php-cli include tree, built in)";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Md,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// strace logs (`-` for stdin; .gz/.zst by content; a `strace -ff -o
+    /// PREFIX` prefix reads every PREFIX.PID file).
+    #[arg(required_unless_present = "sample")]
+    pub traces: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Rows in each top-N table (paths, dirs, walked files; text also
+    /// limits processes and requests).
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Analyze the built-in sample trace instead of files.
+    #[arg(long, conflicts_with = "traces")]
+    pub sample: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'analyze' is not built yet")
+struct AnalyzeSink<'a> {
+    a: &'a mut Analyzer,
+}
+
+impl Sink for AnalyzeSink<'_> {
+    fn event(&mut self, ev: &Event, strings: &Interner) -> bool {
+        self.a.push(ev, strings);
+        true
+    }
+}
+
+/// Counts bytes read and ticks a progress bar (only when stderr is a
+/// terminal).
+struct Progress<R> {
+    inner: R,
+    bar: Option<indicatif::ProgressBar>,
+    pending: u64,
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(b) = &self.bar {
+            self.pending += n as u64;
+            if self.pending >= 8 << 20 || n == 0 {
+                b.inc(self.pending);
+                self.pending = 0;
+            }
+        }
+        Ok(n)
+    }
+}
+
+fn progress_bar(name: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new_spinner();
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} {bytes} ({bytes_per_sec})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    b.set_message(name.to_string());
+    Some(b)
+}
+
+struct Collected {
+    analyzer: Analyzer,
+    strings: Interner,
+    info: InputInfo,
+    summary: Option<statstorm_trace::Summary>,
+    errors: Vec<String>,
+}
+
+impl Collected {
+    fn new() -> Self {
+        Collected {
+            analyzer: Analyzer::new(),
+            strings: Interner::new(),
+            info: InputInfo::default(),
+            summary: None,
+            errors: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, name: &str, index: usize, reader: Box<dyn Read>, pid: Option<u32>) {
+        let opts = Options {
+            input: index.min(u16::MAX as usize) as u16,
+            default_pid: pid,
+            ..Options::default()
+        };
+        let mut p = Parser::with_interner(name, opts, std::mem::take(&mut self.strings));
+        let mut sink = AnalyzeSink {
+            a: &mut self.analyzer,
+        };
+        let bar = progress_bar(name);
+        let reader = Progress {
+            inner: reader,
+            bar: bar.clone(),
+            pending: 0,
+        };
+        let res = p.feed_reader(reader, &mut sink);
+        let (mut st, summary, strings) = p.finish(&mut sink);
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        self.strings = strings;
+        if let Err(e) = res {
+            let msg = format!("{name}: read error after line {}: {e}", st.lines);
+            st.error = Some(msg.clone());
+            self.errors.push(msg);
+        }
+        if let Some(s) = summary {
+            self.summary.get_or_insert_with(Default::default).merge(&s);
+        }
+        let info = &mut self.info;
+        info.lines += st.lines;
+        info.events += st.events;
+        info.skipped.total += st.skipped;
+        for (r, n) in &st.skipped_by_reason {
+            *info
+                .skipped
+                .by_reason
+                .entry(r.as_str().to_string())
+                .or_insert(0) += n;
+        }
+        for &(line, r) in st.first_skips.iter().take(FIRST_SKIPS) {
+            info.skipped.first.push(SkipAt {
+                file: name.to_string(),
+                line,
+                reason: r.as_str().to_string(),
+            });
+        }
+        info.files.push(FileInfo {
+            name: name.to_string(),
+            bytes: st.bytes,
+            lines: st.lines,
+            events: st.events,
+            skipped: st.skipped,
+            format: serde_json::to_value(st.detected).unwrap_or(serde_json::Value::Null),
+            error: st.error.clone(),
+        });
+        if st.not_strace() {
+            self.errors.push(format!(
+                "{name}: not an strace log ({} lines, none recognized; first at line {})",
+                st.lines,
+                st.first_skips.first().map(|s| s.0).unwrap_or(1)
+            ));
+        } else if st.lines == 0
+            || st.lines
+                == st
+                    .skipped_by_reason
+                    .get(&SkipReason::EmptyLine)
+                    .copied()
+                    .unwrap_or(0)
+        {
+            self.errors
+                .push(format!("{name}: empty input, nothing to analyze"));
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let mut c = Collected::new();
+    let mut open_failures = 0usize;
+    let mut readable = 0usize;
+    if args.sample {
+        let r = statstorm_trace::input::decompressed(std::io::BufReader::new(SAMPLE))?;
+        c.add(SAMPLE_NAME, 0, r, None);
+        readable += 1;
+    } else {
+        let mut files: Vec<PathBuf> = Vec::new();
+        for p in &args.traces {
+            match statstorm_trace::input::expand_prefix(p) {
+                Some(list) => files.extend(list),
+                None => files.push(p.clone()),
+            }
+        }
+        for (i, path) in files.iter().enumerate() {
+            let name = path.display().to_string();
+            match statstorm_trace::input::open(path) {
+                Ok(r) => {
+                    readable += 1;
+                    c.add(&name, i, r, statstorm_trace::input::pid_from_name(path));
+                }
+                Err(e) => {
+                    open_failures += 1;
+                    eprintln!("statstorm: error: {e}");
+                }
+            }
+        }
+    }
+    let Collected {
+        analyzer,
+        strings,
+        mut info,
+        summary,
+        errors,
+    } = c;
+    let read_errors = errors.iter().filter(|e| e.contains("read error")).count();
+    for e in &errors {
+        eprintln!("statstorm: error: {e}");
+    }
+    if let Some(s) = &summary {
+        info.summary_rows = s.rows.len() as u64;
+    }
+    let mut profile = analyzer.finish(&strings, info, args.top);
+    if let Some(s) = &summary {
+        crate::analyze::fold_summary(&mut profile, s);
+    }
+    // Warnings for skipped lines: file, count, first lines with reasons.
+    if profile.input.skipped.total > 0 {
+        for f in &profile.input.files {
+            if f.skipped == 0 {
+                continue;
+            }
+            let first: Vec<String> = profile
+                .input
+                .skipped
+                .first
+                .iter()
+                .filter(|s| s.file == f.name)
+                .take(3)
+                .map(|s| format!("line {}: {}", s.line, s.reason))
+                .collect();
+            eprintln!(
+                "statstorm: warning: {}: {} of {} lines skipped ({})",
+                f.name,
+                f.skipped,
+                f.lines,
+                first.join("; ")
+            );
+        }
+    }
+    let nothing = profile.input.events == 0 && summary.is_none();
+    if readable == 0 || nothing {
+        if readable > 0 {
+            eprintln!("statstorm: error: no strace events in the input; record with strace -f -ttt -T -y -o trace.txt");
+        }
+        return Ok(2);
+    }
+    let out = match args.format {
+        Format::Json => {
+            let mut s = serde_json::to_string(&profile)?;
+            s.push('\n');
+            s
+        }
+        Format::Text => render::profile::text(&profile, args.top),
+        Format::Md => render::profile::markdown(&profile, args.top),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(out.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+    }
+    Ok(if open_failures > 0 || read_errors > 0 {
+        1
+    } else {
+        0
+    })
 }

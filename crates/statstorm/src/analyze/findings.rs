@@ -1,0 +1,139 @@
+//! Findings: short statements about what the storm is, each computed from
+//! the profile's own counts (no guess without the numbers that back it).
+
+use super::Profile;
+use serde::Serialize;
+
+/// One statement, with the figures behind it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Finding {
+    /// Stable identifier (`realpath_walks`, `repeats`, `enoent`, ...).
+    pub id: &'static str,
+    pub text: String,
+}
+
+/// Share above which a cause is reported.
+pub const NOTABLE_SHARE: f64 = 0.25;
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+pub fn findings(p: &Profile) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let t = &p.totals;
+    let md = t.metadata_calls as f64;
+    if t.events == 0 {
+        if p.input.summary_rows > 0 {
+            out.push(Finding {
+                id: "summary_only",
+                text: "the input is an strace -c summary table: totals only, no paths, requests or timing per call; record with strace -f -ttt -T -y for the full analysis".into(),
+            });
+        }
+        if md == 0.0 {
+            return out;
+        }
+    }
+    if md == 0.0 && t.events > 0 {
+        out.push(Finding {
+            id: "no_metadata",
+            text: "no metadata syscalls (stat/lstat/access/open/readlink families) in this trace"
+                .into(),
+        });
+        return out;
+    }
+    // The dominant metadata syscall.
+    if let Some((name, row)) = t
+        .by_syscall
+        .iter()
+        .filter(|(_, r)| r.metadata)
+        .max_by_key(|(_, r)| r.calls)
+    {
+        out.push(Finding {
+            id: "top_syscall",
+            text: format!(
+                "{} is the most frequent metadata syscall: {} of {} metadata calls ({})",
+                name,
+                row.calls,
+                t.metadata_calls,
+                pct(row.calls as f64 / md)
+            ),
+        });
+    }
+    if t.walk_lstats as f64 / md >= NOTABLE_SHARE {
+        let avg = t.walk_lstats as f64 / t.realpath_walks.max(1) as f64;
+        out.push(Finding {
+            id: "realpath_walks",
+            text: format!(
+                "{} of metadata calls are realpath walks ({} walks, {:.1} lstat per walk on successive prefixes of one path): PHP's realpath cache is cold, too small, expiring (realpath_cache_size/_ttl) or disabled by open_basedir (R53, R54, R58)",
+                pct(t.walk_lstats as f64 / md),
+                t.realpath_walks,
+                avg
+            ),
+        });
+    }
+    let stats: u64 = t
+        .by_syscall
+        .iter()
+        .filter(|(n, _)| statstorm_trace::Kind::from_name(n.as_bytes()).is_stat_family())
+        .map(|(_, r)| r.calls)
+        .sum();
+    if stats > 0 && t.repeats as f64 / stats as f64 >= NOTABLE_SHARE {
+        out.push(Finding {
+            id: "repeats",
+            text: format!(
+                "{} of stat-family calls ({} of {}) repeat a path already stat'ed in the same request",
+                pct(t.repeats as f64 / stats as f64),
+                t.repeats,
+                stats
+            ),
+        });
+    }
+    if t.enoent as f64 / md >= NOTABLE_SHARE {
+        let top_dir = p
+            .dirs
+            .iter()
+            .max_by_key(|d| d.enoent)
+            .map(|d| format!("; most in {} ({})", d.dir, d.enoent))
+            .unwrap_or_default();
+        out.push(Finding {
+            id: "enoent",
+            text: format!(
+                "{} of metadata calls fail with ENOENT ({}): probes for missing files (include_path search R50, file_exists loops){}",
+                pct(t.enoent as f64 / md),
+                t.enoent,
+                top_dir
+            ),
+        });
+    }
+    if let Some(period) = p.timeseries.burst_period_s {
+        out.push(Finding {
+            id: "periodic_bursts",
+            text: format!(
+                "{} bursts of metadata calls, one every ~{:.0} s (median {:.0}/s, peaks up to {}/s): a periodic revalidation such as opcache.revalidate_freq or attribute-cache expiry",
+                p.bursts.len(),
+                period,
+                p.timeseries.median_per_s,
+                p.timeseries.max_per_s
+            ),
+        });
+    }
+    if let Some(share) = t.metadata_share_of_wall {
+        out.push(Finding {
+            id: "time_share",
+            text: format!(
+                "metadata syscalls took {} of the traced wall time ({} us of {} us)",
+                pct(share),
+                t.metadata_time_us.unwrap_or(0),
+                t.traced_wall_us.unwrap_or(0)
+            ),
+        });
+    } else if !p.has_durations && t.events > 0 {
+        out.push(Finding {
+            id: "no_durations",
+            text: "no durations in this trace: record with strace -f -ttt -T -y to see time spent"
+                .into(),
+        });
+    }
+    out
+}

@@ -1,0 +1,1110 @@
+//! `analyze`: events in, a [`Profile`] out (counts, times, paths, requests,
+//! realpath walks, repeats, bursts) plus [`Finding`]s. Rendering lives in
+//! `render`; this module never prints.
+//!
+//! [`Analyzer`] is a streaming sink: each event costs a few array and hash
+//! operations on interned ids, and memory is bounded by the number of
+//! distinct paths, names, pids and requests, never by the number of lines.
+
+mod findings;
+
+pub use findings::Finding;
+
+use serde::Serialize;
+use statstorm_trace::request::{Plan, RequestKind, RequestMode, Splitter, UnitId};
+use statstorm_trace::{Event, Flags, Interner, Kind, PathId};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// JSON schema name of [`Profile`].
+pub const SCHEMA: &str = "statstorm.analyze/1";
+
+/// A burst second has at least `BURST_FACTOR` times the median metadata
+/// calls per second of the traced span ...
+pub const BURST_FACTOR: f64 = 5.0;
+/// ... and at least this many calls.
+pub const BURST_MIN_CALLS: u64 = 20;
+/// Burst seconds closer than this merge into one burst.
+pub const BURST_GAP_S: i64 = 2;
+
+/// Per-syscall-name totals.
+#[derive(Default, Clone, Debug)]
+struct NameAgg {
+    calls: u64,
+    errors: u64,
+    time_us: u64,
+    timed: u64,
+    /// (errno id, count), few entries.
+    errnos: Vec<(u32, u64)>,
+}
+
+#[derive(Default, Clone, Debug)]
+struct PathAgg {
+    calls: u64,
+    enoent: u64,
+    errors: u64,
+    /// (name id, count).
+    by_name: Vec<(u32, u64)>,
+}
+
+#[derive(Clone, Debug)]
+struct ProcAgg {
+    pid: u32,
+    events: u64,
+    metadata: u64,
+    errors: u64,
+    time_us: u64,
+    metadata_time_us: u64,
+    first_us: Option<i64>,
+    last_us: Option<i64>,
+    /// Current realpath-walk run of this pid.
+    run: Run,
+    unit: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Run {
+    len: u32,
+    first: Option<PathId>,
+    prev: Option<PathId>,
+    /// -1: each path is the parent of the previous (deepest first, R53);
+    /// +1: each is a child of the previous (shallowest first); 0: unknown.
+    dir: i8,
+}
+
+#[derive(Default, Clone, Debug)]
+struct UnitAgg {
+    by_name: Vec<(u32, u64)>,
+    metadata: u64,
+    enoent: u64,
+    walks: u64,
+    walk_lstats: u64,
+    repeats: u64,
+    /// Paths stat'ed in this unit (dropped when the unit ends).
+    seen: HashSet<PathId>,
+}
+
+/// Streaming aggregation of a trace.
+pub struct Analyzer {
+    splitter: Splitter,
+    kinds: Vec<NameAgg>,
+    kind_name: Vec<Option<PathId>>,
+    other: HashMap<u32, NameAgg>,
+    paths: HashMap<u32, PathAgg>,
+    procs: Vec<ProcAgg>,
+    proc_index: HashMap<u32, usize>,
+    last_pid: Option<(u32, usize)>,
+    units: Vec<UnitAgg>,
+    per_sec: HashMap<i64, u64>,
+    cur_sec: Option<(i64, u64)>,
+    walks_by_file: HashMap<u32, (u64, u64)>,
+    walks_deepest_first: u64,
+    walks_shallowest_first: u64,
+    events: u64,
+    metadata: u64,
+    durations: bool,
+    timestamps: bool,
+    ts_min: Option<i64>,
+    ts_max: Option<i64>,
+    enoent_id: Option<PathId>,
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn kind_index(k: Kind) -> usize {
+    k as usize
+}
+
+fn bump(v: &mut Vec<(u32, u64)>, key: u32) {
+    for e in v.iter_mut() {
+        if e.0 == key {
+            e.1 += 1;
+            return;
+        }
+    }
+    v.push((key, 1));
+}
+
+/// The lstat-like calls that make up a realpath walk (R53: `tsrm_realpath_r`
+/// lstat()s; glibc 2.36 issues lstat as `newfstatat(..., AT_SYMLINK_NOFOLLOW)`).
+fn is_lstat_like(ev: &Event) -> bool {
+    match ev.kind {
+        Kind::Lstat => true,
+        Kind::Newfstatat | Kind::Fstatat64 | Kind::Statx => {
+            ev.flags.has(Flags::AT_SYMLINK_NOFOLLOW) && !ev.flags.has(Flags::AT_EMPTY_PATH)
+        }
+        _ => false,
+    }
+}
+
+/// `parent` is `child` with its last component removed (`/a/b` of `/a/b/c`;
+/// `/a` of `/a/b/`).
+pub fn is_parent(parent: &[u8], child: &[u8]) -> bool {
+    let child = match child {
+        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        c => c,
+    };
+    if parent.is_empty() || parent.len() >= child.len() || !child.starts_with(parent) {
+        return false;
+    }
+    let rest = &child[parent.len()..];
+    // parent "/" is never walked (R53), but a relative walk may end at "a".
+    if parent == b"/" {
+        return false;
+    }
+    rest.len() > 1 && rest[0] == b'/' && !rest[1..].contains(&b'/')
+}
+
+/// Directory part of a path as printed: `/a/b` for `/a/b/c`, `/` for `/c`,
+/// `.` for a bare name.
+pub fn dir_of(p: &[u8]) -> &[u8] {
+    let p = match p {
+        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        c => c,
+    };
+    match memchr::memrchr(b'/', p) {
+        Some(0) => b"/",
+        Some(i) => &p[..i],
+        None => b".",
+    }
+}
+
+impl Analyzer {
+    pub fn new() -> Self {
+        Analyzer {
+            splitter: Splitter::new(),
+            kinds: vec![NameAgg::default(); Kind::ALL.len() + 1],
+            kind_name: vec![None; Kind::ALL.len() + 1],
+            other: HashMap::new(),
+            paths: HashMap::new(),
+            procs: Vec::new(),
+            proc_index: HashMap::new(),
+            last_pid: None,
+            units: Vec::new(),
+            per_sec: HashMap::new(),
+            cur_sec: None,
+            walks_by_file: HashMap::new(),
+            walks_deepest_first: 0,
+            walks_shallowest_first: 0,
+            events: 0,
+            metadata: 0,
+            durations: false,
+            timestamps: false,
+            ts_min: None,
+            ts_max: None,
+            enoent_id: None,
+        }
+    }
+
+    fn proc_slot(&mut self, pid: u32) -> usize {
+        if let Some((p, i)) = self.last_pid {
+            if p == pid {
+                return i;
+            }
+        }
+        let i = match self.proc_index.get(&pid) {
+            Some(&i) => i,
+            None => {
+                let i = self.procs.len();
+                self.procs.push(ProcAgg {
+                    pid,
+                    events: 0,
+                    metadata: 0,
+                    errors: 0,
+                    time_us: 0,
+                    metadata_time_us: 0,
+                    first_us: None,
+                    last_us: None,
+                    run: Run::default(),
+                    unit: u32::MAX,
+                });
+                self.proc_index.insert(pid, i);
+                i
+            }
+        };
+        self.last_pid = Some((pid, i));
+        i
+    }
+
+    fn close_run(&mut self, pi: usize, strings: &Interner) {
+        let run = std::mem::take(&mut self.procs[pi].run);
+        let unit = self.procs[pi].unit;
+        if run.len < 2 {
+            return;
+        }
+        let (Some(first), Some(last)) = (run.first, run.prev) else {
+            return;
+        };
+        let _ = strings;
+        let resolved = if run.dir < 0 {
+            self.walks_deepest_first += 1;
+            first
+        } else {
+            self.walks_shallowest_first += 1;
+            last
+        };
+        let e = self.walks_by_file.entry(resolved.0).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += run.len as u64;
+        if let Some(u) = self.units.get_mut(unit as usize) {
+            u.walks += 1;
+            u.walk_lstats += run.len as u64;
+        }
+    }
+
+    /// Adds one event (input order).
+    pub fn push(&mut self, ev: &Event, strings: &Interner) {
+        let UnitId(unit) = self.splitter.push(ev, strings);
+        let unit = unit as usize;
+        if unit >= self.units.len() {
+            self.units.resize_with(unit + 1, UnitAgg::default);
+        }
+        self.events += 1;
+        let metadata = ev.kind.is_metadata();
+        let errno = ev.errno().map(|e| e.0);
+        if self.enoent_id.is_none() {
+            if let Some(e) = errno {
+                if strings.bytes(e) == b"ENOENT" {
+                    self.enoent_id = Some(e);
+                }
+            }
+        }
+        let enoent = errno.is_some() && errno == self.enoent_id;
+        // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` is an fstat: no path.
+        let path = ev.path.filter(|p| !strings.bytes(*p).is_empty());
+
+        // Totals by name.
+        let na = if ev.kind == Kind::Other {
+            self.other.entry(ev.name.0).or_default()
+        } else {
+            let k = kind_index(ev.kind);
+            if self.kind_name[k].is_none() {
+                self.kind_name[k] = Some(ev.name);
+            }
+            &mut self.kinds[k]
+        };
+        na.calls += 1;
+        if let Some(e) = errno {
+            na.errors += 1;
+            bump(&mut na.errnos, e.0);
+        }
+        if let Some(d) = ev.dur_us {
+            na.time_us += d;
+            na.timed += 1;
+            self.durations = true;
+        }
+
+        // Paths.
+        if let Some(p) = path {
+            let pa = self.paths.entry(p.0).or_default();
+            pa.calls += 1;
+            if errno.is_some() {
+                pa.errors += 1;
+            }
+            if enoent {
+                pa.enoent += 1;
+            }
+            bump(&mut pa.by_name, ev.name.0);
+        }
+
+        // Time series.
+        if let Some(ts) = ev.ts_us {
+            self.timestamps = true;
+            self.ts_min = Some(self.ts_min.map_or(ts, |m| m.min(ts)));
+            let end = ts + ev.dur_us.unwrap_or(0) as i64;
+            self.ts_max = Some(self.ts_max.map_or(end, |m| m.max(end)));
+            if metadata {
+                let s = ts.div_euclid(1_000_000);
+                match &mut self.cur_sec {
+                    Some((cs, n)) if *cs == s => *n += 1,
+                    cur => {
+                        if let Some((cs, n)) = cur.take() {
+                            *self.per_sec.entry(cs).or_insert(0) += n;
+                        }
+                        *cur = Some((s, 1));
+                    }
+                }
+            }
+        }
+        if metadata {
+            self.metadata += 1;
+        }
+
+        // Process.
+        let pi = self.proc_slot(ev.pid);
+        let prev_unit = self.procs[pi].unit;
+        if prev_unit != unit as u32 {
+            // The pid moved to a new unit: its walk ends, and the old unit's
+            // path set is no longer needed.
+            self.close_run(pi, strings);
+            if let Some(u) = self.units.get_mut(prev_unit as usize) {
+                u.seen = HashSet::new();
+            }
+            self.procs[pi].unit = unit as u32;
+        }
+        {
+            let pr = &mut self.procs[pi];
+            pr.events += 1;
+            if metadata {
+                pr.metadata += 1;
+            }
+            if errno.is_some() {
+                pr.errors += 1;
+            }
+            if let Some(d) = ev.dur_us {
+                pr.time_us += d;
+                if metadata {
+                    pr.metadata_time_us += d;
+                }
+            }
+            if let Some(ts) = ev.ts_us {
+                pr.first_us = Some(pr.first_us.map_or(ts, |m| m.min(ts)));
+                let end = ts + ev.dur_us.unwrap_or(0) as i64;
+                pr.last_us = Some(pr.last_us.map_or(end, |m| m.max(end)));
+            }
+        }
+
+        // Unit (request piece).
+        {
+            let u = &mut self.units[unit];
+            bump(&mut u.by_name, ev.name.0);
+            if metadata {
+                u.metadata += 1;
+            }
+            if enoent {
+                u.enoent += 1;
+            }
+            if ev.kind.is_stat_family() {
+                if let Some(p) = path {
+                    if !u.seen.insert(p) {
+                        u.repeats += 1;
+                    }
+                }
+            }
+        }
+
+        // Realpath walks (R53): successive prefixes of one path, lstat-like.
+        if is_lstat_like(ev) {
+            if let Some(p) = path {
+                let run = &self.procs[pi].run;
+                let extend = match run.prev {
+                    Some(prev) if run.len > 0 => {
+                        let (pb, cb) = (strings.bytes(prev), strings.bytes(p));
+                        if run.dir <= 0 && is_parent(cb, pb) {
+                            Some(-1)
+                        } else if run.dir >= 0 && is_parent(pb, cb) {
+                            Some(1)
+                        } else {
+                            None
+                        }
+                    }
+                    _ => None,
+                };
+                match extend {
+                    Some(d) => {
+                        let run = &mut self.procs[pi].run;
+                        run.len += 1;
+                        run.dir = d;
+                        run.prev = Some(p);
+                    }
+                    None => {
+                        self.close_run(pi, strings);
+                        self.procs[pi].run = Run {
+                            len: 1,
+                            first: Some(p),
+                            prev: Some(p),
+                            dir: 0,
+                        };
+                    }
+                }
+            } else {
+                self.close_run(pi, strings);
+            }
+        } else if !ev.kind.is_readlink() {
+            // A symlink component is readlink()ed inside the walk (R53).
+            if self.procs[pi].run.len > 0 {
+                self.close_run(pi, strings);
+            }
+        }
+    }
+
+    /// Ends the stream and builds the profile.
+    pub fn finish(mut self, strings: &Interner, input: InputInfo, top: usize) -> Profile {
+        for pi in 0..self.procs.len() {
+            self.close_run(pi, strings);
+        }
+        if let Some((cs, n)) = self.cur_sec.take() {
+            *self.per_sec.entry(cs).or_insert(0) += n;
+        }
+        let plan = std::mem::take(&mut self.splitter).finish();
+        build_profile(self, plan, strings, input, top)
+    }
+}
+
+/// What the reader knows about the inputs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InputInfo {
+    pub files: Vec<FileInfo>,
+    pub lines: u64,
+    pub events: u64,
+    pub skipped: Skipped,
+    /// Summary-table rows (`strace -c`) folded into the totals.
+    pub summary_rows: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FileInfo {
+    pub name: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub events: u64,
+    pub skipped: u64,
+    /// Format detected: pid style, timestamps, durations, fd paths.
+    pub format: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Skipped {
+    pub total: u64,
+    pub by_reason: BTreeMap<String, u64>,
+    /// The first skipped lines of each file.
+    pub first: Vec<SkipAt>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SkipAt {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+/// A row of `totals.by_syscall` (also accepts `strace -c` rows).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct SyscallTotals {
+    pub calls: u64,
+    pub errors: u64,
+    pub errors_by_errno: BTreeMap<String, u64>,
+    /// Sum of `-T` durations; `null` without durations.
+    pub time_us: Option<u64>,
+    pub mean_us: Option<f64>,
+    pub metadata: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Totals {
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub errors: u64,
+    pub enoent: u64,
+    pub distinct_paths: u64,
+    pub distinct_dirs: u64,
+    pub realpath_walks: u64,
+    pub walk_lstats: u64,
+    pub repeats: u64,
+    /// Sum of all `-T` durations.
+    pub syscall_time_us: Option<u64>,
+    pub metadata_time_us: Option<u64>,
+    /// Sum over processes of (last event end - first event start).
+    pub traced_wall_us: Option<u64>,
+    /// `metadata_time_us / traced_wall_us`.
+    pub metadata_share_of_wall: Option<f64>,
+    pub by_syscall: BTreeMap<String, SyscallTotals>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PathRow {
+    pub path: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub enoent: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DirRow {
+    pub dir: String,
+    pub calls: u64,
+    pub enoent: u64,
+    pub distinct_paths: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub errors: u64,
+    pub time_us: Option<u64>,
+    pub metadata_time_us: Option<u64>,
+    pub first_us: Option<i64>,
+    pub last_us: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestRow {
+    pub index: usize,
+    pub pid: u32,
+    pub kind: RequestKind,
+    pub start_us: Option<i64>,
+    pub end_us: Option<i64>,
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub enoent: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+    pub realpath_walks: u64,
+    pub walk_lstats: u64,
+    pub repeats: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestsInfo {
+    pub mode: RequestMode,
+    pub note: String,
+    pub count: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkFile {
+    pub path: String,
+    pub walks: u64,
+    pub lstats: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Realpath {
+    pub walks: u64,
+    pub lstats: u64,
+    pub deepest_first: u64,
+    pub shallowest_first: u64,
+    /// Top resolved files by walks.
+    pub by_file: Vec<WalkFile>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Burst {
+    pub start_s: i64,
+    pub end_s: i64,
+    pub metadata_calls: u64,
+    pub peak_per_s: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeSeries {
+    /// First second (trace clock, whole seconds).
+    pub start_s: Option<i64>,
+    /// Metadata calls in each second from `start_s` on.
+    pub metadata_per_s: Vec<u64>,
+    pub median_per_s: f64,
+    pub max_per_s: u64,
+    /// Median spacing of burst starts, when there are at least 3 bursts.
+    pub burst_period_s: Option<f64>,
+}
+
+/// Everything `analyze` computes; rendered as text, Markdown or JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct Profile {
+    pub schema: &'static str,
+    pub input: InputInfo,
+    pub has_timestamps: bool,
+    pub has_durations: bool,
+    pub totals: Totals,
+    pub paths: Vec<PathRow>,
+    pub dirs: Vec<DirRow>,
+    pub processes: Vec<ProcessRow>,
+    pub request_split: RequestsInfo,
+    pub requests: Vec<RequestRow>,
+    pub realpath: Realpath,
+    pub timeseries: TimeSeries,
+    pub bursts: Vec<Burst>,
+    pub findings: Vec<Finding>,
+}
+
+fn names_map(v: &[(u32, u64)], strings: &Interner) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for &(id, n) in v {
+        *m.entry(strings.str(PathId(id)).into_owned()).or_insert(0) += n;
+    }
+    m
+}
+
+fn median(v: &mut [u64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) as f64 / 2.0
+    }
+}
+
+/// Bursts: seconds with at least `BURST_FACTOR` x the median and
+/// `BURST_MIN_CALLS` metadata calls, merged when closer than `BURST_GAP_S`.
+pub fn find_bursts(start_s: i64, series: &[u64]) -> (f64, Vec<Burst>, Option<f64>) {
+    let med = median(&mut series.to_vec());
+    let thr = (med * BURST_FACTOR).max(BURST_MIN_CALLS as f64);
+    let mut bursts: Vec<Burst> = Vec::new();
+    for (i, &n) in series.iter().enumerate() {
+        if (n as f64) < thr {
+            continue;
+        }
+        let s = start_s + i as i64;
+        match bursts.last_mut() {
+            Some(b) if s - b.end_s <= BURST_GAP_S => {
+                b.end_s = s;
+                b.metadata_calls += n;
+                b.peak_per_s = b.peak_per_s.max(n);
+            }
+            _ => bursts.push(Burst {
+                start_s: s,
+                end_s: s,
+                metadata_calls: n,
+                peak_per_s: n,
+            }),
+        }
+    }
+    let period = if bursts.len() >= 3 {
+        let mut gaps: Vec<u64> = bursts
+            .windows(2)
+            .map(|w| (w[1].start_s - w[0].start_s) as u64)
+            .collect();
+        Some(median(&mut gaps))
+    } else {
+        None
+    };
+    (med, bursts, period)
+}
+
+/// Per directory: calls, ENOENT, distinct paths, (name id, calls).
+type DirAgg = (u64, u64, u64, Vec<(u32, u64)>);
+
+fn build_profile(
+    a: Analyzer,
+    plan: Plan,
+    strings: &Interner,
+    input: InputInfo,
+    top: usize,
+) -> Profile {
+    let durations = a.durations;
+    // Totals by syscall.
+    let mut by_syscall: BTreeMap<String, SyscallTotals> = BTreeMap::new();
+    let mut errors = 0;
+    let mut syscall_time = 0u64;
+    let mut metadata_time = 0u64;
+    let mut add = |name: String, na: &NameAgg, metadata: bool| {
+        errors += na.errors;
+        syscall_time += na.time_us;
+        if metadata {
+            metadata_time += na.time_us;
+        }
+        let mut ebe = BTreeMap::new();
+        for &(e, n) in &na.errnos {
+            *ebe.entry(strings.str(PathId(e)).into_owned()).or_insert(0) += n;
+        }
+        by_syscall.insert(
+            name,
+            SyscallTotals {
+                calls: na.calls,
+                errors: na.errors,
+                errors_by_errno: ebe,
+                time_us: durations.then_some(na.time_us),
+                mean_us: (na.timed > 0).then(|| na.time_us as f64 / na.timed as f64),
+                metadata,
+            },
+        );
+    };
+    for (i, na) in a.kinds.iter().enumerate() {
+        if na.calls == 0 {
+            continue;
+        }
+        let name = a.kind_name[i]
+            .map(|p| strings.str(p).into_owned())
+            .unwrap_or_default();
+        let metadata = Kind::from_name(name.as_bytes()).is_metadata();
+        add(name, na, metadata);
+    }
+    for (&id, na) in &a.other {
+        add(strings.str(PathId(id)).into_owned(), na, false);
+    }
+    let enoent_total: u64 = a.paths.values().map(|p| p.enoent).sum::<u64>();
+
+    // Paths and directories.
+    let mut path_rows: Vec<(&u32, &PathAgg)> = a.paths.iter().collect();
+    path_rows.sort_by(|x, y| {
+        y.1.calls
+            .cmp(&x.1.calls)
+            .then(strings.bytes(PathId(*x.0)).cmp(strings.bytes(PathId(*y.0))))
+    });
+    let mut dirs: HashMap<&[u8], DirAgg> = HashMap::new();
+    for (&id, pa) in &a.paths {
+        let d = dir_of(strings.bytes(PathId(id)));
+        let e = dirs.entry(d).or_default();
+        e.0 += pa.calls;
+        e.1 += pa.enoent;
+        e.2 += 1;
+        for &(n, c) in &pa.by_name {
+            match e.3.iter_mut().find(|x| x.0 == n) {
+                Some(x) => x.1 += c,
+                None => e.3.push((n, c)),
+            }
+        }
+    }
+    let distinct_dirs = dirs.len() as u64;
+    let mut dir_rows: Vec<_> = dirs.into_iter().collect();
+    dir_rows.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+    let paths: Vec<PathRow> = path_rows
+        .iter()
+        .take(top)
+        .map(|(&id, pa)| PathRow {
+            path: strings.str(PathId(id)).into_owned(),
+            calls: pa.calls,
+            errors: pa.errors,
+            enoent: pa.enoent,
+            by_syscall: names_map(&pa.by_name, strings),
+        })
+        .collect();
+    let dirs: Vec<DirRow> = dir_rows
+        .iter()
+        .take(top)
+        .map(|(d, (c, en, dp, bn))| DirRow {
+            dir: String::from_utf8_lossy(d).into_owned(),
+            calls: *c,
+            enoent: *en,
+            distinct_paths: *dp,
+            by_syscall: names_map(bn, strings),
+        })
+        .collect();
+
+    // Processes.
+    let mut wall = 0u64;
+    let processes: Vec<ProcessRow> = a
+        .procs
+        .iter()
+        .map(|p| {
+            if let (Some(f), Some(l)) = (p.first_us, p.last_us) {
+                wall += (l - f).max(0) as u64;
+            }
+            ProcessRow {
+                pid: p.pid,
+                events: p.events,
+                metadata_calls: p.metadata,
+                errors: p.errors,
+                time_us: durations.then_some(p.time_us),
+                metadata_time_us: durations.then_some(p.metadata_time_us),
+                first_us: p.first_us,
+                last_us: p.last_us,
+            }
+        })
+        .collect();
+
+    // Requests: merge units.
+    let mut requests: Vec<RequestRow> = plan
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RequestRow {
+            index: i,
+            pid: r.pid,
+            kind: r.kind,
+            start_us: r.start_us,
+            end_us: r.end_us,
+            events: r.events,
+            metadata_calls: 0,
+            enoent: 0,
+            by_syscall: BTreeMap::new(),
+            realpath_walks: 0,
+            walk_lstats: 0,
+            repeats: 0,
+        })
+        .collect();
+    let mut total_repeats = 0;
+    for (ui, u) in a.units.iter().enumerate() {
+        if let Some(Some(r)) = plan.unit_request.get(ui) {
+            let row = &mut requests[*r as usize];
+            row.metadata_calls += u.metadata;
+            row.enoent += u.enoent;
+            row.realpath_walks += u.walks;
+            row.walk_lstats += u.walk_lstats;
+            row.repeats += u.repeats;
+            for (k, v) in names_map(&u.by_name, strings) {
+                *row.by_syscall.entry(k).or_insert(0) += v;
+            }
+        }
+        total_repeats += u.repeats;
+    }
+
+    // Realpath walks by file.
+    let mut wf: Vec<(&u32, &(u64, u64))> = a.walks_by_file.iter().collect();
+    wf.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+    let walks: u64 = a.walks_by_file.values().map(|v| v.0).sum();
+    let walk_lstats: u64 = a.walks_by_file.values().map(|v| v.1).sum();
+    let realpath = Realpath {
+        walks,
+        lstats: walk_lstats,
+        deepest_first: a.walks_deepest_first,
+        shallowest_first: a.walks_shallowest_first,
+        by_file: wf
+            .iter()
+            .take(top)
+            .map(|(&id, &(w, l))| WalkFile {
+                path: strings.str(PathId(id)).into_owned(),
+                walks: w,
+                lstats: l,
+            })
+            .collect(),
+    };
+
+    // Time series and bursts.
+    let (start_s, series) = match (a.per_sec.keys().min(), a.per_sec.keys().max()) {
+        (Some(&lo), Some(&hi)) if hi - lo < 10_000_000 => {
+            let mut v = vec![0u64; (hi - lo + 1) as usize];
+            for (&s, &n) in &a.per_sec {
+                v[(s - lo) as usize] += n;
+            }
+            (Some(lo), v)
+        }
+        _ => (None, Vec::new()),
+    };
+    let (median_per_s, bursts, period) = find_bursts(start_s.unwrap_or(0), &series);
+    let timeseries = TimeSeries {
+        start_s,
+        max_per_s: series.iter().copied().max().unwrap_or(0),
+        metadata_per_s: series,
+        median_per_s,
+        burst_period_s: period,
+    };
+
+    let totals = Totals {
+        events: a.events,
+        metadata_calls: a.metadata,
+        errors,
+        enoent: enoent_total,
+        distinct_paths: a.paths.len() as u64,
+        distinct_dirs,
+        realpath_walks: walks,
+        walk_lstats,
+        repeats: total_repeats,
+        syscall_time_us: durations.then_some(syscall_time),
+        metadata_time_us: durations.then_some(metadata_time),
+        traced_wall_us: (a.timestamps).then_some(wall),
+        metadata_share_of_wall: (durations && a.timestamps && wall > 0)
+            .then(|| metadata_time as f64 / wall as f64),
+        by_syscall,
+    };
+    let _ = (a.ts_min, a.ts_max);
+    let mut p = Profile {
+        schema: SCHEMA,
+        input,
+        has_timestamps: a.timestamps,
+        has_durations: durations,
+        totals,
+        paths,
+        dirs,
+        processes,
+        request_split: RequestsInfo {
+            mode: plan.mode,
+            note: plan.note.clone(),
+            count: plan.requests.len(),
+        },
+        requests,
+        realpath,
+        timeseries,
+        bursts,
+        findings: Vec::new(),
+    };
+    p.findings = findings::findings(&p);
+    p
+}
+
+/// Folds `strace -c` summary rows into the totals. When the input also has
+/// call lines (`strace -C`), those already counted every call and the table
+/// is only reported (`input.summary_rows`), never added twice.
+pub fn fold_summary(p: &mut Profile, s: &statstorm_trace::Summary) {
+    if p.totals.events > 0 {
+        return;
+    }
+    let mut time = 0u64;
+    for r in &s.rows {
+        let metadata = Kind::from_name(r.name.as_bytes()).is_metadata();
+        let t = p.totals.by_syscall.entry(r.name.clone()).or_default();
+        t.calls += r.calls;
+        t.errors += r.errors;
+        let us = (r.seconds * 1e6).round() as u64;
+        t.time_us = Some(t.time_us.unwrap_or(0) + us);
+        t.mean_us = (t.calls > 0).then(|| t.time_us.unwrap_or(0) as f64 / t.calls as f64);
+        t.metadata = metadata;
+        p.totals.errors += r.errors;
+        time += us;
+        if metadata {
+            p.totals.metadata_calls += r.calls;
+            p.totals.metadata_time_us = Some(p.totals.metadata_time_us.unwrap_or(0) + us);
+        }
+    }
+    p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0) + time);
+    p.has_durations = true;
+    p.findings = findings::findings(p);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use statstorm_trace::{Errno, Ret};
+
+    pub(crate) struct B {
+        pub s: Interner,
+        pub ev: Vec<Event>,
+        pub t: i64,
+    }
+
+    impl B {
+        pub fn new() -> Self {
+            B {
+                s: Interner::new(),
+                ev: Vec::new(),
+                t: 1_700_000_000_000_000,
+            }
+        }
+        pub fn push(
+            &mut self,
+            pid: u32,
+            name: &str,
+            path: Option<&str>,
+            flags: u32,
+            err: Option<&str>,
+        ) {
+            let kind = Kind::from_name(name.as_bytes());
+            let n = self.s.intern(name.as_bytes());
+            let path = path.map(|p| self.s.intern(p.as_bytes()));
+            let ret = match err {
+                Some(e) => Ret::Err(Errno(self.s.intern(e.as_bytes()))),
+                None => Ret::Ok(0),
+            };
+            self.t += 100;
+            let line = self.ev.len() as u64 + 1;
+            self.ev.push(Event {
+                pid,
+                ts_us: Some(self.t),
+                dur_us: Some(10),
+                kind,
+                name: n,
+                path,
+                path2: None,
+                fd: None,
+                fd_path: None,
+                flags: Flags(flags),
+                ret,
+                ret_path: None,
+                input: 0,
+                line,
+            });
+        }
+        pub fn profile(&self) -> Profile {
+            let mut a = Analyzer::new();
+            for e in &self.ev {
+                a.push(e, &self.s);
+            }
+            a.finish(&self.s, InputInfo::default(), 1000)
+        }
+    }
+
+    const NF: u32 = Flags::AT_SYMLINK_NOFOLLOW;
+
+    #[test]
+    fn parent_and_dir() {
+        assert!(is_parent(b"/a/b", b"/a/b/c"));
+        assert!(is_parent(b"/a", b"/a/b/"));
+        assert!(!is_parent(b"/a/b", b"/a/bc"));
+        assert!(!is_parent(b"/a", b"/a/b/c"));
+        assert!(!is_parent(b"/", b"/a"));
+        assert_eq!(dir_of(b"/a/b/c"), b"/a/b");
+        assert_eq!(dir_of(b"/c"), b"/");
+        assert_eq!(dir_of(b"c"), b".");
+    }
+
+    /// A cold realpath walk of `/m/a/b/f.php` as PHP 8.2 does it (R53:
+    /// deepest first, `/` never lstat'ed), then open + fstat of the file,
+    /// then a second resolution of the same file that hits the cache.
+    #[test]
+    fn walks_repeats_and_totals() {
+        let mut b = B::new();
+        b.push(
+            1,
+            "newfstatat",
+            Some("/etc/php/8.2/cli/php.ini"),
+            0,
+            Some("ENOENT"),
+        );
+        for p in ["/m/a/b/f.php", "/m/a/b", "/m/a", "/m"] {
+            b.push(1, "newfstatat", Some(p), NF, None);
+        }
+        b.push(1, "openat", Some("/m/a/b/f.php"), 0, None);
+        b.push(1, "newfstatat", Some("/m/a/b/g.php"), NF, None);
+        b.push(1, "newfstatat", Some("/m/a/b/f.php"), 0, None);
+        // Shallowest-first walk (seed 003's order).
+        for p in ["/x", "/x/y", "/x/y/z.php"] {
+            b.push(1, "lstat", Some(p), 0, None);
+        }
+        b.push(1, "access", Some("/missing"), 0, Some("ENOENT"));
+        let p = b.profile();
+        assert_eq!(p.request_split.mode, RequestMode::Cli);
+        assert_eq!(p.requests.len(), 1);
+        let r = &p.requests[0];
+        assert_eq!(r.realpath_walks, 2);
+        assert_eq!(r.walk_lstats, 7);
+        assert_eq!(r.repeats, 1);
+        assert_eq!(r.by_syscall["newfstatat"], 7);
+        assert_eq!(r.by_syscall["lstat"], 3);
+        assert_eq!(r.enoent, 2);
+        assert_eq!(p.realpath.deepest_first, 1);
+        assert_eq!(p.realpath.shallowest_first, 1);
+        let files: Vec<&str> = p.realpath.by_file.iter().map(|w| w.path.as_str()).collect();
+        assert!(files.contains(&"/m/a/b/f.php") && files.contains(&"/x/y/z.php"));
+        let t = &p.totals.by_syscall["newfstatat"];
+        assert_eq!((t.calls, t.errors, t.time_us), (7, 1, Some(70)));
+        assert_eq!(t.errors_by_errno["ENOENT"], 1);
+        assert_eq!(p.totals.metadata_calls, 12);
+        assert_eq!(p.totals.enoent, 2);
+        let f = p.paths.iter().find(|r| r.path == "/m/a/b/f.php").unwrap();
+        assert_eq!(f.calls, 3);
+        let d = p.dirs.iter().find(|r| r.dir == "/m/a/b").unwrap();
+        assert_eq!((d.calls, d.distinct_paths), (4, 2));
+    }
+
+    #[test]
+    fn bursts_and_period() {
+        // 600 s, 2 calls/s background, 200-call bursts every 60 s.
+        let mut v = vec![2u64; 600];
+        for i in (30..600).step_by(60) {
+            v[i] = 200;
+        }
+        let (med, bursts, period) = find_bursts(1000, &v);
+        assert_eq!(med, 2.0);
+        assert_eq!(bursts.len(), 10);
+        assert_eq!(bursts[0].start_s, 1030);
+        assert_eq!(period, Some(60.0));
+        // Flat series: no bursts.
+        let (_, b2, p2) = find_bursts(0, &[50; 100]);
+        assert!(b2.is_empty() && p2.is_none());
+    }
+
+    #[test]
+    fn whole_trace_fallback_and_empty() {
+        let mut b = B::new();
+        b.push(7, "stat", Some("/data/x"), 0, None);
+        b.push(7, "stat", Some("/data/x"), 0, None);
+        let p = b.profile();
+        assert_eq!(p.request_split.mode, RequestMode::Whole);
+        assert_eq!(p.requests[0].repeats, 1);
+        let e = B::new().profile();
+        assert_eq!(e.totals.events, 0);
+        assert!(e.requests.is_empty());
+    }
+}

@@ -1,0 +1,354 @@
+//! Human renderings of an analyze [`Profile`]: the same sections as plain
+//! text or as Markdown.
+
+use super::{human_us, Align, Table};
+use crate::analyze::Profile;
+use std::collections::BTreeMap;
+
+enum Block {
+    Line(String),
+    Table(Table),
+}
+
+struct Section {
+    title: String,
+    blocks: Vec<Block>,
+}
+
+fn by_syscall_short(m: &BTreeMap<String, u64>, n: usize) -> String {
+    let mut v: Vec<(&String, &u64)> = m.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut s: Vec<String> = v.iter().take(n).map(|(k, c)| format!("{k} {c}")).collect();
+    if v.len() > n {
+        s.push("...".into());
+    }
+    s.join(", ")
+}
+
+fn opt_us(v: Option<u64>) -> String {
+    v.map(|x| human_us(x as f64)).unwrap_or_else(|| "-".into())
+}
+
+fn sections(p: &Profile, top: usize) -> Vec<Section> {
+    let mut out = Vec::new();
+    let t = &p.totals;
+    let i = &p.input;
+
+    // Overview.
+    let mut ov = vec![Block::Line(format!(
+        "{} input(s), {} lines, {} events, {} lines skipped",
+        i.files.len(),
+        i.lines,
+        i.events,
+        i.skipped.total
+    ))];
+    ov.push(Block::Line(format!(
+        "{} metadata calls, {} errors ({} ENOENT), {} distinct paths in {} directories",
+        t.metadata_calls, t.errors, t.enoent, t.distinct_paths, t.distinct_dirs
+    )));
+    ov.push(Block::Line(format!(
+        "requests: {} ({})",
+        p.request_split.count, p.request_split.note
+    )));
+    if let (Some(m), Some(w)) = (t.metadata_time_us, t.traced_wall_us) {
+        ov.push(Block::Line(format!(
+            "time in metadata syscalls: {} of {} traced wall time ({:.1}%)",
+            human_us(m as f64),
+            human_us(w as f64),
+            t.metadata_share_of_wall.unwrap_or(0.0) * 100.0
+        )));
+    }
+    out.push(Section {
+        title: "Summary".into(),
+        blocks: ov,
+    });
+
+    if !p.findings.is_empty() {
+        out.push(Section {
+            title: "Findings".into(),
+            blocks: p
+                .findings
+                .iter()
+                .map(|f| Block::Line(format!("- {}", f.text)))
+                .collect(),
+        });
+    }
+
+    // Syscalls.
+    let mut tb = Table::new(&[
+        ("syscall", Align::Left),
+        ("calls", Align::Right),
+        ("errors", Align::Right),
+        ("errnos", Align::Left),
+        ("time", Align::Right),
+        ("mean", Align::Right),
+    ]);
+    let mut rows: Vec<_> = t.by_syscall.iter().collect();
+    rows.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+    for (name, r) in rows.iter().take(top.max(1)) {
+        tb.row(vec![
+            name.to_string(),
+            r.calls.to_string(),
+            r.errors.to_string(),
+            r.errors_by_errno
+                .iter()
+                .map(|(e, n)| format!("{e} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            opt_us(r.time_us),
+            r.mean_us.map(human_us).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    let mut b = vec![Block::Table(tb)];
+    if rows.len() > top {
+        b.push(Block::Line(format!("({} more syscalls)", rows.len() - top)));
+    }
+    out.push(Section {
+        title: "Syscalls".into(),
+        blocks: b,
+    });
+
+    if !p.paths.is_empty() {
+        let mut tb = Table::new(&[
+            ("calls", Align::Right),
+            ("ENOENT", Align::Right),
+            ("path", Align::Left),
+            ("by syscall", Align::Left),
+        ]);
+        for r in p.paths.iter().take(top) {
+            tb.row(vec![
+                r.calls.to_string(),
+                r.enoent.to_string(),
+                r.path.clone(),
+                by_syscall_short(&r.by_syscall, 4),
+            ]);
+        }
+        out.push(Section {
+            title: format!("Top paths (of {})", t.distinct_paths),
+            blocks: vec![Block::Table(tb)],
+        });
+        let mut tb = Table::new(&[
+            ("calls", Align::Right),
+            ("ENOENT", Align::Right),
+            ("paths", Align::Right),
+            ("directory", Align::Left),
+            ("by syscall", Align::Left),
+        ]);
+        for r in p.dirs.iter().take(top) {
+            tb.row(vec![
+                r.calls.to_string(),
+                r.enoent.to_string(),
+                r.distinct_paths.to_string(),
+                r.dir.clone(),
+                by_syscall_short(&r.by_syscall, 4),
+            ]);
+        }
+        out.push(Section {
+            title: format!("Top directories (of {})", t.distinct_dirs),
+            blocks: vec![Block::Table(tb)],
+        });
+    }
+
+    if !p.processes.is_empty() {
+        let mut procs: Vec<_> = p.processes.iter().collect();
+        procs.sort_by(|a, b| {
+            b.metadata_calls
+                .cmp(&a.metadata_calls)
+                .then(a.pid.cmp(&b.pid))
+        });
+        let mut tb = Table::new(&[
+            ("pid", Align::Right),
+            ("events", Align::Right),
+            ("metadata", Align::Right),
+            ("errors", Align::Right),
+            ("syscall time", Align::Right),
+            ("metadata time", Align::Right),
+        ]);
+        for r in procs.iter().take(top) {
+            tb.row(vec![
+                r.pid.to_string(),
+                r.events.to_string(),
+                r.metadata_calls.to_string(),
+                r.errors.to_string(),
+                opt_us(r.time_us),
+                opt_us(r.metadata_time_us),
+            ]);
+        }
+        out.push(Section {
+            title: format!(
+                "Processes (top {} of {} by metadata calls)",
+                top.min(procs.len()),
+                procs.len()
+            ),
+            blocks: vec![Block::Table(tb)],
+        });
+    }
+
+    if !p.requests.is_empty() {
+        let n = p.requests.len() as f64;
+        let md: Vec<u64> = p.requests.iter().map(|r| r.metadata_calls).collect();
+        let mean = md.iter().sum::<u64>() as f64 / n;
+        let max = md.iter().copied().max().unwrap_or(0);
+        let walks: u64 = p.requests.iter().map(|r| r.realpath_walks).sum();
+        let mut b = vec![Block::Line(format!(
+            "{} requests: {:.1} metadata calls per request on average (max {}), {:.1} realpath walks and {:.1} repeated stats per request",
+            p.requests.len(),
+            mean,
+            max,
+            walks as f64 / n,
+            p.requests.iter().map(|r| r.repeats).sum::<u64>() as f64 / n
+        ))];
+        let mut reqs: Vec<_> = p.requests.iter().collect();
+        reqs.sort_by(|a, b| {
+            b.metadata_calls
+                .cmp(&a.metadata_calls)
+                .then(a.index.cmp(&b.index))
+        });
+        let mut tb = Table::new(&[
+            ("#", Align::Right),
+            ("pid", Align::Right),
+            ("duration", Align::Right),
+            ("metadata", Align::Right),
+            ("walks", Align::Right),
+            ("repeats", Align::Right),
+            ("ENOENT", Align::Right),
+            ("by syscall", Align::Left),
+        ]);
+        for r in reqs.iter().take(top) {
+            let dur = match (r.start_us, r.end_us) {
+                (Some(s), Some(e)) => human_us((e - s).max(0) as f64),
+                _ => "-".into(),
+            };
+            tb.row(vec![
+                r.index.to_string(),
+                r.pid.to_string(),
+                dur,
+                r.metadata_calls.to_string(),
+                r.realpath_walks.to_string(),
+                r.repeats.to_string(),
+                r.enoent.to_string(),
+                by_syscall_short(&r.by_syscall, 4),
+            ]);
+        }
+        b.push(Block::Table(tb));
+        out.push(Section {
+            title: "Requests (by metadata calls)".into(),
+            blocks: b,
+        });
+    }
+
+    if p.realpath.walks > 0 {
+        let rp = &p.realpath;
+        let mut b = vec![Block::Line(format!(
+            "{} walks, {} lstat calls ({:.1} per walk); {} deepest first (PHP's order, R53), {} shallowest first",
+            rp.walks,
+            rp.lstats,
+            rp.lstats as f64 / rp.walks as f64,
+            rp.deepest_first,
+            rp.shallowest_first
+        ))];
+        let mut tb = Table::new(&[
+            ("walks", Align::Right),
+            ("lstats", Align::Right),
+            ("resolved file", Align::Left),
+        ]);
+        for w in rp.by_file.iter().take(top) {
+            tb.row(vec![
+                w.walks.to_string(),
+                w.lstats.to_string(),
+                w.path.clone(),
+            ]);
+        }
+        b.push(Block::Table(tb));
+        out.push(Section {
+            title: "Realpath walks".into(),
+            blocks: b,
+        });
+    }
+
+    if let Some(start) = p.timeseries.start_s {
+        let ts = &p.timeseries;
+        let mut b = vec![Block::Line(format!(
+            "{} s traced from second {}: median {:.0} metadata calls/s, max {}/s",
+            ts.metadata_per_s.len(),
+            start,
+            ts.median_per_s,
+            ts.max_per_s
+        ))];
+        if !p.bursts.is_empty() {
+            if let Some(per) = ts.burst_period_s {
+                b.push(Block::Line(format!("bursts recur every ~{per:.0} s")));
+            }
+            let mut tb = Table::new(&[
+                ("start s", Align::Right),
+                ("length s", Align::Right),
+                ("calls", Align::Right),
+                ("peak/s", Align::Right),
+            ]);
+            for x in p.bursts.iter().take(top) {
+                tb.row(vec![
+                    (x.start_s - start).to_string(),
+                    (x.end_s - x.start_s + 1).to_string(),
+                    x.metadata_calls.to_string(),
+                    x.peak_per_s.to_string(),
+                ]);
+            }
+            b.push(Block::Table(tb));
+        }
+        out.push(Section {
+            title: "Metadata calls over time".into(),
+            blocks: b,
+        });
+    }
+    out
+}
+
+/// Plain text for a terminal.
+pub fn text(p: &Profile, top: usize) -> String {
+    let mut s = String::new();
+    for (i, sec) in sections(p, top).iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        s.push_str(&sec.title);
+        s.push('\n');
+        for b in &sec.blocks {
+            match b {
+                Block::Line(l) => {
+                    s.push_str("  ");
+                    s.push_str(l);
+                    s.push('\n');
+                }
+                Block::Table(t) => {
+                    for l in t.to_text().lines() {
+                        s.push_str("  ");
+                        s.push_str(l);
+                        s.push('\n');
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+/// GitHub-flavoured Markdown.
+pub fn markdown(p: &Profile, top: usize) -> String {
+    let mut s = String::from("# statstorm analyze\n");
+    for sec in sections(p, top) {
+        s.push_str(&format!("\n## {}\n\n", sec.title));
+        for b in &sec.blocks {
+            match b {
+                Block::Line(l) => {
+                    s.push_str(l);
+                    s.push_str("\n\n");
+                }
+                Block::Table(t) => {
+                    s.push_str(&t.to_markdown());
+                    s.push('\n');
+                }
+            }
+        }
+    }
+    s
+}
