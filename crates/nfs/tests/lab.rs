@@ -1,0 +1,410 @@
+//! Every run of the NFS lab (../shared/fixtures/nfs-lab/runs.jsonl) as a
+//! test case: per block (vers + option set) a fresh client with the block's
+//! mount options is fed each run's strace in time order (fpm series files
+//! hold several runs; RPCs are attributed to a run by its start/end), the
+//! `modify_on_server` runs feed their `changed_paths` as server changes, and
+//! the model's per-op counts are compared run by run with the RPC deltas
+//! measured from `/proc/self/mountstats`.
+//!
+//! Tolerance (issue 4): per column, |model - lab| <= max(5% of lab, 2).
+//! At least 97% of runs must match in every column; every run that misses is
+//! listed in `KNOWN_MISSES` with the rule at stake.
+//!
+//! The full table is printed to stdout and written to
+//! `target/nfs-lab-table.txt` (under the workspace root).
+
+use flate2::read::GzDecoder;
+use serde_json::Value;
+use statstorm_nfs::client::normalize;
+use statstorm_nfs::{Client, ClientParams, MountOptions, RpcCounts, RpcOp, ServerChange};
+use statstorm_trace::op::{Normalizer, Op, OpKind};
+use statstorm_trace::{Kind, Ret};
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+const NFS_ROOT: &str = "/mnt/nfs";
+const MIN_MATCH_PCT: f64 = 97.0;
+const TOL_PCT: f64 = 5.0;
+const TOL_ABS: u64 = 2;
+
+/// Runs known to miss, with the rule at stake. Keyed by (vers, scenario, run).
+const KNOWN_MISSES: &[(&str, &str, &str, &str)] = &[];
+
+fn lab_dir() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crate is at <root>/crates/nfs");
+    root.join("../shared/fixtures/nfs-lab")
+}
+
+fn table_path() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crate is at <root>/crates/nfs");
+    root.join("target/nfs-lab-table.txt")
+}
+
+struct Run {
+    vers: String,
+    oset: String,
+    mount_options: String,
+    scenario: String,
+    run: String,
+    kind: String,
+    start_us: i64,
+    end_us: i64,
+    rpc: RpcCounts,
+    strace: Option<String>,
+    changed_paths: Vec<String>,
+}
+
+fn secs_to_us(v: &Value) -> i64 {
+    (v.as_f64().expect("number") * 1e6).round() as i64
+}
+
+fn load_runs(dir: &Path) -> Vec<Run> {
+    let text = std::fs::read_to_string(dir.join("runs.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.join("runs.jsonl").display()));
+    let mut runs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("runs.jsonl:{}: {e}", n + 1));
+        let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+        let mut rpc = RpcCounts::default();
+        if let Some(m) = v["rpc"].as_object() {
+            for (k, n) in m {
+                let op = RpcOp::from_name(k)
+                    .unwrap_or_else(|| panic!("runs.jsonl:{}: unknown RPC {k}", n.as_u64().unwrap_or(0)));
+                rpc.add(op, n.as_u64().expect("count"));
+            }
+        }
+        runs.push(Run {
+            vers: s("vers"),
+            oset: s("oset"),
+            mount_options: s("mount_options"),
+            scenario: s("scenario"),
+            run: s("run"),
+            kind: s("kind"),
+            start_us: secs_to_us(&v["start"]),
+            end_us: secs_to_us(&v["end"]),
+            rpc,
+            strace: v["strace"].as_str().map(str::to_string),
+            changed_paths: v["changed_paths"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+        });
+    }
+    runs
+}
+
+/// `dup2(old, new)` lines of a trace, keyed by line number (the parser does
+/// not decode dup2's arguments).
+fn dup2_lines(path: &Path) -> HashMap<u64, (i32, i32)> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let r = BufReader::new(GzDecoder::new(f));
+    let mut out = HashMap::new();
+    for (i, line) in r.lines().enumerate() {
+        let line = line.unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
+        if let Some(p) = line.find(" dup2(") {
+            let args = &line[p + 6..];
+            let args = &args[..args.find(')').unwrap_or(0)];
+            let mut it = args.split(',').map(|a| a.trim().parse::<i32>());
+            if let (Some(Ok(a)), Some(Ok(b))) = (it.next(), it.next()) {
+                if line.contains(&format!("= {b}")) {
+                    out.insert(i as u64 + 1, (a, b));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Ops on NFS paths of one strace file. fds aliased by dup2 (a shell's
+/// `> file` redirection) keep the file open: writes through the alias go to
+/// the file and the file is closed when the alias is replaced or closed.
+fn ops_of(path: &Path) -> Vec<Op> {
+    let trace = statstorm_trace::read_path(path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !trace.events.is_empty(),
+        "{}: no events parsed",
+        path.display()
+    );
+    let dups = dup2_lines(path);
+    let mut norm = Normalizer::new();
+    // (pid, fd) -> file, for files opened on NFS
+    let mut fds: HashMap<(u32, i32), String> = HashMap::new();
+    // (pid, fd) alias -> file (from dup2)
+    let mut alias: HashMap<(u32, i32), String> = HashMap::new();
+    let mut out = Vec::new();
+    let on_nfs = |p: &str| p == NFS_ROOT || p.starts_with("/mnt/nfs/");
+    for ev in &trace.events {
+        let ts = ev.ts_us.unwrap_or(0);
+        if ev.kind == Kind::Other {
+            if let Some(&(old, new)) = dups.get(&ev.line) {
+                if let Some(file) = alias.remove(&(ev.pid, new)) {
+                    out.push(synthetic(ts, ev.pid, OpKind::Close, &file, 0));
+                }
+                if let Some(file) = fds.get(&(ev.pid, old)).cloned() {
+                    alias.insert((ev.pid, new), file);
+                }
+            }
+            continue;
+        }
+        if matches!(ev.kind, Kind::Write | Kind::Pwrite64) {
+            if let Some(file) = ev.fd.and_then(|fd| alias.get(&(ev.pid, fd))) {
+                let n = match ev.ret {
+                    Ret::Ok(n) => n.max(0) as u64,
+                    _ => 0,
+                };
+                out.push(synthetic(ts, ev.pid, OpKind::Write, file, n));
+                continue;
+            }
+        }
+        if ev.kind == Kind::Close {
+            if let Some(fd) = ev.fd {
+                if let Some(file) = alias.remove(&(ev.pid, fd)) {
+                    out.push(synthetic(ts, ev.pid, OpKind::Close, &file, 0));
+                    continue;
+                }
+                // the original fd of a dup2'ed file: the file stays open
+                if let Some(file) = fds.remove(&(ev.pid, fd)) {
+                    if alias.values().any(|f| *f == file) {
+                        let _ = norm.push(ev, &trace.strings);
+                        continue;
+                    }
+                }
+            }
+        }
+        let Some(op) = norm.push(ev, &trace.strings) else {
+            continue;
+        };
+        if op.kind == OpKind::Open && op.ok() {
+            if let Ret::Ok(fd) = ev.ret {
+                fds.insert((ev.pid, fd as i32), normalize(&op.path));
+            }
+        }
+        let keep = on_nfs(&op.path) || op.path2.as_deref().is_some_and(on_nfs);
+        if keep {
+            out.push(op);
+        }
+    }
+    out
+}
+
+fn synthetic(t_us: i64, pid: u32, kind: OpKind, path: &str, bytes: u64) -> Op {
+    Op {
+        t_us,
+        dur_us: None,
+        pid,
+        uid: 0,
+        kind,
+        path: path.to_string(),
+        path2: None,
+        flags: 0,
+        errno: None,
+        bytes,
+    }
+}
+
+/// Columns compared (OPEN includes OPEN_NOATTR).
+const COLS: [&str; 8] = [
+    "GETATTR",
+    "LOOKUP",
+    "ACCESS",
+    "READ",
+    "OPEN",
+    "CLOSE",
+    "READDIRPLUS",
+    "total",
+];
+
+fn col(c: &RpcCounts, name: &str) -> u64 {
+    match name {
+        "OPEN" => c.of(RpcOp::Open) + c.of(RpcOp::OpenNoattr),
+        "total" => c.total(),
+        n => c.get(n),
+    }
+}
+
+fn within(model: u64, lab: u64) -> bool {
+    let tol = ((lab as f64 * TOL_PCT / 100.0).floor() as u64).max(TOL_ABS);
+    model.abs_diff(lab) <= tol
+}
+
+fn layout(dir: &Path) -> (HashSet<String>, HashMap<String, u64>) {
+    let text = std::fs::read_to_string(dir.join("workload/layout.txt")).expect("layout.txt");
+    let mut names = HashSet::new();
+    let mut sizes = HashMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 3 {
+            continue;
+        }
+        let p = normalize(&format!("{NFS_ROOT}/{}", f[2]));
+        if f[0] == "f" {
+            sizes.insert(p.clone(), f[1].parse().expect("size"));
+        }
+        names.insert(p);
+    }
+    (names, sizes)
+}
+
+#[test]
+fn lab_runs_match_the_model() {
+    let dir = lab_dir();
+    assert!(
+        dir.join("runs.jsonl").exists(),
+        "lab fixtures missing at {}",
+        dir.display()
+    );
+    let runs = load_runs(&dir);
+    assert!(runs.len() >= 100, "only {} runs", runs.len());
+    let (names, sizes) = layout(&dir);
+
+    // blocks in first-appearance order
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    for r in &runs {
+        let k = (r.vers.clone(), r.oset.clone());
+        if !blocks.contains(&k) {
+            blocks.push(k);
+        }
+    }
+    let mut rows: Vec<String> = Vec::new();
+    let mut misses: Vec<String> = Vec::new();
+    let mut matched = 0usize;
+    let mut trace_cache: HashMap<String, Vec<Op>> = HashMap::new();
+    for (vers, oset) in &blocks {
+        let block: Vec<&Run> = runs
+            .iter()
+            .filter(|r| &r.vers == vers && &r.oset == oset)
+            .collect();
+        let opts = MountOptions::parse(&block[0].mount_options)
+            .unwrap_or_else(|e| panic!("block {vers}/{oset}: {e}"));
+        let mut params = ClientParams::new(NFS_ROOT);
+        // README: the lab's v4.1 server (Linux nfsd) grants read delegations.
+        params.delegations = opts.vers().is_v4();
+        params.namespace = names.clone();
+        params.file_sizes = sizes.clone();
+        // Events: each strace file once (series files hold several runs).
+        let mut ops: Vec<Op> = Vec::new();
+        let mut seen_files = HashSet::new();
+        for r in &block {
+            if let Some(s) = &r.strace {
+                if seen_files.insert(s.clone()) {
+                    let v = trace_cache
+                        .entry(s.clone())
+                        .or_insert_with(|| ops_of(&dir.join(s)))
+                        .clone();
+                    ops.extend(v);
+                }
+            }
+        }
+        ops.sort_by_key(|o| o.t_us);
+        let mut changes: Vec<ServerChange> = Vec::new();
+        for r in &block {
+            for p in &r.changed_paths {
+                // the listing names the directory that changed itself
+                changes.push(ServerChange {
+                    t_us: r.start_us,
+                    path: p.clone(),
+                    entry: false,
+                });
+            }
+        }
+        changes.sort_by_key(|c| c.t_us);
+        let mut client = Client::new(opts.clone(), params);
+        let mut rpcs = Vec::new();
+        let mut ci = 0;
+        for op in &ops {
+            while ci < changes.len() && changes[ci].t_us <= op.t_us {
+                client.server_change(&changes[ci]);
+                ci += 1;
+            }
+            client.apply(op);
+            rpcs.extend(client.take_rpcs());
+        }
+        while ci < changes.len() {
+            client.server_change(&changes[ci]);
+            ci += 1;
+        }
+        rpcs.extend(client.take_rpcs());
+
+        rows.push(format!(
+            "== block vers={vers} oset={oset} ({} runs, {} NFS ops) options: {}",
+            block.len(),
+            ops.len(),
+            opts.render()
+        ));
+        rows.push(format!(
+            "{:<40} {}",
+            "run",
+            COLS.map(|c| format!("{:>15}", c)).join(" ")
+        ));
+        for r in &block {
+            let mut model = RpcCounts::default();
+            for x in rpcs
+                .iter()
+                .filter(|x| x.t_us >= r.start_us && x.t_us <= r.end_us)
+            {
+                model.add(x.op, 1);
+            }
+            let mut ok = true;
+            let mut cells = Vec::new();
+            for c in COLS {
+                let (m, l) = (col(&model, c), col(&r.rpc, c));
+                let hit = within(m, l);
+                ok &= hit;
+                cells.push(format!("{:>15}", format!("{m}/{l}{}", if hit { "" } else { "!" })));
+            }
+            let name = format!("{} {}", r.scenario, r.run);
+            rows.push(format!(
+                "{:<40} {}  {}",
+                format!("{name} [{}]", r.kind),
+                cells.join(" "),
+                if ok { "ok" } else { "MISS" }
+            ));
+            if ok {
+                matched += 1;
+            } else {
+                misses.push(format!("{vers} {} {}", r.scenario, r.run));
+                rows.push(format!("    model: {model}\n    lab:   {}", r.rpc));
+            }
+        }
+    }
+    let pct = 100.0 * matched as f64 / runs.len() as f64;
+    rows.push(format!(
+        "matched {matched}/{} runs = {pct:.1}% (cells model/lab, '!' = outside max({TOL_PCT}%, {TOL_ABS}))",
+        runs.len()
+    ));
+    let table = rows.join("\n");
+    println!("{table}");
+    let tp = table_path();
+    if let Some(p) = tp.parent() {
+        let _ = std::fs::create_dir_all(p);
+    }
+    std::fs::write(&tp, &table).unwrap_or_else(|e| panic!("{}: {e}", tp.display()));
+
+    let listed: HashSet<String> = KNOWN_MISSES
+        .iter()
+        .map(|(v, s, r, _)| format!("{v} {s} {r}"))
+        .collect();
+    let unlisted: Vec<&String> = misses.iter().filter(|m| !listed.contains(*m)).collect();
+    for m in listed.iter().filter(|m| !misses.contains(m)) {
+        println!("note: listed miss now matches: {m}");
+    }
+    assert!(
+        unlisted.is_empty(),
+        "runs missing the lab and not listed in KNOWN_MISSES: {unlisted:?}"
+    );
+    assert!(
+        pct >= MIN_MATCH_PCT,
+        "only {pct:.1}% of runs match (need {MIN_MATCH_PCT}%)"
+    );
+}
