@@ -1,0 +1,1129 @@
+//! The discrete-event engine. Time is an integer count of nanoseconds; the
+//! event queue is a binary heap keyed by (time, sequence number), so events
+//! at the same time run in the order they were scheduled and a run is fully
+//! determined by its inputs and seed.
+
+use crate::dist::CDist;
+use crate::hist::Hist;
+use crate::params::{Arrivals, Params, Recurrence, Scope, WhenEmpty};
+use crate::report::*;
+use crate::request::{RequestSpec, Step};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+/// Most workers a pool may have (event ids are 20 bits).
+pub const MAX_WORKERS: u32 = (1 << 20) - 1;
+
+const EV_ARRIVAL: u8 = 0;
+const EV_STEP_DONE: u8 = 1;
+const EV_AT_SERVER: u8 = 2;
+const EV_SERVICE_DONE: u8 = 3;
+const EV_REPLY: u8 = 4;
+const EV_TOKEN: u8 = 5;
+const EV_EVICT_START: u8 = 6;
+const EV_EVICT_END: u8 = 7;
+
+const K_CPU: u8 = 0;
+const K_RPC: u8 = 1;
+const K_LOCAL: u8 = 2;
+const NO_KEY: u32 = u32::MAX;
+
+// Indices of the per-request time breakdown.
+const C_CPU: usize = 0;
+const C_BACKLOG: usize = 1;
+const C_SLOT: usize = 2;
+const C_SRVQ: usize = 3;
+const C_IOPS: usize = 4;
+const C_RPC: usize = 5;
+const C_LOCAL: usize = 6;
+const C_LOCK: usize = 7;
+
+/// One IOPS token in bucket units (fine enough for rates with 3 decimals).
+const TOKEN: u128 = 1_000_000_000_000;
+
+#[derive(Clone, Copy)]
+struct CStep {
+    kind: u8,
+    key: u32,
+    val: u64,
+    lo: u32,
+    hi: u32,
+}
+
+#[derive(Clone, Default)]
+struct Worker {
+    spec: u32,
+    step: u32,
+    rpc: u32,
+    conn: u32,
+    validating: bool,
+    arrival: u64,
+    req_time_s: i64,
+    /// When the current RPC was issued, or the current lock wait began.
+    t_mark: u64,
+    srv_enq: u64,
+    srv_blocked: u64,
+    keyed_ops: u32,
+    rpcs: u32,
+    comp: [u64; 8],
+}
+
+struct SlowReq {
+    arrival: u64,
+    end: u64,
+    rpcs: u64,
+    rpc_ns: u64,
+    comp: [u64; 8],
+}
+
+#[derive(Clone, Default)]
+struct Bucket {
+    served: u64,
+    dropped: u64,
+    ttfb_sum: u64,
+    ttfb_max: u64,
+    in_system: u64,
+    tokens: f64,
+    rpcs_in_flight_max: u64,
+    slot_queue_max: u64,
+    validating_max: u64,
+}
+
+struct Engine<'a> {
+    p: &'a Params,
+    // compiled workload
+    steps: Vec<CStep>,
+    spec_lo: Vec<u32>,
+    spec_hi: Vec<u32>,
+    rpc_ops: Vec<u16>,
+    op_names: Vec<String>,
+    op_service: Vec<CDist>,
+    replay: Vec<(u64, u32)>,
+    // time and queue
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Reverse<u128>>,
+    horizon: u64,
+    rng_arr: ChaCha8Rng,
+    rng_srv: ChaCha8Rng,
+    rng_loc: ChaCha8Rng,
+    // pool
+    workers: Vec<Worker>,
+    idle: VecDeque<u32>,
+    backlog: VecDeque<(u64, u32)>,
+    next_spec: u64,
+    // validation stamps
+    nkeys: usize,
+    stamps: Vec<i64>,
+    validating_now: u64,
+    // transport
+    session: bool,
+    session_free: u32,
+    session_wait: VecDeque<u32>,
+    conn_free: Vec<u32>,
+    conn_wait: Vec<VecDeque<u32>>,
+    rr: u32,
+    rpcs_in_flight: u64,
+    slot_queue: u64,
+    // server
+    rtt_out: u64,
+    rtt_back: u64,
+    free_threads: u32,
+    srv_queue: VecDeque<u32>,
+    bucket: Option<(u128, u128, u128)>, // (tokens, burst, rate per ns) in bucket units
+    bucket_t: u64,
+    when_empty: WhenEmpty,
+    throttled: Option<CDist>,
+    token_pending: bool,
+    blocked_since: Option<u64>,
+    blocked_total: u64,
+    token_min: u128,
+    // local fs
+    local_op: u64,
+    handoff: u64,
+    hold: CDist,
+    hold_end: u64,
+    lock_waiters: Vec<u32>,
+    // statistics
+    events: u64,
+    arrived: u64,
+    served: u64,
+    dropped: u64,
+    ttfb: Hist,
+    n_sys: u64,
+    area_sys: u128,
+    sojourn_sum: u128,
+    n_srv: u64,
+    area_srv: u128,
+    srv_time_sum: u128,
+    srv_done: u64,
+    slot_wait_sum: u128,
+    slot_wait_max: u64,
+    slot_waited: u64,
+    rpcs: u64,
+    max_rpcs_in_flight: u64,
+    srvq_sum: u128,
+    srvq_max: u64,
+    srvq_n: u64,
+    busy_ns: u128,
+    ops: Vec<u64>,
+    throttled_ops: u64,
+    backlog_wait_sum: u128,
+    backlog_max: u64,
+    busy_workers: u64,
+    max_busy: u64,
+    local_ops: u64,
+    evictions: u64,
+    blocked_ops: u64,
+    lock_wait_max: u64,
+    performed: u64,
+    skipped: u64,
+    max_validating: u64,
+    slow: Vec<SlowReq>,
+    stall_ns: u64,
+    step_ns: u64,
+    series: Vec<Bucket>,
+}
+
+/// Runs one simulation. `reqs` are the request shapes: with Poisson or
+/// periodic arrivals they are used in turn; with [`Arrivals::Replay`] each is
+/// played once at its `start_ns`. The result depends only on the inputs.
+pub fn simulate_requests(
+    reqs: &[RequestSpec],
+    params: &Params,
+    seed: u64,
+) -> Result<Report, String> {
+    params.validate()?;
+    if reqs.is_empty() {
+        return Err("no requests to simulate".into());
+    }
+    let mut e = Engine::new(reqs, params, seed)?;
+    e.run();
+    Ok(e.report(seed))
+}
+
+fn stream(seed: u64, n: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(n);
+    r
+}
+
+impl<'a> Engine<'a> {
+    fn new(reqs: &[RequestSpec], p: &'a Params, seed: u64) -> Result<Engine<'a>, String> {
+        // Compile the requests.
+        let mut op_names: Vec<String> = Vec::new();
+        let mut op_ids: BTreeMap<String, u16> = BTreeMap::new();
+        let mut steps = Vec::new();
+        let mut rpc_ops = Vec::new();
+        let (mut spec_lo, mut spec_hi) = (Vec::new(), Vec::new());
+        let mut nkeys = 0usize;
+        for r in reqs {
+            spec_lo.push(steps.len() as u32);
+            for s in &r.steps {
+                let c = match s {
+                    Step::Cpu { ns } => CStep {
+                        kind: K_CPU,
+                        key: NO_KEY,
+                        val: *ns,
+                        lo: 0,
+                        hi: 0,
+                    },
+                    Step::Rpcs { ops, key } => {
+                        let lo = rpc_ops.len() as u32;
+                        for o in ops {
+                            let id = match op_ids.get(o) {
+                                Some(&id) => id,
+                                None => {
+                                    if op_names.len() >= u16::MAX as usize {
+                                        return Err("too many distinct RPC names".into());
+                                    }
+                                    let id = op_names.len() as u16;
+                                    op_ids.insert(o.clone(), id);
+                                    op_names.push(o.clone());
+                                    id
+                                }
+                            };
+                            rpc_ops.push(id);
+                        }
+                        CStep {
+                            kind: K_RPC,
+                            key: key.unwrap_or(NO_KEY),
+                            val: 0,
+                            lo,
+                            hi: rpc_ops.len() as u32,
+                        }
+                    }
+                    Step::Local { key } => CStep {
+                        kind: K_LOCAL,
+                        key: key.unwrap_or(NO_KEY),
+                        val: 0,
+                        lo: 0,
+                        hi: 0,
+                    },
+                };
+                if c.key != NO_KEY {
+                    if c.key >= 10_000_000 {
+                        return Err(format!(
+                            "validation key {} is too large (max 9999999)",
+                            c.key
+                        ));
+                    }
+                    nkeys = nkeys.max(c.key as usize + 1);
+                }
+                steps.push(c);
+            }
+            spec_hi.push(steps.len() as u32);
+        }
+        let op_service = op_names
+            .iter()
+            .map(|n| {
+                p.server
+                    .op_service
+                    .iter()
+                    .find(|o| &o.op == n)
+                    .map(|o| o.service.compile())
+                    .unwrap_or_else(|| p.server.service.compile())
+            })
+            .collect();
+        let mut replay = Vec::new();
+        if p.arrivals == Arrivals::Replay {
+            for (i, r) in reqs.iter().enumerate() {
+                match r.start_ns {
+                    Some(t) => replay.push((t, i as u32)),
+                    None => {
+                        return Err(format!(
+                            "arrivals = replay but request {i} has no start time"
+                        ))
+                    }
+                }
+            }
+            replay.sort();
+        }
+        let n = p.pool.max_children;
+        let workers_for_stamps = match p.validation.scope {
+            Scope::Pool => 1,
+            Scope::Worker => n as usize,
+        };
+        if nkeys * workers_for_stamps > 200_000_000 {
+            return Err("too many validation keys x workers".into());
+        }
+        let init = p
+            .validation
+            .initial_stamp_s
+            .unwrap_or(p.validation.freq_s as i64);
+        let nconn = p.transport.nconnect as usize;
+        let rtt = crate::dist::ms_to_ns(p.server.rtt_ms);
+        let bucket = p.server.iops.as_ref().map(|i| {
+            let burst = (i.burst * TOKEN as f64).round() as u128;
+            let rate = ((i.rate_per_s * 1000.0).round() as u128).max(1); // units per ns
+            (burst, burst, rate)
+        });
+        let hold = p.local_fs.eviction_hold.compile();
+        let mut e = Engine {
+            p,
+            steps,
+            spec_lo,
+            spec_hi,
+            rpc_ops,
+            ops: vec![0; op_names.len()],
+            op_names,
+            op_service,
+            replay,
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::with_capacity(1024),
+            horizon: (p.duration_s * 1e9).round() as u64,
+            rng_arr: stream(seed, 1),
+            rng_srv: stream(seed, 2),
+            rng_loc: stream(seed, 3),
+            workers: vec![Worker::default(); n as usize],
+            idle: (0..n).collect(),
+            backlog: VecDeque::new(),
+            next_spec: 0,
+            nkeys,
+            stamps: vec![init; nkeys * workers_for_stamps],
+            validating_now: 0,
+            session: p.transport.session_slots > 0,
+            session_free: p.transport.session_slots,
+            session_wait: VecDeque::new(),
+            conn_free: vec![p.transport.xprt_slots; nconn],
+            conn_wait: vec![VecDeque::new(); nconn],
+            rr: 0,
+            rpcs_in_flight: 0,
+            slot_queue: 0,
+            rtt_out: rtt / 2,
+            rtt_back: rtt - rtt / 2,
+            free_threads: if p.server.threads == 0 {
+                u32::MAX
+            } else {
+                p.server.threads
+            },
+            srv_queue: VecDeque::new(),
+            token_min: bucket.map(|b| b.0).unwrap_or(0),
+            bucket,
+            bucket_t: 0,
+            when_empty: p
+                .server
+                .iops
+                .as_ref()
+                .map(|i| i.when_empty)
+                .unwrap_or(WhenEmpty::Queue),
+            throttled: p
+                .server
+                .iops
+                .as_ref()
+                .and_then(|i| i.throttled_service.as_ref())
+                .map(|d| d.compile()),
+            token_pending: false,
+            blocked_since: None,
+            blocked_total: 0,
+            local_op: (p.local_fs.op_us * 1e3).round() as u64,
+            handoff: (p.local_fs.handoff_us * 1e3).round() as u64,
+            hold,
+            hold_end: 0,
+            lock_waiters: Vec::new(),
+            events: 0,
+            arrived: 0,
+            served: 0,
+            dropped: 0,
+            ttfb: Hist::new(),
+            n_sys: 0,
+            area_sys: 0,
+            sojourn_sum: 0,
+            n_srv: 0,
+            area_srv: 0,
+            srv_time_sum: 0,
+            srv_done: 0,
+            slot_wait_sum: 0,
+            slot_wait_max: 0,
+            slot_waited: 0,
+            rpcs: 0,
+            max_rpcs_in_flight: 0,
+            srvq_sum: 0,
+            srvq_max: 0,
+            srvq_n: 0,
+            busy_ns: 0,
+            throttled_ops: 0,
+            backlog_wait_sum: 0,
+            backlog_max: 0,
+            busy_workers: 0,
+            max_busy: 0,
+            local_ops: 0,
+            evictions: 0,
+            blocked_ops: 0,
+            lock_wait_max: 0,
+            performed: 0,
+            skipped: 0,
+            max_validating: 0,
+            slow: Vec::new(),
+            stall_ns: crate::dist::ms_to_ns(p.stall_ms),
+            step_ns: ((p.series_step_s * 1e9).round() as u64).max(1),
+            series: Vec::new(),
+        };
+        // First arrival and first eviction.
+        match p.arrivals {
+            Arrivals::Replay => {
+                if let Some(&(t, _)) = e.replay.first() {
+                    e.schedule(t, EV_ARRIVAL, 0);
+                }
+            }
+            _ => {
+                let t = e.gap();
+                if t < e.horizon {
+                    e.schedule(t, EV_ARRIVAL, 0);
+                }
+            }
+        }
+        if p.local_fs.eviction_every_s > 0.0 {
+            let t = e.evict_gap();
+            if t < e.horizon {
+                e.schedule(t, EV_EVICT_START, 0);
+            }
+        }
+        Ok(e)
+    }
+
+    #[inline]
+    fn schedule(&mut self, t: u64, kind: u8, id: u32) {
+        let k = (t as u128) << 64
+            | ((self.seq as u128) & 0xFF_FFFF_FFFF) << 24
+            | (kind as u128) << 20
+            | id as u128;
+        self.seq += 1;
+        self.heap.push(Reverse(k));
+    }
+
+    fn gap(&mut self) -> u64 {
+        match self.p.arrivals {
+            Arrivals::Poisson { rate_per_s } => {
+                let u: f64 = self.rng_arr.gen();
+                (-(1.0 - u).ln() / rate_per_s * 1e9).round() as u64
+            }
+            Arrivals::Periodic { rate_per_s } => (1e9 / rate_per_s).round().max(1.0) as u64,
+            Arrivals::Replay => 0,
+        }
+    }
+
+    fn evict_gap(&mut self) -> u64 {
+        let every = self.p.local_fs.eviction_every_s * 1e9;
+        match self.p.local_fs.eviction_recurrence {
+            Recurrence::Periodic => every.round().max(1.0) as u64,
+            Recurrence::Poisson => {
+                let u: f64 = self.rng_loc.gen();
+                (-(1.0 - u).ln() * every).round().max(1.0) as u64
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        let mut next_row = 0u64;
+        while let Some(Reverse(k)) = self.heap.pop() {
+            let t = (k >> 64) as u64;
+            let kind = ((k >> 20) & 0xF) as u8;
+            let id = (k & 0xF_FFFF) as u32;
+            self.events += 1;
+            let dt = (t - self.now) as u128;
+            self.area_sys += self.n_sys as u128 * dt;
+            self.area_srv += self.n_srv as u128 * dt;
+            self.now = t;
+            while t >= next_row {
+                self.open_row(next_row);
+                next_row += self.step_ns;
+            }
+            match kind {
+                EV_ARRIVAL => self.on_arrival(t, id),
+                EV_STEP_DONE => self.step_done(id, t),
+                EV_AT_SERVER => self.at_server(id, t),
+                EV_SERVICE_DONE => self.service_done(id, t),
+                EV_REPLY => self.reply(id, t),
+                EV_TOKEN => {
+                    self.token_pending = false;
+                    self.dispatch(t);
+                }
+                EV_EVICT_START => self.evict_start(t),
+                EV_EVICT_END => self.evict_end(t),
+                _ => unreachable!("unknown event kind {kind}"),
+            }
+        }
+    }
+
+    /// Starts a series row at time `t0`, recording the state there.
+    fn open_row(&mut self, t0: u64) {
+        let tokens = match self.bucket {
+            Some((tok, burst, rate)) => {
+                let dt = t0.saturating_sub(self.bucket_t) as u128;
+                (tok + dt * rate).min(burst) as f64 / TOKEN as f64
+            }
+            None => 0.0,
+        };
+        self.series.push(Bucket {
+            in_system: self.n_sys,
+            tokens,
+            rpcs_in_flight_max: self.rpcs_in_flight,
+            slot_queue_max: self.slot_queue,
+            validating_max: self.validating_now,
+            ..Bucket::default()
+        });
+    }
+
+    #[inline]
+    fn row(&mut self) -> &mut Bucket {
+        let i = self.series.len() - 1;
+        &mut self.series[i]
+    }
+
+    fn on_arrival(&mut self, t: u64, id: u32) {
+        self.arrived += 1;
+        let spec = if self.p.arrivals == Arrivals::Replay {
+            let (_, spec) = self.replay[id as usize];
+            if let Some(&(tn, _)) = self.replay.get(id as usize + 1) {
+                self.schedule(tn.max(t), EV_ARRIVAL, id + 1);
+            }
+            spec
+        } else {
+            let spec = (self.next_spec % self.spec_lo.len() as u64) as u32;
+            self.next_spec += 1;
+            let tn = t + self.gap();
+            if tn < self.horizon {
+                self.schedule(tn, EV_ARRIVAL, 0);
+            }
+            spec
+        };
+        if let Some(w) = self.idle.pop_front() {
+            self.n_sys += 1;
+            self.start(w, t, t, spec);
+        } else if (self.backlog.len() as u64) < self.p.pool.listen_backlog as u64 {
+            self.n_sys += 1;
+            self.backlog.push_back((t, spec));
+            self.backlog_max = self.backlog_max.max(self.backlog.len() as u64);
+        } else {
+            self.dropped += 1;
+            self.row().dropped += 1;
+        }
+    }
+
+    fn start(&mut self, w: u32, t: u64, arrival: u64, spec: u32) {
+        self.busy_workers += 1;
+        self.max_busy = self.max_busy.max(self.busy_workers);
+        self.backlog_wait_sum += (t - arrival) as u128;
+        let wk = &mut self.workers[w as usize];
+        *wk = Worker {
+            spec,
+            step: self.spec_lo[spec as usize],
+            arrival,
+            req_time_s: (t / 1_000_000_000) as i64,
+            ..Worker::default()
+        };
+        wk.comp[C_BACKLOG] = t - arrival;
+        self.advance(w, t);
+    }
+
+    /// Runs worker `w` from its current step until it must wait.
+    fn advance(&mut self, w: u32, t: u64) {
+        loop {
+            let wk = &self.workers[w as usize];
+            if wk.step == self.spec_hi[wk.spec as usize] {
+                self.finish(w, t);
+                return;
+            }
+            let s = self.steps[wk.step as usize];
+            if s.kind == K_CPU {
+                self.workers[w as usize].comp[C_CPU] += s.val;
+                self.schedule(t + s.val, EV_STEP_DONE, w);
+                return;
+            }
+            if s.key != NO_KEY {
+                // R64: skipped while revalidate_freq > 0 and stamp >= request_time.
+                let idx = self.stamp_index(w, s.key);
+                let wk = &mut self.workers[w as usize];
+                if self.p.validation.freq_s > 0 && wk.req_time_s <= self.stamps[idx] {
+                    self.skipped += 1;
+                    wk.step += 1;
+                    continue;
+                }
+                self.performed += 1;
+                wk.validating = true;
+                if wk.keyed_ops == 0 {
+                    self.validating_now += 1;
+                    self.max_validating = self.max_validating.max(self.validating_now);
+                    let v = self.validating_now;
+                    let r = self.row();
+                    r.validating_max = r.validating_max.max(v);
+                }
+                self.workers[w as usize].keyed_ops += 1;
+            }
+            if s.kind == K_RPC {
+                if s.lo == s.hi {
+                    self.finish_step(w);
+                    continue;
+                }
+                self.workers[w as usize].rpc = s.lo;
+                self.submit(w, t);
+                return;
+            }
+            // K_LOCAL
+            self.local(w, t);
+            return;
+        }
+    }
+
+    #[inline]
+    fn stamp_index(&self, w: u32, key: u32) -> usize {
+        match self.p.validation.scope {
+            Scope::Pool => key as usize,
+            Scope::Worker => w as usize * self.nkeys + key as usize,
+        }
+    }
+
+    /// Marks the current step done (sets the validation stamp if keyed).
+    fn finish_step(&mut self, w: u32) {
+        let wk = &self.workers[w as usize];
+        if wk.validating {
+            let key = self.steps[wk.step as usize].key;
+            let idx = self.stamp_index(w, key);
+            // R64: revalidate = request_time + revalidate_freq.
+            self.stamps[idx] = wk.req_time_s + self.p.validation.freq_s as i64;
+        }
+        let wk = &mut self.workers[w as usize];
+        wk.validating = false;
+        wk.step += 1;
+    }
+
+    fn step_done(&mut self, w: u32, t: u64) {
+        self.finish_step(w);
+        self.advance(w, t);
+    }
+
+    fn finish(&mut self, w: u32, t: u64) {
+        let wk = &self.workers[w as usize];
+        let ttfb = t - wk.arrival;
+        self.ttfb.add(ttfb);
+        self.served += 1;
+        self.sojourn_sum += ttfb as u128;
+        self.n_sys -= 1;
+        self.busy_workers -= 1;
+        if wk.keyed_ops > 0 {
+            self.validating_now -= 1;
+        }
+        if ttfb > self.stall_ns {
+            let rpc_ns = wk.comp[C_SLOT] + wk.comp[C_SRVQ] + wk.comp[C_IOPS] + wk.comp[C_RPC];
+            self.slow.push(SlowReq {
+                arrival: wk.arrival,
+                end: t,
+                rpcs: wk.rpcs as u64,
+                rpc_ns,
+                comp: wk.comp,
+            });
+        }
+        let r = self.row();
+        r.served += 1;
+        r.ttfb_sum += ttfb;
+        r.ttfb_max = r.ttfb_max.max(ttfb);
+        if let Some((arrival, spec)) = self.backlog.pop_front() {
+            self.start(w, t, arrival, spec);
+        } else {
+            self.idle.push_back(w);
+        }
+    }
+
+    // ---- transport: R44 session slot first (rpc_call_prepare), then the
+    // connection's SunRPC slot (call_reserve, R43), round robin over nconnect
+    // connections (R45).
+
+    fn submit(&mut self, w: u32, t: u64) {
+        self.rpcs += 1;
+        self.rpcs_in_flight += 1;
+        self.max_rpcs_in_flight = self.max_rpcs_in_flight.max(self.rpcs_in_flight);
+        let f = self.rpcs_in_flight;
+        let r = self.row();
+        r.rpcs_in_flight_max = r.rpcs_in_flight_max.max(f);
+        let wk = &mut self.workers[w as usize];
+        wk.t_mark = t;
+        wk.rpcs += 1;
+        if self.session {
+            if self.session_free > 0 {
+                self.session_free -= 1;
+            } else {
+                self.session_wait.push_back(w);
+                self.queued_slot(1);
+                return;
+            }
+        }
+        self.take_conn(w, t, false);
+    }
+
+    fn queued_slot(&mut self, d: i64) {
+        self.slot_queue = (self.slot_queue as i64 + d) as u64;
+        let q = self.slot_queue;
+        let r = self.row();
+        r.slot_queue_max = r.slot_queue_max.max(q);
+    }
+
+    fn take_conn(&mut self, w: u32, t: u64, _from_queue: bool) {
+        let c = self.rr;
+        self.rr = (self.rr + 1) % self.conn_free.len() as u32;
+        self.workers[w as usize].conn = c;
+        if self.conn_free[c as usize] > 0 {
+            self.conn_free[c as usize] -= 1;
+            self.send(w, t);
+        } else {
+            self.conn_wait[c as usize].push_back(w);
+            self.queued_slot(1);
+        }
+    }
+
+    fn send(&mut self, w: u32, t: u64) {
+        let wk = &mut self.workers[w as usize];
+        let wait = t - wk.t_mark;
+        wk.comp[C_SLOT] += wait;
+        wk.comp[C_RPC] += self.rtt_out + self.rtt_back;
+        if wait > 0 {
+            self.slot_waited += 1;
+            self.slot_wait_sum += wait as u128;
+            self.slot_wait_max = self.slot_wait_max.max(wait);
+        }
+        if self.rtt_out == 0 {
+            self.at_server(w, t);
+        } else {
+            self.schedule(t + self.rtt_out, EV_AT_SERVER, w);
+        }
+    }
+
+    fn reply(&mut self, w: u32, t: u64) {
+        self.rpcs_in_flight -= 1;
+        let c = self.workers[w as usize].conn as usize;
+        if let Some(w2) = self.conn_wait[c].pop_front() {
+            self.queued_slot(-1);
+            self.send(w2, t);
+        } else {
+            self.conn_free[c] += 1;
+        }
+        if self.session {
+            if let Some(w2) = self.session_wait.pop_front() {
+                self.queued_slot(-1);
+                self.take_conn(w2, t, true);
+            } else {
+                self.session_free += 1;
+            }
+        }
+        let wk = &mut self.workers[w as usize];
+        wk.rpc += 1;
+        let hi = self.steps[wk.step as usize].hi;
+        if wk.rpc < hi {
+            self.submit(w, t);
+        } else {
+            self.step_done(w, t);
+        }
+    }
+
+    // ---- server: FIFO queue, `threads` at a time (R46), IOPS token bucket.
+
+    #[inline]
+    fn blocked_at(&self, t: u64) -> u64 {
+        self.blocked_total + self.blocked_since.map(|s| t - s).unwrap_or(0)
+    }
+
+    fn at_server(&mut self, w: u32, t: u64) {
+        self.n_srv += 1;
+        let b = self.blocked_at(t);
+        let wk = &mut self.workers[w as usize];
+        wk.srv_enq = t;
+        wk.srv_blocked = b;
+        self.srv_queue.push_back(w);
+        self.dispatch(t);
+    }
+
+    fn dispatch(&mut self, t: u64) {
+        while self.free_threads > 0 && !self.srv_queue.is_empty() {
+            let mut throttled = false;
+            if let Some((tok, burst, rate)) = self.bucket {
+                let dt = (t - self.bucket_t) as u128;
+                let mut tok = (tok + dt * rate).min(burst);
+                self.bucket_t = t;
+                if tok >= TOKEN {
+                    tok -= TOKEN;
+                } else if self.when_empty == WhenEmpty::Queue {
+                    self.bucket = Some((tok, burst, rate));
+                    if self.blocked_since.is_none() {
+                        self.blocked_since = Some(t);
+                    }
+                    if !self.token_pending {
+                        self.token_pending = true;
+                        let need = TOKEN - tok;
+                        let wait = need.div_ceil(rate) as u64;
+                        self.schedule(t + wait, EV_TOKEN, 0);
+                    }
+                    return;
+                } else {
+                    throttled = true;
+                }
+                self.token_min = self.token_min.min(tok);
+                self.bucket = Some((tok, burst, rate));
+            }
+            if let Some(s) = self.blocked_since.take() {
+                self.blocked_total += t - s;
+            }
+            let w = self.srv_queue.pop_front().expect("queue is not empty");
+            if self.free_threads != u32::MAX {
+                self.free_threads -= 1;
+            }
+            let b = self.blocked_total;
+            let wk = &self.workers[w as usize];
+            let qwait = t - wk.srv_enq;
+            let token_wait = (b - wk.srv_blocked).min(qwait);
+            let op = self.rpc_ops[wk.rpc as usize] as usize;
+            let service = if throttled {
+                self.throttled_ops += 1;
+                self.throttled
+                    .expect("validated: slow mode has a throttled service")
+                    .sample(&mut self.rng_srv)
+            } else {
+                self.op_service[op].sample(&mut self.rng_srv)
+            };
+            let wk = &mut self.workers[w as usize];
+            wk.comp[C_IOPS] += token_wait;
+            wk.comp[C_SRVQ] += qwait - token_wait;
+            if throttled {
+                wk.comp[C_IOPS] += service;
+            } else {
+                wk.comp[C_RPC] += service;
+            }
+            self.srvq_sum += qwait as u128;
+            self.srvq_max = self.srvq_max.max(qwait);
+            self.srvq_n += 1;
+            self.busy_ns += service as u128;
+            self.ops[op] += 1;
+            self.schedule(t + service, EV_SERVICE_DONE, w);
+        }
+    }
+
+    fn service_done(&mut self, w: u32, t: u64) {
+        // u32::MAX stands for unlimited threads and stays there.
+        self.free_threads = self.free_threads.saturating_add(1);
+        self.n_srv -= 1;
+        self.srv_done += 1;
+        self.srv_time_sum += (t - self.workers[w as usize].srv_enq) as u128;
+        if self.rtt_back == 0 {
+            self.reply(w, t);
+        } else {
+            self.schedule(t + self.rtt_back, EV_REPLY, w);
+        }
+        self.dispatch(t);
+    }
+
+    // ---- local filesystem with eviction windows.
+
+    fn local(&mut self, w: u32, t: u64) {
+        self.local_ops += 1;
+        if t < self.hold_end {
+            self.blocked_ops += 1;
+            self.workers[w as usize].t_mark = t;
+            self.lock_waiters.push(w);
+        } else {
+            self.workers[w as usize].comp[C_LOCAL] += self.local_op;
+            self.schedule(t + self.local_op, EV_STEP_DONE, w);
+        }
+    }
+
+    fn evict_start(&mut self, t: u64) {
+        self.evictions += 1;
+        let hold = self.hold.sample(&mut self.rng_loc);
+        if t + hold > self.hold_end {
+            self.hold_end = t + hold;
+            self.schedule(self.hold_end, EV_EVICT_END, 0);
+        }
+        let next = t + self.evict_gap();
+        if next < self.horizon {
+            self.schedule(next, EV_EVICT_START, 0);
+        }
+    }
+
+    fn evict_end(&mut self, t: u64) {
+        if t < self.hold_end {
+            return; // a later eviction extended the hold
+        }
+        let waiters = std::mem::take(&mut self.lock_waiters);
+        for (i, &w) in waiters.iter().enumerate() {
+            // Released waiters take the lock one after another.
+            let resume = t + (i as u64 + 1) * self.handoff;
+            let wk = &mut self.workers[w as usize];
+            let wait = resume - wk.t_mark;
+            wk.comp[C_LOCK] += wait;
+            wk.comp[C_LOCAL] += self.local_op;
+            self.lock_wait_max = self.lock_wait_max.max(wait);
+            self.schedule(resume + self.local_op, EV_STEP_DONE, w);
+        }
+        self.lock_waiters = waiters;
+        self.lock_waiters.clear();
+    }
+
+    // ---- results
+
+    fn report(&self, seed: u64) -> Report {
+        let ms = |ns: f64| round3(ns / 1e6);
+        let end = self.now;
+        let end_s = end as f64 / 1e9;
+        let little = |name, area: u128, n: u64, sum: u128| {
+            let l = if end > 0 {
+                area as f64 / end as f64
+            } else {
+                0.0
+            };
+            let x = if end > 0 { n as f64 / end_s } else { 0.0 };
+            let w = if n > 0 {
+                sum as f64 / n as f64 / 1e9
+            } else {
+                0.0
+            };
+            let xw = x * w;
+            let err = if l > 0.0 {
+                (l - xw).abs() / l
+            } else {
+                xw.abs()
+            };
+            LittleCheck {
+                name,
+                in_flight_mean: round6(l),
+                throughput_per_s: round6(x),
+                latency_mean_ms: round6(w * 1e3),
+                throughput_x_latency: round6(xw),
+                rel_err: err,
+            }
+        };
+        let threads = self.p.server.threads;
+        let utilisation = if end == 0 {
+            0.0
+        } else if threads == 0 {
+            self.busy_ns as f64 / end as f64
+        } else {
+            self.busy_ns as f64 / (end as f64 * threads as f64)
+        };
+        let series = self.series_out();
+        Report {
+            schema: SCHEMA,
+            scenario: None,
+            seed,
+            duration_s: self.p.duration_s,
+            end_s: round6(end_s),
+            requests: Requests {
+                arrived: self.arrived,
+                served: self.served,
+                dropped: self.dropped,
+                drop_rate_pct: if self.arrived > 0 {
+                    round6(100.0 * self.dropped as f64 / self.arrived as f64)
+                } else {
+                    0.0
+                },
+            },
+            ttfb_ms: Ttfb {
+                p50: ms(self.ttfb.quantile(0.5) as f64),
+                p90: ms(self.ttfb.quantile(0.9) as f64),
+                p99: ms(self.ttfb.quantile(0.99) as f64),
+                max: ms(self.ttfb.max() as f64),
+                mean: ms(self.ttfb.mean()),
+            },
+            stalls: self.stalls(),
+            slots: Slots {
+                session_slots: self.p.transport.session_slots,
+                nconnect: self.p.transport.nconnect,
+                xprt_slots: self.p.transport.xprt_slots,
+                rpcs: self.rpcs,
+                waited: self.slot_waited,
+                max_wait_ms: ms(self.slot_wait_max as f64),
+                mean_wait_ms: if self.rpcs > 0 {
+                    round6(self.slot_wait_sum as f64 / self.rpcs as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                max_rpcs_in_flight: self.max_rpcs_in_flight,
+            },
+            server: ServerOut {
+                utilisation: round6(utilisation),
+                ops: self
+                    .op_names
+                    .iter()
+                    .cloned()
+                    .zip(self.ops.iter().copied())
+                    .collect(),
+                mean_queue_wait_ms: if self.srvq_n > 0 {
+                    round6(self.srvq_sum as f64 / self.srvq_n as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                max_queue_wait_ms: ms(self.srvq_max as f64),
+                throttled_ops: self.throttled_ops,
+                token_min: self
+                    .bucket
+                    .map(|_| round3(self.token_min as f64 / TOKEN as f64)),
+            },
+            pool: PoolOut {
+                max_children: self.p.pool.max_children,
+                listen_backlog: self.p.pool.listen_backlog,
+                mean_backlog_wait_ms: if self.served > 0 {
+                    round6(self.backlog_wait_sum as f64 / self.served as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                max_backlog: self.backlog_max,
+                max_busy_workers: self.max_busy,
+            },
+            local_fs: LocalOut {
+                ops: self.local_ops,
+                evictions: self.evictions,
+                blocked_ops: self.blocked_ops,
+                max_lock_wait_ms: ms(self.lock_wait_max as f64),
+            },
+            validation: ValidationOut {
+                performed: self.performed,
+                skipped: self.skipped,
+                max_workers_at_once: self.max_validating,
+            },
+            littles_law: vec![
+                little("pool", self.area_sys, self.served, self.sojourn_sum),
+                little("server", self.area_srv, self.srv_done, self.srv_time_sum),
+            ],
+            series,
+            engine: EngineOut {
+                events: self.events,
+                wall_ms: None,
+            },
+        }
+    }
+
+    fn series_out(&self) -> Series {
+        let mut s = Series {
+            step_s: self.p.series_step_s,
+            ..Series::default()
+        };
+        for b in &self.series {
+            s.served.push(b.served);
+            s.dropped.push(b.dropped);
+            s.ttfb_mean_ms.push(if b.served > 0 {
+                round3(b.ttfb_sum as f64 / b.served as f64 / 1e6)
+            } else {
+                0.0
+            });
+            s.ttfb_max_ms.push(round3(b.ttfb_max as f64 / 1e6));
+            s.in_system.push(b.in_system);
+            if self.bucket.is_some() {
+                s.tokens.push(round3(b.tokens));
+            }
+            s.rpcs_in_flight_max.push(b.rpcs_in_flight_max);
+            s.slot_queue_max.push(b.slot_queue_max);
+            s.workers_validating_max.push(b.validating_max);
+        }
+        s
+    }
+
+    fn stalls(&self) -> Vec<Stall> {
+        let mut slow: Vec<&SlowReq> = self.slow.iter().collect();
+        slow.sort_by_key(|r| (r.arrival, r.end));
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < slow.len() {
+            let start = slow[i].arrival;
+            let mut end = slow[i].end;
+            let mut j = i;
+            let mut comp = [0u64; 8];
+            let (mut rpcs, mut rpc_ns, mut max_ttfb) = (0u64, 0u64, 0u64);
+            while j < slow.len() && slow[j].arrival <= end {
+                end = end.max(slow[j].end);
+                for (c, v) in comp.iter_mut().zip(slow[j].comp.iter()) {
+                    *c += v;
+                }
+                rpcs += slow[j].rpcs;
+                rpc_ns += slow[j].rpc_ns;
+                max_ttfb = max_ttfb.max(slow[j].end - slow[j].arrival);
+                j += 1;
+            }
+            let (r0, r1) = (
+                (start / self.step_ns) as usize,
+                (end / self.step_ns) as usize,
+            );
+            let rows = &self.series[r0.min(self.series.len())..(r1 + 1).min(self.series.len())];
+            let breakdown = Breakdown::from_ns(&comp);
+            out.push(Stall {
+                start_s: round3(start as f64 / 1e9),
+                duration_ms: round3((end - start) as f64 / 1e6),
+                cause: breakdown.dominant(),
+                requests: (j - i) as u64,
+                max_ttfb_ms: round3(max_ttfb as f64 / 1e6),
+                rpcs,
+                mean_rpc_ms: if rpcs > 0 {
+                    round3(rpc_ns as f64 / rpcs as f64 / 1e6)
+                } else {
+                    0.0
+                },
+                max_workers_validating: rows.iter().map(|b| b.validating_max).max().unwrap_or(0),
+                max_rpcs_in_flight: rows.iter().map(|b| b.rpcs_in_flight_max).max().unwrap_or(0),
+                max_slot_queue: rows.iter().map(|b| b.slot_queue_max).max().unwrap_or(0),
+                dropped: rows.iter().map(|b| b.dropped).sum(),
+                breakdown,
+            });
+            i = j;
+        }
+        out
+    }
+}
