@@ -73,14 +73,15 @@ fn load_runs(dir: &Path) -> Vec<Run> {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("runs.jsonl:{}: {e}", n + 1));
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("runs.jsonl:{}: {e}", n + 1));
         let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
         let mut rpc = RpcCounts::default();
         if let Some(m) = v["rpc"].as_object() {
             for (k, n) in m {
-                let op = RpcOp::from_name(k)
-                    .unwrap_or_else(|| panic!("runs.jsonl:{}: unknown RPC {k}", n.as_u64().unwrap_or(0)));
+                let op = RpcOp::from_name(k).unwrap_or_else(|| {
+                    panic!("runs.jsonl:{}: unknown RPC {k}", n.as_u64().unwrap_or(0))
+                });
                 rpc.add(op, n.as_u64().expect("count"));
             }
         }
@@ -97,7 +98,11 @@ fn load_runs(dir: &Path) -> Vec<Run> {
             strace: v["strace"].as_str().map(str::to_string),
             changed_paths: v["changed_paths"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|p| p.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
         });
     }
@@ -361,9 +366,21 @@ fn lab_runs_match_the_model() {
                 let (m, l) = (col(&model, c), col(&r.rpc, c));
                 let hit = within(m, l);
                 ok &= hit;
-                cells.push(format!("{:>15}", format!("{m}/{l}{}", if hit { "" } else { "!" })));
+                cells.push(format!(
+                    "{:>15}",
+                    format!("{m}/{l}{}", if hit { "" } else { "!" })
+                ));
             }
             let name = format!("{} {}", r.scenario, r.run);
+            // NFS_LAB_DUMP="3 dirmod_cli modify_via_client" prints that run's RPCs.
+            if std::env::var("NFS_LAB_DUMP").ok().as_deref() == Some(&format!("{vers} {name}")) {
+                for x in rpcs
+                    .iter()
+                    .filter(|x| x.t_us >= r.start_us && x.t_us <= r.end_us)
+                {
+                    println!("  {} {} {} pid={}", x.t_us, x.op, x.path, x.pid);
+                }
+            }
             rows.push(format!(
                 "{:<40} {}  {}",
                 format!("{name} [{}]", r.kind),

@@ -881,27 +881,40 @@ impl Client {
     }
 
     /// A directory this client modified (CREATE, REMOVE, RENAME, MKDIR,
-    /// RMDIR). v3: the reply's post-op directory attributes show a new
-    /// change attribute -> R7 (`nfs_update_inode`: access cache zapped,
-    /// `nfs_force_lookup_revalidate`). v4: the change_info4 is atomic and
-    /// its `before` equals the cached value -> the new change attribute is
-    /// taken silently, only ctime/mtime are marked invalid
-    /// (`nfs4_update_changeattr_locked`).
+    /// RMDIR). The reply carries the directory's change before and after the
+    /// operation (v3: wcc pre-op ctime + post-op attributes; v4: an atomic
+    /// change_info4). When "before" equals the cached change attribute the
+    /// client takes the new value as its own change: no access-cache zap, no
+    /// forced lookup revalidation, only the readdir cache dropped
+    /// (v3 `nfs_wcc_update_inode` inside `nfs_update_inode`; v4
+    /// `nfs4_update_changeattr_locked`, which also marks ctime/mtime
+    /// invalid). When the cached value is stale (someone else changed the
+    /// directory and this client has not seen it yet) it is a change (R7):
+    /// access cache zapped, `nfs_force_lookup_revalidate`, timeout reset.
+    /// Lab: v3 dirmod runs, after_via_client_r1 of fpm_oc_rf0 (absorbed, 0
+    /// LOOKUP) against fpm_nooc (stale, 30 LOOKUP).
     fn dir_modified(&mut self, dir: &str) {
+        let before = self.server_change_of(dir);
         self.bump_server(dir);
-        if self.v4() {
-            let server = self.server_change_of(dir);
-            let t = self.cur_t;
-            if let Some(i) = self.inodes.get_mut(dir) {
-                i.change_seen = server;
+        let after = self.server_change_of(dir);
+        let v4 = self.v4();
+        let Some(i) = self.inodes.get_mut(dir) else {
+            return;
+        };
+        if i.change_seen == before {
+            i.change_seen = after;
+            i.has_pages = false;
+            if v4 {
+                let t = self.cur_t;
                 i.attrtimeo_ts_us = t;
                 i.read_cache_us = t;
                 i.inval_times = true;
-                i.has_pages = false;
+                return;
             }
-        } else {
-            self.refresh(dir, true);
         }
+        // v3: post-op attributes go through `nfs_update_inode` (R5-R7);
+        // v4 with a stale cache: the same effects as R7.
+        self.refresh(dir, true);
     }
 
     fn return_delegation(&mut self, p: &str) {
@@ -1040,7 +1053,14 @@ impl Client {
             }
             *i.open_state.entry(uid).or_insert(0) += 1;
         }
-        self.set_dentry(dir, path, true);
+        if !cached {
+            // CLAIM_NULL instantiates the dentry (`nfs_set_verifier`, tagged
+            // delegated when a delegation came back). A CLAIM_FH open of a
+            // cached dentry leaves its verifier alone, so such dentries are
+            // revalidated against the parent later (lab: v4.1
+            // dirmod_fpm_nooc before_r1, 30 LOOKUP with 182 delegations held).
+            self.set_dentry(dir, path, true);
+        }
         self.push_open(op.pid, path, uid, write, true);
     }
 
@@ -1080,11 +1100,12 @@ impl Client {
                 i.read_cache_us = t;
                 i.has_pages = true;
             }
-            if !self.v4() && self.opts.cto() {
-                // R32 `nfs_close_context`: a written file with cached pages
-                // is revalidated at close under CTO.
-                self.getattr(path);
-            }
+            // R32 `nfs_close_context` revalidates a written file at close
+            // under CTO only if INVALID_CHANGE/SIZE is set or the timer
+            // expired (`nfs_revalidate_inode(inode, CHANGE|SIZE)`); the
+            // WRITE reply's post-op attributes have just refreshed it, so no
+            // GETATTR (lab v3 dirmod modify_via_client: WRITE, no GETATTR).
+            self.revalidate(path);
         }
         if rec.server_state {
             let last = match self.inodes.get_mut(path) {
@@ -1182,7 +1203,9 @@ impl Client {
         if tdir != fdir {
             self.dir_modified(&tdir);
         }
-        self.set_dentry(&fdir, from, false);
+        // `d_move`: the dentry moves to the new name; the old name has no
+        // dentry left (not a negative one).
+        self.dentries.remove(from);
         self.set_dentry(&tdir, &to, true);
     }
 }
