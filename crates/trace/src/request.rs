@@ -15,8 +15,10 @@
 //!   not a file, not stdio and not created in the process by `open`,
 //!   `socket`, `dup`, ... (the header read). Strace's merged `accept` event
 //!   is timed at the start of the (idle) wait, so the request's `start_us` is
-//!   the accept's return time (`ts + dur` with `-T`). A request ends where
-//!   the worker's next request begins, or at the worker's last event. The
+//!   the accept's return time (`ts + dur` with `-T`). A request ends at the
+//!   worker's next `accept` (an accept that returns no fd, e.g. interrupted
+//!   at shutdown with `= ? ERESTARTSYS`, starts no request), at its next
+//!   header read, or at the worker's last event. The
 //!   events a worker makes before its first request (startup) belong to no
 //!   request, nor do the master's.
 //! - **php-cli.** One process is one request: a pid together with the
@@ -156,6 +158,9 @@ pub struct Plan {
 enum Start {
     /// Events of a pid before its first boundary.
     Head,
+    /// From an `accept` that returned no connection (interrupted at
+    /// shutdown, `= ? ERESTARTSYS`): the worker is idle, in no request.
+    Idle,
     Accept,
     HeaderRead,
 }
@@ -383,10 +388,14 @@ impl Splitter {
         let mut boundary: Option<(Start, Option<i64>)> = None;
         match ev.kind {
             Kind::Accept | Kind::Accept4 => {
+                // Any accept ends the current request: the worker is back
+                // in its accept loop.
                 if let Some(fd) = returned_fd(ev) {
                     let st = self.pids.get_mut(&pid).expect("pid inserted above");
                     st.fds.insert(fd, FdUse::Conn);
                     boundary = Some((Start::Accept, end_of(ev)));
+                } else {
+                    boundary = Some((Start::Idle, ev.ts_us));
                 }
             }
             Kind::Read | Kind::Recvfrom => {
@@ -473,7 +482,9 @@ impl Splitter {
         }
         let st = self.pids.get_mut(&pid).expect("pid inserted above");
         if let Some((start, start_us)) = boundary {
-            st.boundaries += 1;
+            if start != Start::Idle {
+                st.boundaries += 1;
+            }
             let id = self.units.len() as u32;
             st.unit = id;
             self.units.push(Unit {
@@ -510,7 +521,10 @@ impl Splitter {
     pub fn finish(self) -> Plan {
         let mut unit_request: Vec<Option<u32>> = vec![None; self.units.len()];
         let mut reqs: Vec<RequestInfo> = Vec::new();
-        let fpm = self.units.iter().any(|u| u.start != Start::Head);
+        let fpm = self
+            .units
+            .iter()
+            .any(|u| matches!(u.start, Start::Accept | Start::HeaderRead));
         let mode;
         let note;
         if fpm {
@@ -523,7 +537,7 @@ impl Splitter {
                 }
             }
             for (i, u) in self.units.iter().enumerate() {
-                if u.start == Start::Head || u.events == 0 {
+                if matches!(u.start, Start::Head | Start::Idle) || u.events == 0 {
                     head_events += u.events;
                     continue;
                 }
@@ -542,7 +556,7 @@ impl Splitter {
                 });
             }
             note = format!(
-                "php-fpm: {} requests in {} workers, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup)",
+                "php-fpm: {} requests in {} workers, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
                 reqs.len(),
                 workers,
                 head_events
@@ -736,7 +750,10 @@ mod tests {
 
     #[test]
     fn fpm_with_accept() {
-        let b = fpm_trace(true);
+        let mut b = fpm_trace(true);
+        // Shutdown: the worker's next accept is interrupted (`= -1`).
+        b.push(11, "accept", None, Some(9), Some("socket:[1]"), -1);
+        b.push(11, "exit_group", None, None, None, 0);
         let r = split_requests(&b.ev, &b.s);
         assert_eq!(r.mode, RequestMode::Fpm);
         assert_eq!(r.requests.len(), 3);

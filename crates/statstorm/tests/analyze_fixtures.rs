@@ -1,0 +1,341 @@
+//! `statstorm analyze --format json` on every committed fixture, checked
+//! against the construction (manifests written by scripts/gen-fixtures) and
+//! against an independent count of syscall names made with awk.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.ends_with(".strace.gz") || (n.ends_with(".txt") && dir.ends_with("seeds"))
+        })
+        .collect();
+    v.sort();
+    assert!(!v.is_empty(), "no fixtures in {dir}");
+    v
+}
+
+fn analyze(path: &Path) -> Value {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["analyze", "--format", "json", "--top", "1000000"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: exit {:?}\n{}",
+        path.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["schema"], "statstorm.analyze/1");
+    v
+}
+
+/// The text of a fixture, decompressed into a temp file for awk.
+fn plain(path: &Path, dir: &Path) -> PathBuf {
+    let raw = std::fs::read(path).unwrap();
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut s = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..])
+            .read_to_end(&mut s)
+            .unwrap();
+        s
+    } else {
+        raw
+    };
+    let out = dir.join(path.file_name().unwrap()).with_extension("txt");
+    std::fs::write(&out, text).unwrap();
+    out
+}
+
+/// Independent count of calls per syscall name: strip the `[pid N]` or pid
+/// column and the timestamp, skip `<... resumed>` lines (the unfinished line
+/// counted the call), count `name(` of lines that have a result or are
+/// unfinished.
+const AWK_COUNT: &str = r#"
+{
+  l = $0
+  sub(/^\[pid +[0-9]+\] +/, "", l)
+  sub(/^[0-9]+ +/, "", l)
+  sub(/^[0-9][0-9:.]* +/, "", l)
+  if (l ~ /^<\.\.\. /) next
+  if (l !~ /\) += / && l !~ /<unfinished \.\.\.>$/) next
+  if (match(l, /^[a-z_0-9]+\(/)) n[substr(l, 1, RLENGTH - 1)]++
+}
+END { for (k in n) print k, n[k] }
+"#;
+
+fn awk_counts(file: &Path) -> BTreeMap<String, u64> {
+    let out = std::process::Command::new("awk")
+        .arg(AWK_COUNT)
+        .arg(file)
+        .output()
+        .expect("awk is required");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn json_counts(v: &Value) -> BTreeMap<String, u64> {
+    v["totals"]["by_syscall"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, r)| (k.clone(), r["calls"].as_u64().unwrap()))
+        .collect()
+}
+
+/// Checks one analyze result against a manifest written by gen-fixtures.
+pub fn check_manifest(v: &Value, m: &Value, what: &str) {
+    let req = &m["requests"];
+    assert_eq!(v["request_split"]["mode"], req["mode"], "{what}: mode");
+    let n = req["count"].as_u64().unwrap();
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len() as u64, n, "{what}: requests");
+    // Time order.
+    let starts: Vec<i64> = reqs.iter().filter_map(|r| r["start_us"].as_i64()).collect();
+    assert!(
+        starts.windows(2).all(|w| w[0] <= w[1]),
+        "{what}: requests not in time order"
+    );
+    if let Some(each) = req["each_by_syscall"].as_object() {
+        for r in reqs {
+            for (k, c) in each {
+                assert_eq!(&r["by_syscall"][k], c, "{what}: request {} {k}", r["index"]);
+            }
+        }
+    }
+    let paths = v["paths"].as_array().unwrap();
+    for spec in m["paths"].as_array().into_iter().flatten() {
+        let (pre, suf) = (
+            spec["prefix"].as_str().unwrap(),
+            spec["suffix"].as_str().unwrap(),
+        );
+        let hits: Vec<&Value> = paths
+            .iter()
+            .filter(|p| {
+                let s = p["path"].as_str().unwrap();
+                s.starts_with(pre) && s.ends_with(suf)
+            })
+            .collect();
+        assert_eq!(
+            hits.len() as u64,
+            spec["count"].as_u64().unwrap(),
+            "{what}: paths {pre}*{suf}"
+        );
+        for h in &hits {
+            if let Some(exact) = spec["by_syscall"].as_object() {
+                let got = h["by_syscall"].as_object().unwrap();
+                assert_eq!(got, exact, "{what}: {}", h["path"]);
+            }
+            if let Some(min) = spec["by_syscall_at_least"].as_object() {
+                for (k, c) in min {
+                    assert!(
+                        h["by_syscall"][k].as_u64().unwrap_or(0) >= c.as_u64().unwrap(),
+                        "{what}: {} {k}",
+                        h["path"]
+                    );
+                }
+            }
+            if let Some(max) = spec["by_syscall_at_most"].as_object() {
+                for (k, c) in max {
+                    assert!(
+                        h["by_syscall"][k].as_u64().unwrap_or(0) <= c.as_u64().unwrap(),
+                        "{what}: {} {k}",
+                        h["path"]
+                    );
+                }
+            }
+            if let Some(e) = spec["enoent"].as_u64() {
+                assert_eq!(
+                    h["enoent"].as_u64().unwrap(),
+                    e,
+                    "{what}: {} ENOENT",
+                    h["path"]
+                );
+            }
+        }
+    }
+    let by_file = v["realpath"]["by_file"].as_array().unwrap();
+    for spec in m["walks"].as_array().into_iter().flatten() {
+        let pre = spec["prefix"].as_str().unwrap();
+        let hits: Vec<&Value> = by_file
+            .iter()
+            .filter(|w| w["path"].as_str().unwrap().starts_with(pre))
+            .collect();
+        assert_eq!(
+            hits.len() as u64,
+            spec["files"].as_u64().unwrap(),
+            "{what}: walked files"
+        );
+        for h in hits {
+            assert_eq!(h["walks"], spec["walks_each"], "{what}: {}", h["path"]);
+            assert_eq!(h["lstats"], spec["lstats_each"], "{what}: {}", h["path"]);
+        }
+    }
+    for spec in m["walks_min"].as_array().into_iter().flatten() {
+        let pre = spec["prefix"].as_str().unwrap();
+        let hits: Vec<&Value> = by_file
+            .iter()
+            .filter(|w| {
+                let p = w["path"].as_str().unwrap();
+                p.starts_with(pre) && p.ends_with(".php")
+            })
+            .collect();
+        assert_eq!(
+            hits.len() as u64,
+            spec["files"].as_u64().unwrap(),
+            "{what}: walked files"
+        );
+        for h in hits {
+            assert!(
+                h["walks"].as_u64().unwrap() >= spec["walks_each_at_least"].as_u64().unwrap(),
+                "{what}: {}",
+                h["path"]
+            );
+        }
+    }
+    // Per-request counts add up to the totals for request-bound events.
+    let sum_walks: u64 = reqs
+        .iter()
+        .map(|r| r["realpath_walks"].as_u64().unwrap())
+        .sum();
+    assert!(sum_walks <= v["totals"]["realpath_walks"].as_u64().unwrap());
+}
+
+/// Every committed trace: the count of each syscall name equals awk's.
+#[test]
+fn every_fixture_matches_awk_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = fixtures("tests/fixtures/strace");
+    files.extend(fixtures("tests/fixtures/seeds"));
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if name.contains("strace-c") {
+            continue; // summary tables: see seed_004_summary_tables
+        }
+        let v = analyze(&f);
+        let text = plain(&f, tmp.path());
+        let awk = awk_counts(&text);
+        let got = json_counts(&v);
+        assert!(!awk.is_empty(), "{name}: awk found nothing");
+        assert_eq!(
+            got, awk,
+            "{name}: calls per syscall differ from awk's count"
+        );
+        let events: u64 = got.values().sum();
+        assert_eq!(v["totals"]["events"].as_u64().unwrap(), events, "{name}");
+    }
+}
+
+/// Every committed trace with a manifest matches its construction.
+#[test]
+fn fixtures_match_construction() {
+    let dir = repo().join("tests/fixtures/strace");
+    let mut n = 0;
+    for f in fixtures("tests/fixtures/strace") {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let stem = name.trim_end_matches(".strace.gz");
+        let mpath = dir.join(format!("{stem}.manifest.json"));
+        let m: Value = serde_json::from_slice(
+            &std::fs::read(&mpath).unwrap_or_else(|e| panic!("{}: {e}", mpath.display())),
+        )
+        .unwrap();
+        assert_eq!(m["trace"], name.as_str());
+        check_manifest(&analyze(&f), &m, &name);
+        n += 1;
+    }
+    assert!(n >= 4);
+}
+
+#[test]
+fn seed_003_walk_is_shallowest_first() {
+    let v = analyze(&repo().join("tests/fixtures/seeds/003-strace-r.txt"));
+    assert_eq!(v["input"]["events"], 14);
+    assert_eq!(v["input"]["skipped"]["total"], 3);
+    let rp = &v["realpath"];
+    assert_eq!(rp["walks"], 1);
+    assert_eq!(rp["lstats"], 8);
+    assert_eq!(rp["shallowest_first"], 1);
+    assert_eq!(rp["deepest_first"], 0);
+    assert_eq!(v["request_split"]["mode"], "whole");
+}
+
+#[test]
+fn seed_004_summary_tables() {
+    for (file, calls, us) in [
+        ("004-strace-c-before.txt", 12025, 48102),
+        ("004-strace-c-after.txt", 12501, 102),
+    ] {
+        let path = repo().join("tests/fixtures/seeds").join(file);
+        let v = analyze(&path);
+        // Independent reading of the same table with awk.
+        let out = std::process::Command::new("awk")
+            .arg(r#"$NF == "newfstatat" { print $4, $5, $2 }"#)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let awk = String::from_utf8(out.stdout).unwrap();
+        let f: Vec<&str> = awk.split_whitespace().collect();
+        let t = &v["totals"]["by_syscall"]["newfstatat"];
+        assert_eq!(t["calls"].as_u64().unwrap(), f[0].parse::<u64>().unwrap());
+        assert_eq!(t["calls"], calls);
+        assert_eq!(t["errors"].as_u64().unwrap(), f[1].parse::<u64>().unwrap());
+        let secs: f64 = f[2].parse().unwrap();
+        assert_eq!(t["time_us"].as_u64().unwrap(), (secs * 1e6).round() as u64);
+        assert_eq!(t["time_us"], us);
+        assert_eq!(v["input"]["events"], 0);
+    }
+}
+
+#[test]
+fn sample_runs_and_says_what_it_is() {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["analyze", "--sample"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Findings"), "{text}");
+    assert!(text.contains("Realpath walks"), "{text}");
+}
+
+#[test]
+fn markdown_and_text_render_the_same_totals() {
+    let f = repo().join("tests/fixtures/strace/cli-file-exists.strace.gz");
+    let md = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["analyze", "--format", "md"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(md.status.success());
+    let md = String::from_utf8(md.stdout).unwrap();
+    let v = analyze(&f);
+    let access = v["totals"]["by_syscall"]["access"]["calls"]
+        .as_u64()
+        .unwrap();
+    assert!(md.starts_with("# statstorm analyze"));
+    assert!(md.contains(&format!("| access | {access} |")), "{md}");
+}
