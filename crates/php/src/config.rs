@@ -470,8 +470,10 @@ mod tests {
                     opcache.revalidate_freq => 60 => 60\n\
                     opcache.enable => On => On\n\
                     PHP Version => 8.2.35\n";
-        let mut c = PhpConfig::default();
-        c.open_basedir = "/x".into();
+        let mut c = PhpConfig {
+            open_basedir: "/x".into(),
+            ..Default::default()
+        };
         let notes = c.apply_php_info(text, "info").unwrap();
         assert!(notes.is_empty());
         assert_eq!(c.open_basedir, "");
@@ -500,10 +502,12 @@ mod tests {
             .output()
             .expect("php -i");
         assert!(out.status.success());
-        let mut c = PhpConfig::default();
         // start from something else so every key must be read
-        c.revalidate_freq = 999;
-        c.realpath_cache_size = 1;
+        let mut c = PhpConfig {
+            revalidate_freq: 999,
+            realpath_cache_size: 1,
+            ..Default::default()
+        };
         c.apply_php_info(&String::from_utf8_lossy(&out.stdout), "php -i")
             .unwrap();
         assert_eq!(c, PhpConfig::default());

@@ -7,3 +7,10 @@
 pub mod config;
 
 pub use config::{ConfigError, PhpConfig};
+pub mod lift;
+pub mod lower;
+pub mod workload;
+
+pub use lift::lift;
+pub use lower::{count_by_syscall, lower};
+pub use workload::{PhpOp, PhpOpKind, WorkRequest, Workload};

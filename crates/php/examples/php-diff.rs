@@ -1,0 +1,53 @@
+//! Prints the real and the modelled stat-family/open/access calls of one
+//! request of a capture side by side (a debugging aid for the model).
+//! usage: cargo run -p statstorm-php --example php-diff -- CAPTURE.strace.gz REQUEST [key=value ...]
+
+use statstorm_php::PhpConfig;
+use statstorm_trace::op::OpKind;
+use statstorm_trace::request::split_requests;
+
+fn main() {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    if a.len() < 2 {
+        eprintln!("usage: php-diff CAPTURE REQUEST [key=value ...]");
+        std::process::exit(2);
+    }
+    let trace = statstorm_trace::read_path(a[0].as_ref()).expect("read");
+    let reqs = split_requests(&trace.events, &trace.strings);
+    let i: usize = a[1].parse().expect("request index");
+    let mut cfg = PhpConfig::default();
+    cfg.apply_flags(&a[2..]).expect("config");
+    let real = statstorm_php::lift::request_ops(&trace, &reqs);
+    let w = statstorm_php::lift(&trace, &reqs);
+    let low = statstorm_php::lower(&w, &cfg);
+    let keep = |k: OpKind| {
+        matches!(
+            k,
+            OpKind::Stat
+                | OpKind::Lstat
+                | OpKind::Fstat
+                | OpKind::Open
+                | OpKind::Access
+                | OpKind::Readlink
+        )
+    };
+    let r: Vec<String> = real[i]
+        .iter()
+        .filter(|o| keep(o.kind))
+        .map(|o| format!("{:?} {}", o.kind, o.path))
+        .collect();
+    let m: Vec<String> = low[i]
+        .iter()
+        .filter(|o| keep(o.kind))
+        .map(|o| format!("{:?} {}", o.kind, o.path))
+        .collect();
+    for o in &w.requests[i].ops {
+        eprintln!("  PHPOP {:>8} {:?}", o.t_off_us, o.kind);
+    }
+    let n = r.len().max(m.len());
+    for j in 0..n {
+        let x = r.get(j).map(String::as_str).unwrap_or("");
+        let y = m.get(j).map(String::as_str).unwrap_or("");
+        println!("{} {:<70} | {}", if x == y { ' ' } else { '*' }, x, y);
+    }
+}

@@ -1,0 +1,786 @@
+//! Lift: from the filesystem calls of each request, recover what PHP did
+//! (scripts compiled, OPcache revalidations, realpath walks, file function
+//! calls) and what the trace says about the settings in force.
+//!
+//! Patterns (PHP 8.2, checked under strace with `scripts/php-harness`):
+//! - an lstat chain `lstat(p)`, `lstat(parent(p))`, ... is one
+//!   `tsrm_realpath` of `p` that missed the realpath cache (R53); a single
+//!   failing `lstat(p)` (ENOENT) is a failed include_path candidate (R50).
+//! - `open(p, O_RDONLY)` of a script followed by `fstat(fd)` and a sized
+//!   `read` is a compile (R51); the chains of `p` right before it are its
+//!   resolutions (1 for include/require, 2 for a first include_once/
+//!   require_once and for the entry script: R52, measured).
+//! - a chain of a proper ancestor directory right before an operation on
+//!   `p`, after two chains of `p`, is `php_check_open_basedir` (R59,
+//!   measured: `expand_filepath(p)`, `VCWD_REALPATH(p)`,
+//!   `expand_filepath(basedir)`); it is dropped here and re-derived by the
+//!   lower under the config.
+//! - `stat(p)` of a script that is not opened is OPcache's timestamp
+//!   validation (R64); `stat(dir/.user.ini)` is php-fpm's user ini lookup.
+//! - `access(p)` is file_exists/is_readable (R71); `stat(p)` of another
+//!   file is a stat-family function after a stat-cache miss (R72).
+
+use crate::workload::{Evidence, PhpOp, PhpOpKind, Via, WorkRequest, Workload, WORKLOAD_SCHEMA};
+use statstorm_trace::op::{Normalizer, Op, OpKind};
+use statstorm_trace::request::{RequestMode, Requests};
+use statstorm_trace::{Flags, Trace};
+use std::collections::{BTreeMap, HashMap};
+
+/// File name endings PHP applications include.
+const SCRIPT_EXT: &[&str] = &[
+    ".php", ".inc", ".module", ".phtml", ".install", ".theme", ".profile", ".engine",
+];
+
+pub fn is_script(p: &str) -> bool {
+    SCRIPT_EXT.iter().any(|e| p.ends_with(e))
+}
+
+/// The path `tsrm_realpath_r` looks at after `p` (R53): drop the last
+/// component and any `.` components before it. `None` at the root, which
+/// is never lstat'ed.
+pub fn parent(p: &str) -> Option<&str> {
+    let p = p.trim_end_matches('/');
+    let i = p.rfind('/')?;
+    let mut q = &p[..i];
+    while let Some(s) = q.strip_suffix("/.") {
+        q = s;
+    }
+    if q.is_empty() {
+        None
+    } else {
+        Some(q)
+    }
+}
+
+fn basename(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// `p` without `.` components and repeated slashes.
+pub fn normalize(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for c in p.split('/') {
+        if c.is_empty() || c == "." {
+            continue;
+        }
+        out.push('/');
+        out.push_str(c);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+fn is_ancestor(dir: &str, p: &str) -> bool {
+    p.len() > dir.len() && p.starts_with(dir) && p.as_bytes()[dir.len()] == b'/'
+}
+
+#[derive(Debug)]
+struct Chain {
+    path: String,
+    ok: bool,
+    t_us: i64,
+}
+
+enum Item {
+    Chain(Chain),
+    Op(Op),
+}
+
+fn items(ops: &[Op]) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut last: Option<String> = None;
+    for op in ops {
+        if op.kind == OpKind::Lstat {
+            let cont = match (&last, out.last()) {
+                (Some(prev), Some(Item::Chain(c))) if c.ok && op.ok() => {
+                    parent(prev) == Some(op.path.as_str())
+                }
+                _ => false,
+            };
+            if !cont {
+                out.push(Item::Chain(Chain {
+                    path: op.path.clone(),
+                    ok: op.ok(),
+                    t_us: op.t_us,
+                }));
+            }
+            last = Some(op.path.clone());
+        } else {
+            last = None;
+            out.push(Item::Op(op.clone()));
+        }
+    }
+    out
+}
+
+struct Lifter {
+    start_us: i64,
+    fpm: bool,
+    out: Vec<PhpOp>,
+    pending: Vec<Chain>,
+    /// Index in `out` of the compile whose fd is open, and its path.
+    active: Option<(usize, String)>,
+    compiled: HashMap<String, usize>,
+    probe_target: HashMap<String, String>,
+    basedirs: BTreeMap<String, u32>,
+}
+
+impl Lifter {
+    fn push(&mut self, t_us: i64, kind: PhpOpKind) {
+        self.out.push(PhpOp {
+            t_off_us: t_us - self.start_us,
+            kind,
+        });
+    }
+
+    /// Takes the chains belonging to an operation on `p` from the end of
+    /// the pending list: chains of `p`, an ancestor chain (open_basedir)
+    /// and, when `probes`, the failed candidates before them. Returns
+    /// (resolutions of p net of the basedir check, probes).
+    fn take(&mut self, p: &str, probes: bool) -> (u32, Vec<String>) {
+        self.take_named(p, probes).0
+    }
+
+    /// [`Self::take`], also returning the name resolved when it is not
+    /// `p` itself (e.g. with `./` in it).
+    fn take_named(&mut self, p: &str, probes: bool) -> ((u32, Vec<String>), Option<String>) {
+        let mut n = 0u32;
+        let mut basedir = false;
+        let mut pr = Vec::new();
+        let mut name = None;
+        while let Some(c) = self.pending.last() {
+            if c.ok && pr.is_empty() && (c.path == p || normalize(&c.path) == p) {
+                if c.path != p {
+                    name = Some(c.path.clone());
+                }
+                n += 1;
+            } else if c.ok && !basedir && n == 0 && pr.is_empty() && is_ancestor(&c.path, p) {
+                basedir = true;
+                *self.basedirs.entry(c.path.clone()).or_default() += 1;
+            } else if !c.ok && probes && basename(&c.path) == basename(p) {
+                pr.push(c.path.clone());
+            } else {
+                break;
+            }
+            self.pending.pop();
+        }
+        if basedir {
+            n = n.saturating_sub(2);
+        }
+        pr.reverse();
+        ((n, pr), name)
+    }
+
+    fn flush(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut probes: Vec<(String, i64)> = Vec::new();
+        for c in pending {
+            if !c.ok {
+                probes.push((c.path, c.t_us));
+                continue;
+            }
+            let kind = if is_script(&c.path) && self.compiled.contains_key(&c.path) {
+                PhpOpKind::OnceRepeat {
+                    path: c.path.clone(),
+                    probes: probes.drain(..).map(|p| p.0).collect(),
+                    resolves: 1,
+                }
+            } else if self.fpm && self.compiled.is_empty() && is_script(&c.path) {
+                PhpOpKind::PrimaryResolve {
+                    path: c.path.clone(),
+                }
+            } else {
+                self.flush_probes(&mut probes);
+                PhpOpKind::Resolve {
+                    path: c.path.clone(),
+                }
+            };
+            self.push(c.t_us, kind);
+        }
+        self.flush_probes(&mut probes);
+    }
+
+    fn flush_probes(&mut self, probes: &mut Vec<(String, i64)>) {
+        // failed candidates whose successful candidate was a cache hit:
+        // an include_once repeat of a relative name (R50, R52)
+        let all: Vec<(String, i64)> = std::mem::take(probes);
+        let mut i = 0;
+        while i < all.len() {
+            let (p, t) = &all[i];
+            if let Some(target) = self.probe_target.get(p).cloned() {
+                let mut group = vec![p.clone()];
+                while i + 1 < all.len() && self.probe_target.get(&all[i + 1].0) == Some(&target) {
+                    i += 1;
+                    group.push(all[i].0.clone());
+                }
+                self.push(
+                    *t,
+                    PhpOpKind::OnceRepeat {
+                        path: target,
+                        probes: group,
+                        resolves: 1,
+                    },
+                );
+            } else {
+                self.push(*t, PhpOpKind::Probe { path: p.clone() });
+            }
+            i += 1;
+        }
+    }
+
+    fn op(&mut self, op: Op) {
+        // fd calls on the script being compiled
+        if let Some((idx, path)) = &self.active {
+            if op.path == *path {
+                let idx = *idx;
+                match op.kind {
+                    OpKind::Fstat => {
+                        if let PhpOpKind::Compile { fstats, .. } = &mut self.out[idx].kind {
+                            *fstats += 1;
+                        }
+                        return;
+                    }
+                    OpKind::Read => {
+                        if let PhpOpKind::Compile { reads, .. } = &mut self.out[idx].kind {
+                            *reads += 1;
+                        }
+                        return;
+                    }
+                    OpKind::Close => {
+                        if let PhpOpKind::Compile { keep_open, .. } = &mut self.out[idx].kind {
+                            *keep_open = false;
+                        }
+                        self.active = None;
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let readonly = op.flags & (Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT) == 0;
+        match op.kind {
+            OpKind::Open if op.ok() && readonly && is_script(&op.path) => {
+                let ((resolves, probes), resolve_as) = self.take_named(&op.path, true);
+                self.flush();
+                for p in &probes {
+                    self.probe_target.insert(p.clone(), op.path.clone());
+                }
+                let idx = self.out.len();
+                let via = if self.compiled.is_empty() {
+                    Via::Main
+                } else if resolves >= 2 {
+                    Via::Once
+                } else {
+                    Via::Include
+                };
+                self.compiled.insert(op.path.clone(), idx);
+                self.push(
+                    op.t_us,
+                    PhpOpKind::Compile {
+                        path: op.path.clone(),
+                        resolve_as,
+                        probes,
+                        via,
+                        resolves,
+                        fstats: 0,
+                        reads: 0,
+                        keep_open: true,
+                    },
+                );
+                self.active = Some((idx, op.path.clone()));
+            }
+            OpKind::Stat if op.path.ends_with("/.user.ini") => {
+                self.flush();
+                self.push(op.t_us, PhpOpKind::UserIni { path: op.path });
+            }
+            OpKind::Stat if is_script(&op.path) && op.ok() => {
+                let (resolves, _) = self.take(&op.path, false);
+                self.flush();
+                self.push(
+                    op.t_us,
+                    PhpOpKind::Revalidate {
+                        path: op.path,
+                        resolves,
+                    },
+                );
+            }
+            OpKind::Stat | OpKind::Access => {
+                let (n, _) = self.take(&op.path, false);
+                // chains of p not explained by the basedir check stay
+                // resolutions of their own
+                for _ in 0..n {
+                    self.pending.push(Chain {
+                        path: op.path.clone(),
+                        ok: true,
+                        t_us: op.t_us,
+                    });
+                }
+                self.flush();
+                let kind = if op.kind == OpKind::Stat {
+                    PhpOpKind::Stat { path: op.path }
+                } else {
+                    PhpOpKind::Access {
+                        path: op.path,
+                        mode: op.flags,
+                    }
+                };
+                self.push(op.t_us, kind);
+            }
+            OpKind::Open if op.ok() => {
+                let (n, _) = self.take(&op.path, false);
+                for _ in 0..n {
+                    self.pending.push(Chain {
+                        path: op.path.clone(),
+                        ok: true,
+                        t_us: op.t_us,
+                    });
+                }
+                self.flush();
+                self.push(
+                    op.t_us,
+                    PhpOpKind::Open {
+                        path: op.path,
+                        flags: op.flags,
+                    },
+                );
+            }
+            OpKind::Unlink | OpKind::Rename | OpKind::Rmdir | OpKind::Mkdir => {
+                self.flush();
+                let t = op.t_us;
+                self.push(t, PhpOpKind::Write { op });
+            }
+            _ => {
+                self.flush();
+                let t = op.t_us;
+                self.push(t, PhpOpKind::Raw { op });
+            }
+        }
+    }
+}
+
+/// Lifts the ops of one request (in time order).
+pub fn lift_request(ops: &[Op], start_us: i64, fpm: bool) -> (Vec<PhpOp>, BTreeMap<String, u32>) {
+    let mut l = Lifter {
+        start_us,
+        fpm,
+        out: Vec::new(),
+        pending: Vec::new(),
+        active: None,
+        compiled: HashMap::new(),
+        probe_target: HashMap::new(),
+        basedirs: BTreeMap::new(),
+    };
+    for it in items(ops) {
+        match it {
+            Item::Chain(c) => {
+                // a chain of the script being compiled (php-cli resolves the
+                // entry script after opening it)
+                if let Some((idx, path)) = &l.active {
+                    if c.ok && c.path == *path {
+                        if let PhpOpKind::Compile { resolves, .. } = &mut l.out[*idx].kind {
+                            *resolves += 1;
+                        }
+                        continue;
+                    }
+                }
+                l.pending.push(c)
+            }
+            Item::Op(op) => l.op(op),
+        }
+    }
+    l.flush();
+    (l.out, l.basedirs)
+}
+
+/// include or include_once: what every request of the workload says about
+/// each script (R52/R63, measured), applied to all its compiles.
+/// - with the realpath cache off every compile shows its own: two
+///   resolutions before the open are *_once, one is include; nothing is
+///   guessed;
+/// - an OPcache validation after its own lstat walk: include (a *_once
+///   validation does not resolve, measured);
+/// - a repeated *_once: *_once.
+///
+/// Unknown scripts stay `include`.
+fn script_facts(reqs: &mut [WorkRequest]) {
+    let cache_off = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .any(|o| matches!(&o.kind, PhpOpKind::Compile { via: Via::Once, .. }));
+    let mut facts: HashMap<String, Via> = HashMap::new();
+    for r in reqs.iter() {
+        for o in &r.ops {
+            match &o.kind {
+                PhpOpKind::Compile {
+                    path,
+                    via: Via::Once,
+                    ..
+                }
+                | PhpOpKind::OnceRepeat { path, .. } => {
+                    facts.insert(path.clone(), Via::Once);
+                }
+                PhpOpKind::Compile {
+                    path,
+                    via: Via::Include,
+                    ..
+                } if cache_off => {
+                    facts.entry(path.clone()).or_insert(Via::Include);
+                }
+                PhpOpKind::Revalidate { path, resolves } if *resolves > 0 => {
+                    facts.entry(path.clone()).or_insert(Via::Include);
+                }
+                _ => {}
+            }
+        }
+    }
+    if cache_off {
+        // every compile showed its own resolutions: nothing to guess
+        return;
+    }
+    for r in reqs.iter_mut() {
+        for o in &mut r.ops {
+            if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
+                if *via != Via::Main {
+                    if let Some(f) = facts.get(path.as_str()) {
+                        *via = *f;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn script_of(ops: &[PhpOp]) -> Option<String> {
+    ops.iter().find_map(|o| match &o.kind {
+        PhpOpKind::PrimaryResolve { path }
+        | PhpOpKind::Compile { path, .. }
+        | PhpOpKind::Revalidate { path, .. } => Some(path.clone()),
+        _ => None,
+    })
+}
+
+fn is_subsequence(small: &[(&str, &str)], big: &[(&str, &str)]) -> bool {
+    let mut it = big.iter();
+    small.iter().all(|s| it.any(|b| b == s))
+}
+
+/// Normalized ops of each request of a split trace, in time order.
+pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
+    let mut norm = Normalizer::new();
+    let ops: Vec<Option<Op>> = trace
+        .events
+        .iter()
+        .map(|e| norm.push(e, &trace.strings))
+        .collect();
+    requests
+        .requests
+        .iter()
+        .map(|r| {
+            let mut v: Vec<Op> = r
+                .events
+                .iter()
+                .filter_map(|&i| ops[i as usize].clone())
+                .collect();
+            v.sort_by_key(|o| o.t_us);
+            v
+        })
+        .collect()
+}
+
+/// Lifts every request of a trace into a [`Workload`].
+pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
+    let per_req = request_ops(trace, requests);
+    let cli = requests.mode == RequestMode::Cli;
+    let fpm = requests.mode == RequestMode::Fpm;
+    let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
+    let mut reqs: Vec<WorkRequest> = Vec::new();
+    for (r, ops) in requests.requests.iter().zip(&per_req) {
+        let start = r
+            .start_us
+            .or_else(|| ops.first().map(|o| o.t_us))
+            .unwrap_or(0);
+        let (lifted, b) = lift_request(ops, start, fpm);
+        for (k, v) in b {
+            *basedirs.entry(k).or_default() += v;
+        }
+        reqs.push(WorkRequest {
+            pid: r.pid,
+            start_us: start,
+            end_us: r.end_us.unwrap_or(start),
+            cli,
+            script: script_of(&lifted),
+            from_template: false,
+            ops: lifted,
+        });
+    }
+    let evidence = evidence(&reqs, &basedirs);
+    script_facts(&mut reqs);
+    apply_templates(&mut reqs);
+    Workload {
+        schema: WORKLOAD_SCHEMA.to_string(),
+        requests: reqs,
+        evidence,
+    }
+}
+
+/// Caches hide work: an OPcache hit or a warm realpath cache shows no
+/// syscall. For requests of the same entry script, the request with the
+/// most PHP operations is the template; a request whose visible
+/// operations are a subsequence of the template's (scripts matched by
+/// path whether compiled or revalidated) is taken to have run the
+/// template, keeping its own unmodelled (raw) calls.
+fn apply_templates(reqs: &mut [WorkRequest]) {
+    let scripts: Vec<String> = {
+        let mut s: Vec<String> = reqs.iter().filter_map(|r| r.script.clone()).collect();
+        s.sort();
+        s.dedup();
+        s
+    };
+    let only = if scripts.len() == 1 {
+        Some(scripts[0].clone())
+    } else {
+        None
+    };
+    let mut templates: HashMap<String, usize> = HashMap::new();
+    let modelled = |r: &WorkRequest| {
+        r.ops
+            .iter()
+            .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
+            .count()
+    };
+    for (i, r) in reqs.iter().enumerate() {
+        let Some(s) = r.script.clone().or_else(|| only.clone()) else {
+            continue;
+        };
+        let better = match templates.get(&s) {
+            Some(&j) => modelled(r) > modelled(&reqs[j]),
+            None => true,
+        };
+        if better {
+            templates.insert(s, i);
+        }
+    }
+    let snapshot: Vec<WorkRequest> = reqs.to_vec();
+    for (i, r) in reqs.iter_mut().enumerate() {
+        let Some(s) = r.script.clone().or_else(|| only.clone()) else {
+            continue;
+        };
+        let t = templates[&s];
+        // a connection that ran no PHP at all (no filesystem call) is not
+        // a request of the script
+        if t == i || r.ops.is_empty() {
+            continue;
+        }
+        let tpl = &snapshot[t];
+        let keys = |ops: &[PhpOp]| -> Vec<(String, String)> {
+            ops.iter()
+                .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
+                .map(|o| {
+                    let (a, b) = o.kind.key();
+                    (a.to_string(), b.to_string())
+                })
+                .collect()
+        };
+        let mine = keys(&r.ops);
+        let theirs = keys(&tpl.ops);
+        let m: Vec<(&str, &str)> = mine.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let t2: Vec<(&str, &str)> = theirs
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        if m.len() <= t2.len() && is_subsequence(&m, &t2) {
+            let mut ops: Vec<PhpOp> = tpl
+                .ops
+                .iter()
+                .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
+                .cloned()
+                .collect();
+            ops.extend(
+                r.ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, PhpOpKind::Raw { .. }))
+                    .cloned(),
+            );
+            ops.sort_by_key(|o| o.t_off_us);
+            r.ops = ops;
+            r.script = Some(s);
+            r.from_template = true;
+        }
+    }
+}
+
+fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence {
+    let mut ev = Evidence::default();
+    let mut compiles: HashMap<&str, u32> = HashMap::new();
+    let mut reval_times: HashMap<&str, Vec<i64>> = HashMap::new();
+    let mut repeated_chain_in_request = 0u32;
+    let mut compiles_total = 0u32;
+    for r in reqs {
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        for o in &r.ops {
+            match &o.kind {
+                PhpOpKind::Compile { path, resolves, .. } => {
+                    *compiles.entry(path).or_default() += 1;
+                    compiles_total += 1;
+                    if *resolves > 1 {
+                        repeated_chain_in_request += 1;
+                    }
+                    *seen.entry(path).or_default() += 1;
+                }
+                PhpOpKind::Revalidate { path, .. } => {
+                    reval_times
+                        .entry(path)
+                        .or_default()
+                        .push(r.start_us + o.t_off_us);
+                }
+                PhpOpKind::OnceRepeat { .. } => repeated_chain_in_request += 1,
+                _ => {}
+            }
+        }
+    }
+    let recompiled = compiles.values().filter(|&&n| n > 1).count();
+    if compiles_total > 0 {
+        if recompiled > 0 {
+            ev.notes.push(format!(
+                "{recompiled} scripts were opened and compiled more than once: OPcache off (or not caching)"
+            ));
+            ev.inferred.push(("opcache.enable".into(), "0".into()));
+        } else {
+            ev.notes.push(format!(
+                "{} scripts were compiled once each and never again: OPcache on (or each request ran in a fresh process)",
+                compiles.len()
+            ));
+        }
+    }
+    if !reval_times.is_empty() {
+        ev.notes.push(format!(
+            "{} cached scripts were stat()ed without being opened: OPcache timestamp validation (validate_timestamps=1)",
+            reval_times.len()
+        ));
+        ev.inferred.push(("opcache.enable".into(), "1".into()));
+        ev.inferred
+            .push(("opcache.validate_timestamps".into(), "1".into()));
+        // smallest gap between validations of one script, whole seconds
+        let mut gaps: Vec<i64> = Vec::new();
+        for t in reval_times.values_mut() {
+            t.sort();
+            gaps.extend(
+                t.windows(2)
+                    .map(|w| (w[1] / 1_000_000) - (w[0] / 1_000_000)),
+            );
+        }
+        if let Some(g) = gaps.iter().copied().min() {
+            ev.notes.push(format!(
+                "the same script was validated again after {g} s at the least: revalidate_freq <= {g}"
+            ));
+            if g == 0 {
+                ev.inferred
+                    .push(("opcache.revalidate_freq".into(), "0".into()));
+            }
+        }
+    } else if compiles_total > 0 && recompiled == 0 && reqs.len() > 1 {
+        ev.notes.push(
+            "no script was validated: validate_timestamps=0, or every request fell inside the revalidate_freq window"
+                .into(),
+        );
+    }
+    if repeated_chain_in_request > 0 {
+        ev.notes.push(format!(
+            "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
+        ));
+    }
+    if let Some((dir, n)) = basedirs.iter().max_by_key(|(_, n)| **n) {
+        ev.notes.push(format!(
+            "{n} checks walked the directory {dir} right before the checked file: open_basedir={dir}"
+        ));
+        ev.inferred.push(("open_basedir".into(), dir.clone()));
+        ev.inferred.push(("realpath_cache_size".into(), "0".into()));
+    }
+    ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn op(t: i64, kind: OpKind, path: &str, err: bool) -> Op {
+        Op {
+            t_us: t,
+            dur_us: None,
+            pid: 1,
+            uid: 0,
+            kind,
+            path: path.into(),
+            path2: None,
+            flags: 0,
+            errno: err.then(|| "ENOENT".to_string()),
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn parent_skips_dot_and_stops_below_root() {
+        assert_eq!(parent("/m/a/b.php"), Some("/m/a"));
+        assert_eq!(parent("/m/./rel"), Some("/m"));
+        assert_eq!(parent("/m"), None);
+    }
+
+    #[test]
+    fn lifts_chain_compile_probe_and_once_repeat() {
+        use OpKind::*;
+        let ops = vec![
+            op(10, Lstat, "/w/./lib/u.php", true),
+            op(11, Lstat, "/w/inc/lib/u.php", false),
+            op(12, Lstat, "/w/inc/lib", false),
+            op(13, Open, "/w/inc/lib/u.php", false),
+            op(14, Fstat, "/w/inc/lib/u.php", false),
+            op(15, Read, "/w/inc/lib/u.php", false),
+            op(16, Close, "/w/inc/lib/u.php", false),
+            // include_once 'lib/u.php' again: failed candidate, cached hit
+            op(20, Lstat, "/w/./lib/u.php", true),
+            op(30, Access, "/d/f.txt", false),
+            op(31, Stat, "/d/f.txt", false),
+        ];
+        let (l, _) = lift_request(&ops, 0, false);
+        let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
+        assert_eq!(
+            kinds[0],
+            &PhpOpKind::Compile {
+                path: "/w/inc/lib/u.php".into(),
+                resolve_as: None,
+                via: Via::Main,
+                probes: vec!["/w/./lib/u.php".into()],
+                resolves: 1,
+                fstats: 1,
+                reads: 1,
+                keep_open: false
+            }
+        );
+        assert!(
+            matches!(kinds[1], PhpOpKind::OnceRepeat { path, probes, .. } if path == "/w/inc/lib/u.php" && probes.len() == 1)
+        );
+        assert!(matches!(kinds[2], PhpOpKind::Access { .. }));
+        assert!(matches!(kinds[3], PhpOpKind::Stat { .. }));
+        assert_eq!(l.len(), 4);
+    }
+
+    #[test]
+    fn basedir_check_is_recognised() {
+        use OpKind::*;
+        let mut ops = Vec::new();
+        for _ in 0..3 {
+            ops.push(op(1, Lstat, "/b/x/f.php", false));
+            ops.push(op(1, Lstat, "/b/x", false));
+            ops.push(op(1, Lstat, "/b", false));
+        }
+        ops.push(op(2, Lstat, "/b", false));
+        ops.push(op(3, Open, "/b/x/f.php", false));
+        ops.push(op(4, Fstat, "/b/x/f.php", false));
+        let (l, b) = lift_request(&ops, 0, false);
+        assert_eq!(l.len(), 1);
+        assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
+        assert_eq!(b.get("/b"), Some(&1));
+    }
+}

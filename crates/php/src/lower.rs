@@ -1,0 +1,381 @@
+//! Lower: PHP operations + settings + state across requests -> the
+//! syscalls PHP makes, in order.
+//!
+//! State: each worker's realpath cache (R54: per process, TTL counted from
+//! insertion, byte budget without eviction, no negative entries; disabled
+//! by open_basedir, R58; cleared by unlink/rename/rmdir, R57), each
+//! worker's user-ini cache (php-fpm), and the OPcache shared memory of the
+//! pool (R64/R69: one revalidation stamp per script for all workers; a
+//! php-cli process has its own). Requests are replayed in start order with
+//! their recorded times and workers.
+
+use crate::config::PhpConfig;
+use crate::lift::parent;
+use crate::workload::{PhpOpKind, Via, WorkRequest, Workload};
+use statstorm_trace::op::{Op, OpKind};
+use statstorm_trace::Flags;
+use std::collections::{BTreeMap, HashMap};
+
+/// Approximate bytes of one realpath cache entry besides the path strings
+/// (`realpath_cache_bucket` on x86-64, Zend/zend_virtual_cwd.h).
+const BUCKET_BYTES: u64 = 56;
+
+#[derive(Default)]
+struct Worker {
+    /// path -> expiry (epoch seconds)
+    realpath: HashMap<String, i64>,
+    realpath_bytes: u64,
+    /// user ini path -> expiry (epoch seconds)
+    user_ini: HashMap<String, i64>,
+}
+
+#[derive(Default)]
+struct Shm {
+    /// script -> revalidate stamp (epoch seconds): valid while >= request_time
+    scripts: HashMap<String, i64>,
+}
+
+struct Ctx<'a> {
+    cfg: &'a PhpConfig,
+    out: Vec<Op>,
+    pid: u32,
+    t_us: i64,
+    /// request_time, whole seconds (SAPI request start; R64)
+    req_s: i64,
+}
+
+impl Ctx<'_> {
+    fn emit(&mut self, kind: OpKind, path: &str, flags: u32, errno: Option<&str>) {
+        self.out.push(Op {
+            t_us: self.t_us,
+            dur_us: None,
+            pid: self.pid,
+            uid: 0,
+            kind,
+            path: path.to_string(),
+            path2: None,
+            flags,
+            errno: errno.map(str::to_string),
+            bytes: 0,
+        });
+    }
+
+    fn now_s(&self) -> i64 {
+        self.t_us.div_euclid(1_000_000)
+    }
+
+    /// `tsrm_realpath` of an existing path (R53/R54): lstat from the full
+    /// path up to the first cached prefix (the root is never lstat'ed),
+    /// inserting each resolved prefix while the budget allows.
+    fn resolve(&mut self, w: &mut Worker, p: &str) {
+        let enabled = self.cfg.realpath_cache_enabled();
+        let now = self.now_s();
+        let mut cur = Some(p.to_string());
+        let mut walked: Vec<String> = Vec::new();
+        while let Some(c) = cur {
+            if enabled {
+                match w.realpath.get(&c) {
+                    // realpath_cache_find: an entry expires when
+                    // expires < now (Zend/zend_virtual_cwd.c)
+                    Some(&exp) if exp >= now => break,
+                    Some(_) => {
+                        w.realpath.remove(&c);
+                    }
+                    None => {}
+                }
+            }
+            self.emit(OpKind::Lstat, &c, Flags::AT_SYMLINK_NOFOLLOW, None);
+            cur = parent(&c).map(str::to_string);
+            walked.push(c);
+        }
+        if enabled {
+            for c in walked {
+                let size = BUCKET_BYTES + 2 * (c.len() as u64 + 1);
+                // realpath_cache_add: no insertion once the budget is spent
+                if w.realpath_bytes + size > self.cfg.realpath_cache_size {
+                    continue;
+                }
+                w.realpath_bytes += size;
+                let exp = now + self.cfg.realpath_cache_ttl as i64;
+                w.realpath.insert(c, exp);
+            }
+        }
+    }
+
+    /// A failed include_path candidate: one lstat, nothing cached (R50).
+    fn probe(&mut self, p: &str) {
+        self.emit(OpKind::Lstat, p, Flags::AT_SYMLINK_NOFOLLOW, Some("ENOENT"));
+    }
+
+    /// `php_check_open_basedir` (R59, measured): per basedir entry until
+    /// one contains the path: `expand_filepath(p)`, `VCWD_REALPATH(p)`,
+    /// `expand_filepath(entry)` — with the realpath cache off (R58) each is
+    /// a full lstat walk.
+    fn basedir_check(&mut self, w: &mut Worker, p: &str) {
+        if self.cfg.open_basedir.is_empty() {
+            return;
+        }
+        let entries: Vec<String> = self
+            .cfg
+            .open_basedir
+            .split(':')
+            .filter(|e| !e.is_empty())
+            .map(|e| e.trim_end_matches('/').to_string())
+            .collect();
+        for e in entries {
+            self.resolve(w, p);
+            self.resolve(w, p);
+            if !e.is_empty() {
+                self.resolve(w, &e);
+            }
+            if p.starts_with(&e) {
+                break;
+            }
+        }
+    }
+
+    /// R51: resolution(s), open_basedir check, open, fstat(s), read(s),
+    /// close.
+    #[allow(clippy::too_many_arguments)]
+    fn compile(
+        &mut self,
+        w: &mut Worker,
+        path: &str,
+        name: &str,
+        probes: &[String],
+        resolves: u32,
+        fstats: u32,
+        reads: u32,
+        keep_open: bool,
+    ) {
+        for p in probes {
+            self.probe(p);
+        }
+        for _ in 0..resolves.max(1) {
+            self.resolve(w, name);
+        }
+        self.basedir_check(w, path);
+        self.emit(OpKind::Open, path, 0, None);
+        for _ in 0..fstats {
+            self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+        }
+        for _ in 0..reads {
+            self.emit(OpKind::Read, path, 0, None);
+        }
+        if !keep_open {
+            self.emit(OpKind::Close, path, 0, None);
+        }
+    }
+
+    /// R64: skipped while the shared stamp is >= request_time (and
+    /// revalidate_freq > 0); else the name is resolved when the handle has
+    /// no opened path (`resolve`: plain include/require; measured: the
+    /// entry script and *_once scripts come with their path and are not
+    /// resolved), then `stat`; the stamp becomes request_time +
+    /// revalidate_freq for the whole pool.
+    fn revalidate(
+        &mut self,
+        w: &mut Worker,
+        shm: &mut Shm,
+        path: &str,
+        resolve: Option<(&str, &[String])>,
+    ) {
+        if !self.cfg.validate_timestamps {
+            return;
+        }
+        let stamp = shm.scripts.get(path).copied().unwrap_or(i64::MIN);
+        if self.cfg.revalidate_freq > 0 && stamp >= self.req_s {
+            return;
+        }
+        if let Some((name, probes)) = resolve {
+            // the original resolver: include_path candidates (R49/R50),
+            // then the realpath cache (R53)
+            for p in probes {
+                self.probe(p);
+            }
+            self.resolve(w, name);
+        }
+        self.emit(OpKind::Stat, path, 0, None);
+        shm.scripts.insert(
+            path.to_string(),
+            self.req_s + self.cfg.revalidate_freq as i64,
+        );
+    }
+}
+
+/// The syscalls of every request of `w` under `cfg`, in request order.
+pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
+    let mut order: Vec<usize> = (0..w.requests.len()).collect();
+    order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    let mut workers: HashMap<u32, Worker> = HashMap::new();
+    let mut pool = Shm::default();
+    let mut out: Vec<Vec<Op>> = vec![Vec::new(); w.requests.len()];
+    for i in order {
+        let r = &w.requests[i];
+        if r.cli {
+            // a php-cli process: caches of its own
+            let mut wk = Worker::default();
+            let mut shm = Shm::default();
+            out[i] = lower_request(r, cfg, &mut wk, &mut shm);
+        } else {
+            let wk = workers.entry(r.pid).or_default();
+            out[i] = lower_request(r, cfg, wk, &mut pool);
+        }
+    }
+    out
+}
+
+fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm) -> Vec<Op> {
+    let opcache = cfg.opcache_on(r.cli);
+    let mut cx = Ctx {
+        cfg,
+        out: Vec::new(),
+        pid: r.pid,
+        t_us: r.start_us,
+        req_s: r.start_us.div_euclid(1_000_000),
+    };
+    // included_files of this request (R52)
+    let mut included: HashMap<&str, ()> = HashMap::new();
+    // scripts this request put into OPcache
+    let mut added: HashMap<&str, ()> = HashMap::new();
+    for o in &r.ops {
+        cx.t_us = r.start_us + o.t_off_us;
+        match &o.kind {
+            PhpOpKind::Compile {
+                path,
+                resolve_as,
+                probes,
+                via,
+                resolves,
+                fstats,
+                reads,
+                keep_open,
+            } => {
+                let name = resolve_as.as_deref().unwrap_or(path);
+                let first = included.insert(path, ()).is_none();
+                if opcache && shm.scripts.contains_key(path) && !added.contains_key(path.as_str()) {
+                    // R62/R63: a cached key costs no file-system call to
+                    // find or open the script, only the R64 validation; a
+                    // *_once script already included costs nothing
+                    match via {
+                        Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
+                        Via::Main => cx.revalidate(w, shm, path, None),
+                        Via::Once if first => cx.revalidate(w, shm, path, None),
+                        Via::Once => {}
+                    }
+                } else {
+                    // R51/R52: include resolves once; *_once resolves, then
+                    // opens with a second resolution (a cache hit unless the
+                    // cache is off); the entry script as recorded
+                    let n = match via {
+                        Via::Main => (*resolves).max(1),
+                        Via::Include => 1,
+                        Via::Once => 2,
+                    };
+                    cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open);
+                    if opcache && (shm.scripts.len() as u64) < cfg.max_accelerated_files {
+                        added.insert(path, ());
+                        shm.scripts
+                            .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    }
+                }
+            }
+            PhpOpKind::Revalidate { path, resolves } => {
+                included.insert(path, ());
+                if opcache && shm.scripts.contains_key(path) {
+                    let r = (*resolves > 0).then_some((path.as_str(), &[][..]));
+                    cx.revalidate(w, shm, path, r);
+                } else {
+                    // not cached under this config: compiled (R51), with the
+                    // read pattern measured for small scripts
+                    cx.compile(w, path, path, &[], 1, 1, 1, false);
+                    if opcache {
+                        added.insert(path, ());
+                        shm.scripts
+                            .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    }
+                }
+            }
+            PhpOpKind::OnceRepeat {
+                path,
+                probes,
+                resolves,
+            } => {
+                // R63: OPcache resolves *_once names from the key, no
+                // syscall — measured: not in the request that compiled the
+                // script, where the original resolver runs again
+                if opcache && shm.scripts.contains_key(path) && !added.contains_key(path.as_str()) {
+                    // already validated by the first *_once of the request
+                } else {
+                    for p in probes {
+                        cx.probe(p);
+                    }
+                    for _ in 0..(*resolves).max(1) {
+                        cx.resolve(w, path);
+                    }
+                }
+            }
+            PhpOpKind::PrimaryResolve { path } | PhpOpKind::Resolve { path } => {
+                cx.resolve(w, path);
+            }
+            PhpOpKind::Probe { path } => cx.probe(path),
+            PhpOpKind::UserIni { path } => {
+                // php_cgi_ini_activate_user_config: per worker, per
+                // directory, re-read after user_ini.cache_ttl
+                let now = cx.req_s;
+                let due = w.user_ini.get(path).map_or(true, |&exp| exp < now);
+                if due && !r.cli {
+                    cx.emit(OpKind::Stat, path, 0, Some("ENOENT"));
+                    w.user_ini
+                        .insert(path.clone(), now + cfg.user_ini_cache_ttl as i64);
+                }
+            }
+            PhpOpKind::Access { path, mode } => {
+                // R71 (+ R59 check first)
+                cx.basedir_check(w, path);
+                cx.emit(OpKind::Access, path, *mode, None);
+            }
+            PhpOpKind::Stat { path } => {
+                // R72 (+ R59 check first)
+                cx.basedir_check(w, path);
+                cx.emit(OpKind::Stat, path, 0, None);
+            }
+            PhpOpKind::Open { path, flags } => {
+                // R74
+                cx.basedir_check(w, path);
+                cx.emit(OpKind::Open, path, *flags, None);
+            }
+            PhpOpKind::Write { op } => {
+                let mut op = op.clone();
+                op.t_us = cx.t_us;
+                op.pid = r.pid;
+                if op.ok() && matches!(op.kind, OpKind::Unlink | OpKind::Rename | OpKind::Rmdir) {
+                    // R57: the whole realpath cache of the process
+                    w.realpath.clear();
+                    w.realpath_bytes = 0;
+                }
+                cx.out.push(op);
+            }
+            PhpOpKind::Raw { op } => {
+                let mut op = op.clone();
+                op.t_us = cx.t_us;
+                op.pid = r.pid;
+                cx.out.push(op);
+            }
+        }
+    }
+    cx.out
+}
+
+/// Per-syscall call counts, named as strace names them on x86-64.
+pub fn count_by_syscall(ops: &[Op]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    for o in ops {
+        *m.entry(o.kind.syscall_name(o.flags()).to_string())
+            .or_default() += 1;
+    }
+    m
+}
+
+/// The syscalls the acceptance checks compare exactly.
+pub const CHECKED: &[&str] = &["newfstatat", "openat", "access", "readlink"];

@@ -1,0 +1,146 @@
+//! The PHP-level operations of a trace (`statstorm.workload/1`).
+
+use serde::{Deserialize, Serialize};
+use statstorm_trace::op::Op;
+
+pub const WORKLOAD_SCHEMA: &str = "statstorm.workload/1";
+
+/// How a script was compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The entry script (php-fpm SCRIPT_FILENAME, php-cli argument).
+    Main,
+    /// include/require.
+    Include,
+    /// include_once/require_once.
+    Once,
+}
+
+/// One PHP-level operation. Paths are absolute as PHP passed them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PhpOpKind {
+    /// A script compiled by include/require (or the entry script): its
+    /// resolution (`resolves` calls of `tsrm_realpath`, R49/R52/R53), the
+    /// failed include_path candidates before it (`probes`, R50), then
+    /// `open`, `fstat` x`fstats`, `read` x`reads`, `close` (R51).
+    Compile {
+        path: String,
+        /// The name resolved when it differs from the opened path
+        /// (`/w/./rel/x.php` for `include './rel/x.php'`): the realpath
+        /// cache key (R54).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolve_as: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        probes: Vec<String>,
+        /// How the script was reached (changes the OPcache-on and
+        /// realpath-cache-off costs).
+        via: Via,
+        /// Resolutions seen before the open (the entry script's count is
+        /// used as is; includes use 1, *_once 2: R52, measured).
+        resolves: u32,
+        fstats: u32,
+        reads: u32,
+        /// The open of the entry script stays open until the request ends.
+        #[serde(default)]
+        keep_open: bool,
+    },
+    /// OPcache timestamp validation of a cached script (R64): resolution
+    /// then `stat`.
+    Revalidate { path: String, resolves: u32 },
+    /// include_once/require_once of a script already included in the
+    /// request (R52): resolution only (+ failed include_path candidates).
+    OnceRepeat {
+        path: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        probes: Vec<String>,
+        resolves: u32,
+    },
+    /// php-fpm resolving SCRIPT_FILENAME before anything else (cgi_main).
+    PrimaryResolve { path: String },
+    /// A realpath resolution not tied to an include (realpath(), fopen's
+    /// expand_filepath, ...).
+    Resolve { path: String },
+    /// A failed resolution (lstat ENOENT, nothing cached: R50/R54).
+    Probe { path: String },
+    /// php-fpm's per-directory user ini lookup (`.user.ini`), cached per
+    /// worker for `user_ini.cache_ttl` (sapi/fpm `php_cgi_ini_activate_user_config`).
+    UserIni { path: String },
+    /// file_exists/is_readable/is_writable... (R71): `access()`.
+    Access { path: String, mode: u32 },
+    /// is_file/filesize/filemtime... (R72) after a stat-cache miss: `stat()`.
+    Stat { path: String },
+    /// fopen/file_get_contents of a data file (R74): the `open` itself.
+    Open { path: String, flags: u32 },
+    /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
+    Write { op: Op },
+    /// A filesystem call the model does not derive from PHP settings; it
+    /// is replayed as recorded.
+    Raw { op: Op },
+}
+
+impl PhpOpKind {
+    /// (tag, path) used to match a request's operations against another's.
+    pub fn key(&self) -> (&'static str, &str) {
+        match self {
+            PhpOpKind::Compile { path, .. } => ("script", path),
+            PhpOpKind::Revalidate { path, .. } => ("script", path),
+            PhpOpKind::OnceRepeat { probes, .. } if !probes.is_empty() => ("probe", &probes[0]),
+            PhpOpKind::OnceRepeat { path, .. } => ("once", path),
+            PhpOpKind::PrimaryResolve { path } => ("primary", path),
+            PhpOpKind::Resolve { path } => ("resolve", path),
+            PhpOpKind::Probe { path } => ("probe", path),
+            PhpOpKind::UserIni { path } => ("user_ini", path),
+            PhpOpKind::Access { path, .. } => ("access", path),
+            PhpOpKind::Stat { path } => ("stat", path),
+            PhpOpKind::Open { path, .. } => ("open", path),
+            PhpOpKind::Write { op } => ("write", &op.path),
+            PhpOpKind::Raw { op } => ("raw", &op.path),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhpOp {
+    /// Offset from the request start, microseconds.
+    pub t_off_us: i64,
+    #[serde(flatten)]
+    pub kind: PhpOpKind,
+}
+
+/// The PHP operations of one request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkRequest {
+    /// The worker (php-fpm) or process (php-cli) that ran it.
+    pub pid: u32,
+    /// Start, microseconds since the epoch (the trace's clock).
+    pub start_us: i64,
+    pub end_us: i64,
+    /// A php-cli process: its own OPcache and realpath cache.
+    pub cli: bool,
+    /// The entry script, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// True when the operations come from a richer request of the same
+    /// script because caches hid them in this one (see `lift`).
+    #[serde(default)]
+    pub from_template: bool,
+    pub ops: Vec<PhpOp>,
+}
+
+/// What the trace says about the settings it was recorded under.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// One sentence per finding.
+    pub notes: Vec<String>,
+    /// Settings inferred (key, value), usable as `--from-php` flags.
+    pub inferred: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub schema: String,
+    pub requests: Vec<WorkRequest>,
+    pub evidence: Evidence,
+}
