@@ -79,7 +79,11 @@ fn is_ancestor(dir: &str, p: &str) -> bool {
 #[derive(Debug)]
 struct Chain {
     path: String,
+    /// The first lstat succeeded.
     ok: bool,
+    /// The walk went on to the parent (a missing path checked by
+    /// open_basedir is walked up anyway, R59).
+    walked: bool,
     t_us: i64,
 }
 
@@ -93,9 +97,13 @@ fn items(ops: &[Op]) -> Vec<Item> {
     let mut last: Option<String> = None;
     for op in ops {
         if op.kind == OpKind::Lstat {
-            let cont = match (&last, out.last()) {
-                (Some(prev), Some(Item::Chain(c))) if c.ok && op.ok() => {
-                    parent(prev) == Some(op.path.as_str())
+            let cont = match (&last, out.last_mut()) {
+                (Some(prev), Some(Item::Chain(c))) if op.ok() => {
+                    let yes = parent(prev) == Some(op.path.as_str());
+                    if yes {
+                        c.walked = true;
+                    }
+                    yes
                 }
                 _ => false,
             };
@@ -103,10 +111,16 @@ fn items(ops: &[Op]) -> Vec<Item> {
                 out.push(Item::Chain(Chain {
                     path: op.path.clone(),
                     ok: op.ok(),
+                    walked: false,
                     t_us: op.t_us,
                 }));
             }
             last = Some(op.path.clone());
+        } else if op.kind == OpKind::Readlink
+            && last.as_deref() == Some(op.path.as_str())
+            && matches!(out.last(), Some(Item::Chain(c)) if c.path == op.path)
+        {
+            // the symlink test of a missing path's walk (R59): part of it
         } else {
             last = None;
             out.push(Item::Op(op.clone()));
@@ -151,15 +165,15 @@ impl Lifter {
         let mut pr = Vec::new();
         let mut name = None;
         while let Some(c) = self.pending.last() {
-            if c.ok && pr.is_empty() && (c.path == p || normalize(&c.path) == p) {
+            if (c.ok || c.walked) && pr.is_empty() && (c.path == p || normalize(&c.path) == p) {
                 if c.path != p {
                     name = Some(c.path.clone());
                 }
                 n += 1;
-            } else if c.ok && !basedir && n == 0 && pr.is_empty() && is_ancestor(&c.path, p) {
+            } else if c.ok && !basedir && pr.is_empty() && is_ancestor(&c.path, p) {
                 basedir = true;
                 *self.basedirs.entry(c.path.clone()).or_default() += 1;
-            } else if !c.ok && probes && basename(&c.path) == basename(p) {
+            } else if !c.ok && !c.walked && probes && basename(&c.path) == basename(p) {
                 pr.push(c.path.clone());
             } else {
                 break;
@@ -314,16 +328,22 @@ impl Lifter {
                     self.pending.push(Chain {
                         path: op.path.clone(),
                         ok: true,
+                        walked: true,
                         t_us: op.t_us,
                     });
                 }
                 self.flush();
+                let missing = op.errno.as_deref() == Some("ENOENT");
                 let kind = if op.kind == OpKind::Stat {
-                    PhpOpKind::Stat { path: op.path }
+                    PhpOpKind::Stat {
+                        path: op.path,
+                        missing,
+                    }
                 } else {
                     PhpOpKind::Access {
                         path: op.path,
                         mode: op.flags,
+                        missing,
                     }
                 };
                 self.push(op.t_us, kind);
@@ -334,6 +354,7 @@ impl Lifter {
                     self.pending.push(Chain {
                         path: op.path.clone(),
                         ok: true,
+                        walked: true,
                         t_us: op.t_us,
                     });
                 }
@@ -361,7 +382,16 @@ impl Lifter {
 }
 
 /// Lifts the ops of one request (in time order).
-pub fn lift_request(ops: &[Op], start_us: i64, fpm: bool) -> (Vec<PhpOp>, BTreeMap<String, u32>) {
+///
+/// For a php-cli process (`cli`), the calls before the entry script is
+/// opened are process startup (finding the binary, loading extensions and
+/// time zone data, before any request state exists): replayed as recorded.
+pub fn lift_request(
+    ops: &[Op],
+    start_us: i64,
+    fpm: bool,
+    cli: bool,
+) -> (Vec<PhpOp>, BTreeMap<String, u32>) {
     let mut l = Lifter {
         start_us,
         fpm,
@@ -372,6 +402,17 @@ pub fn lift_request(ops: &[Op], start_us: i64, fpm: bool) -> (Vec<PhpOp>, BTreeM
         probe_target: HashMap::new(),
         basedirs: BTreeMap::new(),
     };
+    let mut ops = ops;
+    if cli {
+        let first = ops
+            .iter()
+            .position(|o| o.kind == OpKind::Open && o.ok() && is_script(&o.path))
+            .unwrap_or(ops.len());
+        for o in &ops[..first] {
+            l.push(o.t_us, PhpOpKind::Raw { op: o.clone() });
+        }
+        ops = &ops[first..];
+    }
     for it in items(ops) {
         match it {
             Item::Chain(c) => {
@@ -501,12 +542,13 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))
             .unwrap_or(0);
-        let (lifted, b) = lift_request(ops, start, fpm);
+        let (lifted, b) = lift_request(ops, start, fpm, cli);
         for (k, v) in b {
             *basedirs.entry(k).or_default() += v;
         }
         reqs.push(WorkRequest {
             pid: r.pid,
+            request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
             start_us: start,
             end_us: r.end_us.unwrap_or(start),
             cli,
@@ -743,7 +785,7 @@ mod tests {
             op(30, Access, "/d/f.txt", false),
             op(31, Stat, "/d/f.txt", false),
         ];
-        let (l, _) = lift_request(&ops, 0, false);
+        let (l, _) = lift_request(&ops, 0, false, false);
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
             kinds[0],
@@ -778,7 +820,7 @@ mod tests {
         ops.push(op(2, Lstat, "/b", false));
         ops.push(op(3, Open, "/b/x/f.php", false));
         ops.push(op(4, Fstat, "/b/x/f.php", false));
-        let (l, b) = lift_request(&ops, 0, false);
+        let (l, b) = lift_request(&ops, 0, false, false);
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));

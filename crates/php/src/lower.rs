@@ -42,6 +42,9 @@ struct Ctx<'a> {
     t_us: i64,
     /// request_time, whole seconds (SAPI request start; R64)
     req_s: i64,
+    /// Whether the next compile's open runs the open_basedir check (not
+    /// for php-cli's entry script, which the SAPI opens itself: measured).
+    check_open: bool,
 }
 
 impl Ctx<'_> {
@@ -112,6 +115,13 @@ impl Ctx<'_> {
     /// `expand_filepath(entry)` — with the realpath cache off (R58) each is
     /// a full lstat walk.
     fn basedir_check(&mut self, w: &mut Worker, p: &str) {
+        self.basedir_check_ex(w, p, false)
+    }
+
+    /// [`Self::basedir_check`] of a path that may not exist: the walks
+    /// then start with a failing `lstat(p)` (the second also tries
+    /// `readlink(p)`, measured) and go on with the parent.
+    fn basedir_check_ex(&mut self, w: &mut Worker, p: &str, missing: bool) {
         if self.cfg.open_basedir.is_empty() {
             return;
         }
@@ -123,8 +133,20 @@ impl Ctx<'_> {
             .map(|e| e.trim_end_matches('/').to_string())
             .collect();
         for e in entries {
-            self.resolve(w, p);
-            self.resolve(w, p);
+            if missing {
+                for readlink in [false, true] {
+                    self.emit(OpKind::Lstat, p, Flags::AT_SYMLINK_NOFOLLOW, Some("ENOENT"));
+                    if readlink {
+                        self.emit(OpKind::Readlink, p, 0, Some("ENOENT"));
+                    }
+                    if let Some(parent) = parent(p) {
+                        self.resolve(w, parent);
+                    }
+                }
+            } else {
+                self.resolve(w, p);
+                self.resolve(w, p);
+            }
             if !e.is_empty() {
                 self.resolve(w, &e);
             }
@@ -154,7 +176,10 @@ impl Ctx<'_> {
         for _ in 0..resolves.max(1) {
             self.resolve(w, name);
         }
-        self.basedir_check(w, path);
+        if self.check_open {
+            self.basedir_check(w, path);
+        }
+        self.check_open = true;
         self.emit(OpKind::Open, path, 0, None);
         for _ in 0..fstats {
             self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
@@ -232,7 +257,8 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
         out: Vec::new(),
         pid: r.pid,
         t_us: r.start_us,
-        req_s: r.start_us.div_euclid(1_000_000),
+        req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
+        check_open: true,
     };
     // included_files of this request (R52)
     let mut included: HashMap<&str, ()> = HashMap::new();
@@ -267,6 +293,7 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                     // R51/R52: include resolves once; *_once resolves, then
                     // opens with a second resolution (a cache hit unless the
                     // cache is off); the entry script as recorded
+                    cx.check_open = !(r.cli && *via == Via::Main);
                     let n = match via {
                         Via::Main => (*resolves).max(1),
                         Via::Include => 1,
@@ -330,14 +357,18 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                         .insert(path.clone(), now + cfg.user_ini_cache_ttl as i64);
                 }
             }
-            PhpOpKind::Access { path, mode } => {
+            PhpOpKind::Access {
+                path,
+                mode,
+                missing,
+            } => {
                 // R71 (+ R59 check first)
-                cx.basedir_check(w, path);
+                cx.basedir_check_ex(w, path, *missing);
                 cx.emit(OpKind::Access, path, *mode, None);
             }
-            PhpOpKind::Stat { path } => {
+            PhpOpKind::Stat { path, missing } => {
                 // R72 (+ R59 check first)
-                cx.basedir_check(w, path);
+                cx.basedir_check_ex(w, path, *missing);
                 cx.emit(OpKind::Stat, path, 0, None);
             }
             PhpOpKind::Open { path, flags } => {

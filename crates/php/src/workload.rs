@@ -68,9 +68,19 @@ pub enum PhpOpKind {
     /// worker for `user_ini.cache_ttl` (sapi/fpm `php_cgi_ini_activate_user_config`).
     UserIni { path: String },
     /// file_exists/is_readable/is_writable... (R71): `access()`.
-    Access { path: String, mode: u32 },
+    Access {
+        path: String,
+        mode: u32,
+        /// The file did not exist (ENOENT).
+        #[serde(default)]
+        missing: bool,
+    },
     /// is_file/filesize/filemtime... (R72) after a stat-cache miss: `stat()`.
-    Stat { path: String },
+    Stat {
+        path: String,
+        #[serde(default)]
+        missing: bool,
+    },
     /// fopen/file_get_contents of a data file (R74): the `open` itself.
     Open { path: String, flags: u32 },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
@@ -93,7 +103,7 @@ impl PhpOpKind {
             PhpOpKind::Probe { path } => ("probe", path),
             PhpOpKind::UserIni { path } => ("user_ini", path),
             PhpOpKind::Access { path, .. } => ("access", path),
-            PhpOpKind::Stat { path } => ("stat", path),
+            PhpOpKind::Stat { path, .. } => ("stat", path),
             PhpOpKind::Open { path, .. } => ("open", path),
             PhpOpKind::Write { op } => ("write", &op.path),
             PhpOpKind::Raw { op } => ("raw", &op.path),
@@ -117,6 +127,11 @@ pub struct WorkRequest {
     /// Start, microseconds since the epoch (the trace's clock).
     pub start_us: i64,
     pub end_us: i64,
+    /// PHP's request_time (R64), microseconds: the first filesystem call
+    /// of the request (the FastCGI params are read between the accept and
+    /// php_request_startup, measured up to ~20 ms under load).
+    #[serde(default)]
+    pub request_time_us: i64,
     /// A php-cli process: its own OPcache and realpath cache.
     pub cli: bool,
     /// The entry script, when known.
