@@ -14,3 +14,6 @@ pub mod workload;
 pub use lift::lift;
 pub use lower::{count_by_syscall, lower};
 pub use workload::{PhpOp, PhpOpKind, WorkRequest, Workload};
+pub mod predict;
+
+pub use predict::{predict_ops, predict_workload, RequestPrediction};

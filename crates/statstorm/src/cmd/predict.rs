@@ -1,8 +1,328 @@
-//! `statstorm predict` (being built; see the issue tracker).
+//! `statstorm predict TRACE... --php KEY=VALUE ... [--php-ini FILE]
+//! [--from-php K=V ...] [--from-php-ini FILE] [--from-php-info FILE]
+//! [--format text|json]`
+//!
+//! Load traces -> lift (PHP operations per request) -> lower under the
+//! recorded settings (before) and under the proposed ones (after) ->
+//! render per-request syscall counts side by side. The model lives in
+//! `statstorm-php` (docs/php-model.md).
+//!
+//! Exit codes: 0 predicted; 2 bad arguments, unreadable input or a
+//! malformed setting.
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::{predict_workload, PhpConfig, RequestPrediction, Workload};
+use statstorm_trace::request::split_requests;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// strace logs (`strace -f -ttt -T -y` of php-fpm or php-cli; .gz/.zst
+    /// by content).
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    /// A proposed setting, applied on top of the recorded ones (repeatable).
+    #[arg(long = "php", value_name = "KEY=VALUE")]
+    pub php: Vec<String>,
+    /// A php.ini whose settings are proposed (before the --php flags).
+    #[arg(long = "php-ini", value_name = "FILE")]
+    pub php_ini: Option<PathBuf>,
+    /// A setting the trace was recorded under (repeatable).
+    #[arg(long = "from-php", value_name = "KEY=VALUE")]
+    pub from_php: Vec<String>,
+    /// The php.ini the trace was recorded under.
+    #[arg(long = "from-php-ini", value_name = "FILE")]
+    pub from_php_ini: Option<PathBuf>,
+    /// `php -i` / `php-fpm -i` output of the recording machine.
+    #[arg(long = "from-php-info", value_name = "FILE")]
+    pub from_php_info: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write the lifted PHP operations (statstorm.workload/1 JSON).
+    #[arg(long = "workload-out", value_name = "FILE")]
+    pub workload_out: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'predict' is not built yet")
+/// One column group of a request (before or after). Later models add
+/// fields here (RPCs, latency).
+#[derive(Debug, Default, Serialize)]
+pub struct Side {
+    pub by_syscall: BTreeMap<String, u64>,
+}
+
+impl Side {
+    fn of(ops: &[statstorm_trace::op::Op]) -> Self {
+        Side {
+            by_syscall: count_by_syscall(ops),
+        }
+    }
+    fn add(&mut self, o: &Side) {
+        for (k, v) in &o.by_syscall {
+            *self.by_syscall.entry(k.clone()).or_default() += v;
+        }
+    }
+    fn get(&self, k: &str) -> u64 {
+        self.by_syscall.get(k).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Serialize)]
+struct RequestOut {
+    pid: u32,
+    /// Epoch seconds (the trace's clock).
+    start: f64,
+    end: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    script: Option<String>,
+    /// Operations taken from a richer request of the same script.
+    from_template: bool,
+    before: Side,
+    after: Side,
+}
+
+#[derive(Serialize)]
+struct Totals {
+    before: Side,
+    after: Side,
+}
+
+#[derive(Serialize)]
+struct Settings {
+    /// "given" (flags/files) or "inferred" (from the trace, over PHP's defaults).
+    source: String,
+    settings: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct Change {
+    key: String,
+    from: String,
+    to: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    schema: &'static str,
+    inputs: Vec<String>,
+    /// How requests were split (php-fpm, php-cli, whole trace).
+    split: String,
+    recorded: Settings,
+    proposed: Settings,
+    changes: Vec<Change>,
+    evidence: Vec<String>,
+    notes: Vec<String>,
+    requests: Vec<RequestOut>,
+    totals: Totals,
+}
+
+/// The recorded settings and where they came from.
+fn recorded_config(args: &Args, w: &Workload, notes: &mut Vec<String>) -> Result<(PhpConfig, String)> {
+    let given = !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
+    if !given {
+        let (c, flags) = statstorm_php::predict::inferred_config(w)?;
+        let what = if flags.is_empty() {
+            "nothing; PHP 8.2 defaults assumed".to_string()
+        } else {
+            flags.join(" ")
+        };
+        notes.push(format!(
+            "recorded settings inferred from the trace: {what} (give --from-php/--from-php-ini/--from-php-info to state them)"
+        ));
+        return Ok((c, "inferred".into()));
+    }
+    let mut c = PhpConfig::default();
+    if let Some(p) = &args.from_php_info {
+        notes.extend(c.apply_php_info_file(p)?);
+    }
+    if let Some(p) = &args.from_php_ini {
+        notes.extend(c.apply_ini_file(p)?);
+    }
+    notes.extend(c.apply_flags(&args.from_php)?);
+    Ok((c, "given".into()))
+}
+
+fn settings_map(c: &PhpConfig) -> BTreeMap<String, String> {
+    c.to_pairs().into_iter().collect()
+}
+
+fn secs(us: i64) -> f64 {
+    us as f64 / 1e6
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    // load
+    let trace = statstorm_trace::read_paths(&args.traces).context("reading traces")?;
+    if trace.events.is_empty() {
+        bail!(
+            "no strace events in {} (expected `strace -f -ttt -T -y` output)",
+            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut notes = Vec::new();
+    if trace.skipped() > 0 {
+        notes.push(format!("{} input lines were not strace events and were skipped", trace.skipped()));
+    }
+    let split = split_requests(&trace.events, &trace.strings);
+    // lift
+    let w = statstorm_php::lift(&trace, &split);
+    if let Some(p) = &args.workload_out {
+        let f = std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)?;
+    }
+    // settings
+    let (recorded, source) = recorded_config(&args, &w, &mut notes)?;
+    let mut proposed = recorded.clone();
+    if let Some(p) = &args.php_ini {
+        notes.extend(proposed.apply_ini_file(p)?);
+    }
+    notes.extend(proposed.apply_flags(&args.php)?);
+    // lower
+    let preds = predict_workload(&w, &recorded, &proposed);
+    let templated = preds.iter().filter(|p| p.from_template).count();
+    if templated > 0 {
+        notes.push(format!(
+            "{templated} requests showed only part of their work (caches hid the rest); they are modelled with the operations of the fullest request of the same script"
+        ));
+    }
+    let report = build(&args, &split.note, &w, recorded, source, proposed, preds, notes);
+    render(&args, &report)?;
+    Ok(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    args: &Args,
+    split_note: &str,
+    w: &Workload,
+    recorded: PhpConfig,
+    source: String,
+    proposed: PhpConfig,
+    preds: Vec<RequestPrediction>,
+    notes: Vec<String>,
+) -> Report {
+    let mut order: Vec<usize> = (0..preds.len()).collect();
+    order.sort_by_key(|&i| (preds[i].start_us, i));
+    let mut totals = Totals {
+        before: Side::default(),
+        after: Side::default(),
+    };
+    let mut requests = Vec::new();
+    for i in order {
+        let p = &preds[i];
+        let r = RequestOut {
+            pid: p.pid,
+            start: secs(p.start_us),
+            end: secs(p.end_us),
+            script: p.script.clone(),
+            from_template: p.from_template,
+            before: Side::of(&p.before),
+            after: Side::of(&p.after),
+        };
+        totals.before.add(&r.before);
+        totals.after.add(&r.after);
+        requests.push(r);
+    }
+    let changes = recorded
+        .diff(&proposed)
+        .into_iter()
+        .map(|(key, from, to)| Change { key, from, to })
+        .collect();
+    Report {
+        schema: "statstorm.predict/1",
+        inputs: args.traces.iter().map(|p| p.display().to_string()).collect(),
+        split: split_note.to_string(),
+        recorded: Settings {
+            source,
+            settings: settings_map(&recorded),
+        },
+        proposed: Settings {
+            source: "recorded + --php-ini + --php".into(),
+            settings: settings_map(&proposed),
+        },
+        changes,
+        evidence: w.evidence.notes.clone(),
+        notes,
+        requests,
+        totals,
+    }
+}
+
+fn render(args: &Args, r: &Report) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, r)?;
+            writeln!(out)?;
+        }
+        Format::Text => {
+            writeln!(out, "statstorm predict: {}", r.inputs.join(", "))?;
+            writeln!(out, "requests: {} ({})", r.requests.len(), r.split)?;
+            if r.changes.is_empty() {
+                writeln!(out, "proposed settings: same as recorded (use --php KEY=VALUE)")?;
+            } else {
+                writeln!(out, "proposed changes:")?;
+                for c in &r.changes {
+                    writeln!(out, "  {} = {:?} -> {:?}", c.key, c.from, c.to)?;
+                }
+            }
+            for e in &r.evidence {
+                writeln!(out, "evidence: {e}")?;
+            }
+            for n in &r.notes {
+                writeln!(out, "note: {n}")?;
+            }
+            let short = |k: &str| match k {
+                "newfstatat" => "stat",
+                "openat" => "open",
+                "access" => "access",
+                "readlink" => "rdlink",
+                _ => k,
+            };
+            let cols: Vec<String> = CHECKED.iter().map(|k| format!("{:>7}", short(k))).collect();
+            writeln!(
+                out,
+                "\n{:>4} {:>8} {:>17} | before {} | after {}",
+                "#",
+                "pid",
+                "start",
+                cols.join(""),
+                cols.join("")
+            )?;
+            let row = |s: &Side| CHECKED.iter().map(|k| format!("{:>7}", s.get(k))).collect::<String>();
+            for (i, q) in r.requests.iter().enumerate() {
+                writeln!(
+                    out,
+                    "{:>4} {:>8} {:>17.6} |        {} |       {}",
+                    i,
+                    q.pid,
+                    q.start,
+                    row(&q.before),
+                    row(&q.after)
+                )?;
+            }
+            writeln!(
+                out,
+                "{:>4} {:>8} {:>17} |        {} |       {}",
+                "all",
+                "",
+                "",
+                row(&r.totals.before),
+                row(&r.totals.after)
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }

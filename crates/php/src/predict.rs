@@ -1,0 +1,75 @@
+//! Prediction: lower one lifted workload under the recorded and the
+//! proposed settings, keeping the trace's request times and workers.
+
+use crate::config::PhpConfig;
+use crate::lower::lower;
+use crate::workload::{WorkRequest, Workload};
+use statstorm_trace::op::Op;
+use statstorm_trace::request::Requests;
+use statstorm_trace::Trace;
+
+/// The syscalls of one request under both settings.
+#[derive(Clone, Debug)]
+pub struct RequestPrediction {
+    pub pid: u32,
+    pub start_us: i64,
+    pub end_us: i64,
+    pub script: Option<String>,
+    pub from_template: bool,
+    pub before: Vec<Op>,
+    pub after: Vec<Op>,
+}
+
+/// Lowers `w` under `recorded` (before) and `proposed` (after).
+pub fn predict_workload(
+    w: &Workload,
+    recorded: &PhpConfig,
+    proposed: &PhpConfig,
+) -> Vec<RequestPrediction> {
+    let before = lower(w, recorded);
+    let after = lower(w, proposed);
+    w.requests
+        .iter()
+        .zip(before.into_iter().zip(after))
+        .map(|(r, (b, a)): (&WorkRequest, (Vec<Op>, Vec<Op>))| RequestPrediction {
+            pid: r.pid,
+            start_us: r.start_us,
+            end_us: r.end_us,
+            script: r.script.clone(),
+            from_template: r.from_template,
+            before: b,
+            after: a,
+        })
+        .collect()
+}
+
+/// Lifts the trace and returns every request's ops before and after, in
+/// request order, concatenated (the NFS model's input).
+pub fn predict_ops(
+    trace: &Trace,
+    requests: &Requests,
+    recorded: &PhpConfig,
+    proposed: &PhpConfig,
+) -> (Vec<Op>, Vec<Op>) {
+    let w = crate::lift::lift(trace, requests);
+    let mut b = Vec::new();
+    let mut a = Vec::new();
+    for r in predict_workload(&w, recorded, proposed) {
+        b.extend(r.before);
+        a.extend(r.after);
+    }
+    (b, a)
+}
+
+/// The recorded settings: PHP's defaults with what the trace says on top.
+pub fn inferred_config(w: &Workload) -> Result<(PhpConfig, Vec<String>), crate::ConfigError> {
+    let mut c = PhpConfig::default();
+    let flags: Vec<String> = w
+        .evidence
+        .inferred
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    c.apply_flags(&flags)?;
+    Ok((c, flags))
+}

@@ -1,0 +1,84 @@
+//! Cross-config prediction: from the capture under config X, predict the
+//! capture under config Y (same workload and SAPI) and compare per request
+//! with the real capture under Y. The prediction is made at Y's request
+//! times and workers (X's requests re-timed onto Y's), so that only the
+//! settings differ. Prints the table of predicted vs real.
+//! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
+
+mod common;
+use common::*;
+use statstorm_php::lower::{count_by_syscall, CHECKED};
+
+/// Share of a request's checked calls the prediction may miss.
+const TOLERANCE: f64 = 0.02;
+
+fn total(c: &Counts) -> u64 {
+    CHECKED.iter().map(|k| c.get(*k).copied().unwrap_or(0)).sum()
+}
+
+#[test]
+fn predictions_match_real_captures_of_other_configs() {
+    let caps = captures();
+    let loaded: Vec<Loaded> = caps.iter().map(load).collect();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    let mut pairs = 0;
+    for (xi, x) in caps.iter().enumerate() {
+        for (yi, y) in caps.iter().enumerate() {
+            if xi == yi || x.sapi != y.sapi || x.workload != y.workload {
+                continue;
+            }
+            let (lx, ly) = (&loaded[xi], &loaded[yi]);
+            assert_eq!(
+                lx.workload.requests.len(),
+                ly.workload.requests.len(),
+                "{} and {} differ in request count",
+                x.name,
+                y.name
+            );
+            pairs += 1;
+            // re-time X's requests onto Y's times and workers
+            let mut w = lx.workload.clone();
+            for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
+                rx.pid = ry.pid;
+                rx.start_us = ry.start_us;
+                rx.end_us = ry.end_us;
+                rx.request_time_us = ry.request_time_us;
+            }
+            let pred = statstorm_php::lower(&w, &y.config);
+            let mut worst = 0.0f64;
+            let (mut sp, mut sr) = (0u64, 0u64);
+            for (i, (ops, real)) in pred.iter().zip(&ly.real).enumerate() {
+                let p = checked(&count_by_syscall(ops));
+                let (tp, tr) = (total(&p), total(real));
+                sp += tp;
+                sr += tr;
+                let err = if tr == 0 {
+                    if tp == 0 { 0.0 } else { 1.0 }
+                } else {
+                    (tp as f64 - tr as f64).abs() / tr as f64
+                };
+                worst = worst.max(err);
+                if err > TOLERANCE {
+                    failures.push(format!(
+                        "{} -> {} request {i}: predicted [{}] real [{}]",
+                        x.name, y.name, fmt(&p), fmt(real)
+                    ));
+                }
+            }
+            rows.push(format!(
+                "{:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}%",
+                x.name, y.name, sp, sr, worst * 100.0
+            ));
+        }
+    }
+    println!("checked calls (newfstatat+openat+access+readlink), summed over requests:");
+    for r in &rows {
+        println!("{r}");
+    }
+    println!("{pairs} pairs, {} request mismatches beyond {}%", failures.len(), TOLERANCE * 100.0);
+    for f in &failures {
+        println!("{f}");
+    }
+    assert!(failures.is_empty(), "{} requests beyond tolerance (table above)", failures.len());
+}
