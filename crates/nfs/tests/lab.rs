@@ -425,3 +425,26 @@ fn lab_runs_match_the_model() {
         "only {pct:.1}% of runs match (need {MIN_MATCH_PCT}%)"
     );
 }
+
+/// Every /proc/mounts NFS option string of the lab round-trips: parse ->
+/// render -> parse gives the same options, with no unknown option.
+#[test]
+fn lab_mount_options_round_trip() {
+    let runs = load_runs(&lab_dir());
+    let mut seen = HashSet::new();
+    for r in &runs {
+        if !seen.insert(r.mount_options.clone()) {
+            continue;
+        }
+        let a = MountOptions::parse(&r.mount_options)
+            .unwrap_or_else(|e| panic!("{}: {e}", r.mount_options));
+        assert!(a.unknown.is_empty(), "{:?}", a.unknown);
+        let b = MountOptions::parse(&a.render()).unwrap();
+        assert_eq!(a, b, "{}", r.mount_options);
+        let line = format!("127.0.0.1:/ /mnt/nfs nfs {} 0 0", r.mount_options);
+        let e = MountOptions::parse_mounts_line(&line).unwrap();
+        assert_eq!(e.options, a);
+        assert_eq!(e.options.vers().as_str(), r.vers);
+    }
+    assert_eq!(seen.len(), 2, "the lab has a v3 and a v4.1 option set");
+}
