@@ -18,6 +18,10 @@
 
 pub mod client;
 pub mod mount;
+pub mod setup;
 
-pub use client::{replay, Client, ClientParams, Replay, RpcCounts, RpcOp, ServerChange};
+pub use client::{
+    replay, replay_groups, Client, ClientParams, Replay, RpcCounts, RpcOp, ServerChange,
+};
 pub use mount::{AtimeMode, LookupCache, MountEntry, MountError, MountOptions, Vers};
+pub use setup::{rpc_map, NfsFlags, NfsSetup, REPORT_OPS};

@@ -237,6 +237,51 @@ pub fn replay(
     }
 }
 
+/// Replays groups of ops (e.g. the requests of a trace) merged by time on
+/// one client, so cache state carries from one group to the next, and
+/// returns the RPC counts caused by each group's ops.
+pub fn replay_groups(
+    groups: &[&[Op]],
+    opts: &MountOptions,
+    params: &ClientParams,
+    server_changes: &[ServerChange],
+) -> Vec<RpcCounts> {
+    let mut all: Vec<Op> = Vec::new();
+    let mut owner: Vec<usize> = Vec::new();
+    for (g, ops) in groups.iter().enumerate() {
+        all.extend(ops.iter().cloned());
+        owner.resize(owner.len() + ops.len(), g);
+    }
+    let r = replay(&all, opts, params, server_changes);
+    let mut out = vec![RpcCounts::default(); groups.len()];
+    for (i, c) in r.per_op.iter().enumerate() {
+        out[owner[i]].merge(c);
+    }
+    out
+}
+
+impl ServerChange {
+    /// Parses `EPOCH:PATH` (epoch seconds, fractions allowed): PATH was
+    /// created, renamed or removed by another client at that time.
+    pub fn parse(s: &str) -> Result<ServerChange, String> {
+        let (t, p) = s
+            .split_once(':')
+            .ok_or_else(|| format!("server change '{s}': expected EPOCH:PATH"))?;
+        let t: f64 = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("server change '{s}': '{t}' is not epoch seconds"))?;
+        if !p.starts_with('/') {
+            return Err(format!("server change '{s}': PATH must be absolute"));
+        }
+        Ok(ServerChange {
+            t_us: (t * 1e6).round() as i64,
+            path: p.to_string(),
+            entry: true,
+        })
+    }
+}
+
 /// Lexical normalization: collapse `//`, drop `.`, resolve `..`, no
 /// trailing slash.
 pub fn normalize(p: &str) -> String {
