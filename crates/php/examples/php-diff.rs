@@ -17,8 +17,21 @@ fn main() {
     let i: usize = a[1].parse().expect("request index");
     let mut cfg = PhpConfig::default();
     cfg.apply_flags(&a[2..]).expect("config");
-    let real = statstorm_php::lift::request_ops(&trace, &reqs);
-    let w = statstorm_php::lift(&trace, &reqs);
+    let mut real = statstorm_php::lift::request_ops(&trace, &reqs);
+    let mut w = statstorm_php::lift(&trace, &reqs);
+    // CROSS=capture: compare with another capture's request, re-timed
+    if let Ok(other) = std::env::var("CROSS") {
+        let t2 = statstorm_trace::read_path(other.as_ref()).expect("read");
+        let r2 = split_requests(&t2.events, &t2.strings);
+        real = statstorm_php::lift::request_ops(&t2, &r2);
+        let w2 = statstorm_php::lift(&t2, &r2);
+        for (a, b) in w.requests.iter_mut().zip(&w2.requests) {
+            a.pid = b.pid;
+            a.start_us = b.start_us;
+            a.end_us = b.end_us;
+            a.request_time_us = b.request_time_us;
+        }
+    }
     let low = statstorm_php::lower(&w, &cfg);
     let keep = |k: OpKind| {
         matches!(

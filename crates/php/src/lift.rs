@@ -349,8 +349,11 @@ impl Lifter {
                 self.push(op.t_us, kind);
             }
             OpKind::Open if op.ok() => {
+                // fopen/file_get_contents through the plain wrapper (R74):
+                // one expand_filepath resolution of the path (visible on a
+                // realpath cache miss), after the open_basedir check
                 let (n, _) = self.take(&op.path, false);
-                for _ in 0..n {
+                for _ in 1..n {
                     self.pending.push(Chain {
                         path: op.path.clone(),
                         ok: true,
@@ -655,6 +658,15 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
 
 fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence {
     let mut ev = Evidence::default();
+    let includes = reqs.iter().flat_map(|r| &r.ops).any(|o| {
+        !matches!(&o.kind, PhpOpKind::Compile { via: Via::Main, .. })
+            && matches!(
+                &o.kind,
+                PhpOpKind::Compile { .. }
+                    | PhpOpKind::Revalidate { .. }
+                    | PhpOpKind::OnceRepeat { .. }
+            )
+    });
     let mut compiles: HashMap<&str, u32> = HashMap::new();
     let mut reval_times: HashMap<&str, Vec<i64>> = HashMap::new();
     let mut repeated_chain_in_request = 0u32;
@@ -732,6 +744,17 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
         ev.notes.push(format!(
             "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
         ));
+    }
+    let cache_off = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .any(|o| matches!(&o.kind, PhpOpKind::Compile { via: Via::Once, .. }));
+    ev.complete = !includes || (cache_off && recompiled > 0 && reval_times.is_empty());
+    if !ev.complete {
+        ev.notes.push(
+            "caches hid part of the includes (include vs include_once, repeated include_once): predictions toward realpath_cache_size=0 or open_basedir undercount; record with both caches off for full information"
+                .into(),
+        );
     }
     if let Some((dir, n)) = basedirs.iter().max_by_key(|(_, n)| **n) {
         ev.notes.push(format!(

@@ -279,7 +279,7 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
             } => {
                 let name = resolve_as.as_deref().unwrap_or(path);
                 let first = included.insert(path, ()).is_none();
-                if opcache && shm.scripts.contains_key(path) && !added.contains_key(path.as_str()) {
+                if opcache && shm.scripts.contains_key(path) {
                     // R62/R63: a cached key costs no file-system call to
                     // find or open the script, only the R64 validation; a
                     // *_once script already included costs nothing
@@ -294,8 +294,11 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                     // opens with a second resolution (a cache hit unless the
                     // cache is off); the entry script as recorded
                     cx.check_open = !(r.cli && *via == Via::Main);
+                    // the entry script: two resolutions (php-fpm and php-cli,
+                    // measured with realpath_cache_size=0)
+                    let _ = resolves;
                     let n = match via {
-                        Via::Main => (*resolves).max(1),
+                        Via::Main => 2,
                         Via::Include => 1,
                         Via::Once => 2,
                     };
@@ -329,9 +332,11 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                 resolves,
             } => {
                 // R63: OPcache resolves *_once names from the key, no
-                // syscall — measured: not in the request that compiled the
-                // script, where the original resolver runs again
-                if opcache && shm.scripts.contains_key(path) && !added.contains_key(path.as_str()) {
+                // syscall — measured: except a name found through
+                // include_path in the request that compiled the script,
+                // where the original resolver runs again
+                let fresh = added.contains_key(path.as_str()) && !probes.is_empty();
+                if opcache && shm.scripts.contains_key(path) && !fresh {
                     // already validated by the first *_once of the request
                 } else {
                     for p in probes {
@@ -372,8 +377,10 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                 cx.emit(OpKind::Stat, path, 0, None);
             }
             PhpOpKind::Open { path, flags } => {
-                // R74
+                // R74: open_basedir check, expand_filepath (realpath
+                // cache), open (measured in this order)
                 cx.basedir_check(w, path);
+                cx.resolve(w, path);
                 cx.emit(OpKind::Open, path, *flags, None);
             }
             PhpOpKind::Write { op } => {

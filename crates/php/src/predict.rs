@@ -31,15 +31,17 @@ pub fn predict_workload(
     w.requests
         .iter()
         .zip(before.into_iter().zip(after))
-        .map(|(r, (b, a)): (&WorkRequest, (Vec<Op>, Vec<Op>))| RequestPrediction {
-            pid: r.pid,
-            start_us: r.start_us,
-            end_us: r.end_us,
-            script: r.script.clone(),
-            from_template: r.from_template,
-            before: b,
-            after: a,
-        })
+        .map(
+            |(r, (b, a)): (&WorkRequest, (Vec<Op>, Vec<Op>))| RequestPrediction {
+                pid: r.pid,
+                start_us: r.start_us,
+                end_us: r.end_us,
+                script: r.script.clone(),
+                from_template: r.from_template,
+                before: b,
+                after: a,
+            },
+        )
         .collect()
 }
 

@@ -81,7 +81,8 @@ pub enum PhpOpKind {
         #[serde(default)]
         missing: bool,
     },
-    /// fopen/file_get_contents of a data file (R74): the `open` itself.
+    /// fopen/file_get_contents of a data file (R74): open_basedir check,
+    /// one resolution of the path, the `open`.
     Open { path: String, flags: u32 },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
     Write { op: Op },
@@ -151,6 +152,13 @@ pub struct Evidence {
     pub notes: Vec<String>,
     /// Settings inferred (key, value), usable as `--from-php` flags.
     pub inferred: Vec<(String, String)>,
+    /// Every include and resolution of the requests was visible (OPcache
+    /// and the realpath cache both off, or no include besides the entry
+    /// script): predictions under any settings start from full
+    /// information. Otherwise caches hid some include_once repeats and the
+    /// include vs include_once distinction (see docs/php-model.md).
+    #[serde(default)]
+    pub complete: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,12 @@
 //! with the real capture under Y. The prediction is made at Y's request
 //! times and workers (X's requests re-timed onto Y's), so that only the
 //! settings differ. Prints the table of predicted vs real.
+//! Asserted within 2% per request for every pair whose source capture is
+//! complete (the lift saw every include and resolution: OPcache and the
+//! realpath cache off, or no include besides the entry script). From
+//! captures where caches hid includes the table is printed but not
+//! asserted: the trace does not say whether a hidden include was include
+//! or include_once, nor how many include_once repeats there were.
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -13,7 +19,10 @@ use statstorm_php::lower::{count_by_syscall, CHECKED};
 const TOLERANCE: f64 = 0.02;
 
 fn total(c: &Counts) -> u64 {
-    CHECKED.iter().map(|k| c.get(*k).copied().unwrap_or(0)).sum()
+    CHECKED
+        .iter()
+        .map(|k| c.get(*k).copied().unwrap_or(0))
+        .sum()
 }
 
 #[test]
@@ -23,6 +32,7 @@ fn predictions_match_real_captures_of_other_configs() {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     let mut pairs = 0;
+    let mut asserted = 0;
     for (xi, x) in caps.iter().enumerate() {
         for (yi, y) in caps.iter().enumerate() {
             if xi == yi || x.sapi != y.sapi || x.workload != y.workload {
@@ -54,21 +64,40 @@ fn predictions_match_real_captures_of_other_configs() {
                 sp += tp;
                 sr += tr;
                 let err = if tr == 0 {
-                    if tp == 0 { 0.0 } else { 1.0 }
+                    if tp == 0 {
+                        0.0
+                    } else {
+                        1.0
+                    }
                 } else {
                     (tp as f64 - tr as f64).abs() / tr as f64
                 };
                 worst = worst.max(err);
-                if err > TOLERANCE {
+                if err > TOLERANCE && lx.workload.evidence.complete {
                     failures.push(format!(
                         "{} -> {} request {i}: predicted [{}] real [{}]",
-                        x.name, y.name, fmt(&p), fmt(real)
+                        x.name,
+                        y.name,
+                        fmt(&p),
+                        fmt(real)
                     ));
                 }
             }
+            if lx.workload.evidence.complete {
+                asserted += 1;
+            }
             rows.push(format!(
-                "{:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}%",
-                x.name, y.name, sp, sr, worst * 100.0
+                "{:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}%{}",
+                x.name,
+                y.name,
+                sp,
+                sr,
+                worst * 100.0,
+                if lx.workload.evidence.complete {
+                    ""
+                } else {
+                    "  (source incomplete: not asserted)"
+                }
             ));
         }
     }
@@ -76,9 +105,19 @@ fn predictions_match_real_captures_of_other_configs() {
     for r in &rows {
         println!("{r}");
     }
-    println!("{pairs} pairs, {} request mismatches beyond {}%", failures.len(), TOLERANCE * 100.0);
+    println!(
+        "{pairs} pairs, {asserted} from complete sources (asserted), {} request mismatches beyond {}% among them",
+        failures.len(),
+        TOLERANCE * 100.0
+    );
+    // the complete sources must cover every workload and SAPI
+    assert!(asserted >= 40, "too few complete sources: {asserted}");
     for f in &failures {
         println!("{f}");
     }
-    assert!(failures.is_empty(), "{} requests beyond tolerance (table above)", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} requests beyond tolerance (table above)",
+        failures.len()
+    );
 }

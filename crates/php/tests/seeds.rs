@@ -68,7 +68,7 @@ fn cfg(flags: &[&str]) -> PhpConfig {
 fn seed003_model_one_lstat_per_component_cold_none_warm_all_with_basedir() {
     let f = "/mnt/var/www/html/drupal/sites/all/modules/date/date.module";
     let components = 10; // /mnt .. date.module, "/" never lstat'ed (R53)
-    // two requests of one worker, 1 s apart (inside realpath_cache_ttl)
+                         // two requests of one worker, 1 s apart (inside realpath_cache_ttl)
     let w = workload(vec![
         request(7, 1_000_000_000, vec![include(f)]),
         request(7, 1_001_000_000, vec![include(f)]),
@@ -77,7 +77,11 @@ fn seed003_model_one_lstat_per_component_cold_none_warm_all_with_basedir() {
     let out = lower(&w, &off);
     let cold = lstats(&out[0]);
     assert_eq!(cold.len(), components, "{cold:?}");
-    assert_eq!(cold.iter().collect::<BTreeSet<_>>().len(), components, "each component once");
+    assert_eq!(
+        cold.iter().collect::<BTreeSet<_>>().len(),
+        components,
+        "each component once"
+    );
     assert_eq!(cold[0], f, "deepest first (R53)");
     assert!(lstats(&out[1]).is_empty(), "warm: no lstat");
     // open_basedir=/mnt: every request walks again: resolution + the two
@@ -96,7 +100,11 @@ fn seed003_model_one_lstat_per_component_cold_none_warm_all_with_basedir() {
 #[test]
 fn seed003_real_php() {
     let caps = captures();
-    let get = |n: &str| caps.iter().find(|c| c.name == n).unwrap_or_else(|| panic!("capture {n} missing"));
+    let get = |n: &str| {
+        caps.iter()
+            .find(|c| c.name == n)
+            .unwrap_or_else(|| panic!("capture {n} missing"))
+    };
     for (name, basedir) in [("fpm-tree-nooc", false), ("fpm-tree-obd", true)] {
         let c = get(name);
         let trace = statstorm_trace::read_path(&c.path).unwrap();
@@ -117,13 +125,20 @@ fn seed003_real_php() {
                 let set: BTreeSet<String> = l.iter().map(|s| s.to_string()).collect();
                 if !basedir {
                     if first {
-                        assert_eq!(l.len(), set.len(), "{name} request {i}: cold, each component once");
+                        assert_eq!(
+                            l.len(),
+                            set.len(),
+                            "{name} request {i}: cold, each component once"
+                        );
                         cold_set.get_or_insert(set.clone());
                     } else {
                         assert!(l.is_empty(), "{name} request {i}: warm, got {l:?}");
                     }
                 } else {
-                    assert!(l.len() > 2 * set.len(), "{name} request {i}: every component walked again");
+                    assert!(
+                        l.len() > 2 * set.len(),
+                        "{name} request {i}: every component walked again"
+                    );
                 }
             }
         }
@@ -156,7 +171,10 @@ fn seed000_model_one_stat_per_script_per_window_across_the_pool() {
     for r in &out {
         for o in r {
             match o.kind {
-                OpKind::Stat => stats.entry(scripts.iter().find(|s| **s == o.path).unwrap()).or_default().push(o.t_us),
+                OpKind::Stat => stats
+                    .entry(scripts.iter().find(|s| **s == o.path).unwrap())
+                    .or_default()
+                    .push(o.t_us),
                 OpKind::Open => opens += 1,
                 _ => {}
             }
@@ -167,13 +185,24 @@ fn seed000_model_one_stat_per_script_per_window_across_the_pool() {
         // compiled at t0 (stamp t0+60 s); validated when request_time
         // passes the stamp: at 61 s and 122 s -> twice in 180 s
         assert_eq!(t.len(), 2, "{s}: {t:?}");
-        assert!(t.windows(2).all(|w| w[1] - w[0] >= 60_000_000), "{s}: {t:?}");
+        assert!(
+            t.windows(2).all(|w| w[1] - w[0] >= 60_000_000),
+            "{s}: {t:?}"
+        );
     }
     // with revalidate_freq=2: once per 3 s window (stamp = time + 2,
     // checked with 1 s request_time resolution)
     let out = lower(&w, &cfg(&["opcache.revalidate_freq=2"]));
-    let n: usize = out.iter().flatten().filter(|o| o.kind == OpKind::Stat).count();
-    assert_eq!(n, 3 * 59, "180 s / 3 s windows, minus the compile window, x 3 scripts");
+    let n: usize = out
+        .iter()
+        .flatten()
+        .filter(|o| o.kind == OpKind::Stat)
+        .count();
+    assert_eq!(
+        n,
+        3 * 59,
+        "180 s / 3 s windows, minus the compile window, x 3 scripts"
+    );
 }
 
 /// Seed 000 on real PHP: in the revalidate_freq=2 capture each script is
@@ -182,20 +211,31 @@ fn seed000_model_one_stat_per_script_per_window_across_the_pool() {
 #[test]
 fn seed000_real_php() {
     let caps = captures();
-    let c = caps.iter().find(|c| c.name == "fpm-tree-rf2").expect("capture fpm-tree-rf2");
+    let c = caps
+        .iter()
+        .find(|c| c.name == "fpm-tree-rf2")
+        .expect("capture fpm-tree-rf2");
     let trace = statstorm_trace::read_path(&c.path).unwrap();
     let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
     let real = statstorm_php::lift::request_ops(&trace, &reqs);
     let w = statstorm_php::lift(&trace, &reqs);
     let model = lower(&w, &c.config);
-    let workers: BTreeSet<u32> = w.requests.iter().filter(|r| !r.ops.is_empty()).map(|r| r.pid).collect();
+    let workers: BTreeSet<u32> = w
+        .requests
+        .iter()
+        .filter(|r| !r.ops.is_empty())
+        .map(|r| r.pid)
+        .collect();
     assert!(workers.len() >= 2, "the pool has two workers");
     for ops in [&real, &model] {
         let mut per_script: BTreeMap<String, Vec<i64>> = BTreeMap::new();
         for r in ops.iter() {
             for o in r {
                 if o.kind == OpKind::Stat && o.path.ends_with(".php") {
-                    per_script.entry(o.path.clone()).or_default().push(o.t_us / 1_000_000);
+                    per_script
+                        .entry(o.path.clone())
+                        .or_default()
+                        .push(o.t_us / 1_000_000);
                 }
             }
         }
@@ -206,7 +246,11 @@ fn seed000_real_php() {
         }
     }
     for (i, (r, m)) in real.iter().zip(&model).enumerate() {
-        let n = |ops: &[Op]| ops.iter().filter(|o| o.kind == OpKind::Stat && o.path.ends_with(".php")).count();
+        let n = |ops: &[Op]| {
+            ops.iter()
+                .filter(|o| o.kind == OpKind::Stat && o.path.ends_with(".php"))
+                .count()
+        };
         assert_eq!(n(r), n(m), "request {i}: validations");
     }
 }
