@@ -23,7 +23,6 @@ const EV_SERVICE_DONE: u8 = 3;
 const EV_REPLY: u8 = 4;
 const EV_TOKEN: u8 = 5;
 const EV_EVICT_START: u8 = 6;
-const EV_EVICT_END: u8 = 7;
 
 const K_CPU: u8 = 0;
 const K_RPC: u8 = 1;
@@ -142,10 +141,10 @@ struct Engine<'a> {
     token_min: u128,
     // local fs
     local_op: u64,
-    handoff: u64,
-    hold: CDist,
-    hold_end: u64,
-    lock_waiters: Vec<u32>,
+    cycle_len: CDist,
+    block_p: f64,
+    block: CDist,
+    cycle_end: u64,
     // statistics
     events: u64,
     arrived: u64,
@@ -320,7 +319,6 @@ impl<'a> Engine<'a> {
             let rate = ((i.rate_per_s * 1000.0).round() as u128).max(1); // units per ns
             (burst, burst, rate)
         });
-        let hold = p.local_fs.eviction_hold.compile();
         let mut e = Engine {
             p,
             steps,
@@ -380,10 +378,10 @@ impl<'a> Engine<'a> {
             blocked_since: None,
             blocked_total: 0,
             local_op: (p.local_fs.op_us * 1e3).round() as u64,
-            handoff: (p.local_fs.handoff_us * 1e3).round() as u64,
-            hold,
-            hold_end: 0,
-            lock_waiters: Vec::new(),
+            cycle_len: p.local_fs.eviction_length.compile(),
+            block_p: p.local_fs.block_probability,
+            block: p.local_fs.block.compile(),
+            cycle_end: 0,
             events: 0,
             arrived: 0,
             served: 0,
@@ -503,7 +501,6 @@ impl<'a> Engine<'a> {
                     self.dispatch(t);
                 }
                 EV_EVICT_START => self.evict_start(t),
-                EV_EVICT_END => self.evict_end(t),
                 _ => unreachable!("unknown event kind {kind}"),
             }
         }
@@ -873,50 +870,30 @@ impl<'a> Engine<'a> {
         self.dispatch(t);
     }
 
-    // ---- local filesystem with eviction windows.
+    // ---- local filesystem with eviction cycles.
 
     fn local(&mut self, w: u32, t: u64) {
         self.local_ops += 1;
-        if t < self.hold_end {
+        let mut cost = self.local_op;
+        if t < self.cycle_end && self.rng_loc.gen::<f64>() < self.block_p {
+            let sleep = self.block.sample(&mut self.rng_loc);
             self.blocked_ops += 1;
-            self.workers[w as usize].t_mark = t;
-            self.lock_waiters.push(w);
-        } else {
-            self.workers[w as usize].comp[C_LOCAL] += self.local_op;
-            self.schedule(t + self.local_op, EV_STEP_DONE, w);
+            self.lock_wait_max = self.lock_wait_max.max(sleep);
+            self.workers[w as usize].comp[C_LOCK] += sleep;
+            cost += sleep;
         }
+        self.workers[w as usize].comp[C_LOCAL] += self.local_op;
+        self.schedule(t + cost, EV_STEP_DONE, w);
     }
 
     fn evict_start(&mut self, t: u64) {
         self.evictions += 1;
-        let hold = self.hold.sample(&mut self.rng_loc);
-        if t + hold > self.hold_end {
-            self.hold_end = t + hold;
-            self.schedule(self.hold_end, EV_EVICT_END, 0);
-        }
+        let len = self.cycle_len.sample(&mut self.rng_loc);
+        self.cycle_end = self.cycle_end.max(t + len);
         let next = t + self.evict_gap();
         if next < self.horizon {
             self.schedule(next, EV_EVICT_START, 0);
         }
-    }
-
-    fn evict_end(&mut self, t: u64) {
-        if t < self.hold_end {
-            return; // a later eviction extended the hold
-        }
-        let waiters = std::mem::take(&mut self.lock_waiters);
-        for (i, &w) in waiters.iter().enumerate() {
-            // Released waiters take the lock one after another.
-            let resume = t + (i as u64 + 1) * self.handoff;
-            let wk = &mut self.workers[w as usize];
-            let wait = resume - wk.t_mark;
-            wk.comp[C_LOCK] += wait;
-            wk.comp[C_LOCAL] += self.local_op;
-            self.lock_wait_max = self.lock_wait_max.max(wait);
-            self.schedule(resume + self.local_op, EV_STEP_DONE, w);
-        }
-        self.lock_waiters = waiters;
-        self.lock_waiters.clear();
     }
 
     // ---- results

@@ -136,22 +136,26 @@ pub enum Recurrence {
     Periodic,
 }
 
-/// A local filesystem: each operation costs `op_us`; a periodic eviction
-/// holds a lock for `hold`, and operations issued meanwhile sleep until it is
-/// released, then take the lock one after another (`handoff_us` each).
+/// A local filesystem: each call costs `op_us`. Eviction cycles (e.g. the
+/// ZFS ARC reclaim thread) recur every `eviction_every_s` and run for
+/// `eviction_length`; while one runs, a call finds the lock it needs held
+/// with probability `block_probability` and then sleeps for `block` (the
+/// lock hold) before it completes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LocalFs {
     pub op_us: f64,
-    /// Mean (poisson) or exact (periodic) time between evictions; 0 = none.
+    /// Mean (poisson) or exact (periodic) time between cycles; 0 = none.
     #[serde(default)]
     pub eviction_every_s: f64,
     #[serde(default = "poisson")]
     pub eviction_recurrence: Recurrence,
     #[serde(default = "zero_dist")]
-    pub eviction_hold: Dist,
+    pub eviction_length: Dist,
     #[serde(default)]
-    pub handoff_us: f64,
+    pub block_probability: f64,
+    #[serde(default = "zero_dist")]
+    pub block: Dist,
 }
 
 fn poisson() -> Recurrence {
@@ -167,8 +171,9 @@ impl Default for LocalFs {
             op_us: 0.0,
             eviction_every_s: 0.0,
             eviction_recurrence: Recurrence::Poisson,
-            eviction_hold: zero_dist(),
-            handoff_us: 0.0,
+            eviction_length: zero_dist(),
+            block_probability: 0.0,
+            block: zero_dist(),
         }
     }
 }
@@ -295,10 +300,16 @@ impl Params {
         }
         nonneg(self.local_fs.op_us, "local_fs.op_us")?;
         nonneg(self.local_fs.eviction_every_s, "local_fs.eviction_every_s")?;
-        nonneg(self.local_fs.handoff_us, "local_fs.handoff_us")?;
+        let q = self.local_fs.block_probability;
+        if !(0.0..=1.0).contains(&q) {
+            return Err(format!(
+                "local_fs.block_probability must be in [0, 1], got {q}"
+            ));
+        }
         self.local_fs
-            .eviction_hold
-            .validate("local_fs.eviction_hold")?;
+            .eviction_length
+            .validate("local_fs.eviction_length")?;
+        self.local_fs.block.validate("local_fs.block")?;
         pos(self.stall_ms, "stall_ms")?;
         pos(self.series_step_s, "series_step_s")?;
         Ok(())

@@ -172,8 +172,9 @@ pub struct PoolOut {
 #[derive(Clone, Debug, Serialize)]
 pub struct LocalOut {
     pub ops: u64,
+    /// Eviction cycles started.
     pub evictions: u64,
-    /// Operations that slept on an eviction's lock.
+    /// Calls that slept on a lock held by an eviction cycle.
     pub blocked_ops: u64,
     pub max_lock_wait_ms: f64,
 }
