@@ -31,9 +31,8 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// strace logs (`-` for stdin; .gz/.zst by content; a `strace -ff -o
-    /// PREFIX` prefix reads every PREFIX.PID file).
-    #[arg(required_unless_present = "sample")]
+    /// strace logs (`-` or none for stdin; .gz/.zst by content; a `strace
+    /// -ff -o PREFIX` prefix reads every PREFIX.PID file).
     pub traces: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -199,14 +198,26 @@ pub fn run(args: Args) -> Result<i32> {
         readable += 1;
     } else {
         let mut files: Vec<PathBuf> = Vec::new();
-        for p in &args.traces {
+        let mut traces = args.traces.clone();
+        if traces.is_empty() {
+            if std::io::stdin().is_terminal() {
+                eprintln!("statstorm: error: no trace given: name strace logs, pipe one on stdin, or try --sample");
+                return Ok(2);
+            }
+            traces.push(PathBuf::from("-"));
+        }
+        for p in &traces {
             match statstorm_trace::input::expand_prefix(p) {
                 Some(list) => files.extend(list),
                 None => files.push(p.clone()),
             }
         }
         for (i, path) in files.iter().enumerate() {
-            let name = path.display().to_string();
+            let name = if path.as_os_str() == "-" {
+                "<stdin>".to_string()
+            } else {
+                path.display().to_string()
+            };
             match statstorm_trace::input::open(path) {
                 Ok(r) => {
                     readable += 1;
