@@ -1,0 +1,219 @@
+//! Properties of the engine that hold whatever the parameters.
+
+use statstorm_sim::{
+    simulate_requests, Arrivals, Dist, Iops, Params, Pool, RequestSpec, Server, Step, Transport,
+    WhenEmpty,
+};
+
+fn rpc_request(n: u32, cpu_ms: f64) -> RequestSpec {
+    RequestSpec::includes(
+        (cpu_ms * 1e6) as u64,
+        n,
+        &["GETATTR".to_string()],
+        false,
+        false,
+    )
+}
+
+fn busy_params(seed: u64) -> Params {
+    // Overloaded on purpose: 8 workers, backlog 4, 40 req/s of ~0.3 s each.
+    Params {
+        arrivals: Arrivals::Poisson { rate_per_s: 40.0 },
+        duration_s: 30.0,
+        pool: Pool {
+            max_children: 8,
+            listen_backlog: 4,
+        },
+        transport: Transport {
+            session_slots: 4,
+            nconnect: 2,
+            xprt_slots: 3,
+        },
+        server: Server {
+            rtt_ms: 0.5,
+            threads: 2,
+            service: Dist::Exp { mean_ms: 0.8 },
+            iops: Some(Iops {
+                rate_per_s: 2000.0,
+                burst: 50.0,
+                when_empty: WhenEmpty::Queue,
+                throttled_service: None,
+            }),
+            ..Server::default()
+        },
+        stall_ms: 500.0 + seed as f64,
+        ..Params::default()
+    }
+}
+
+#[test]
+fn conservation_every_request_is_served_or_dropped() {
+    let mut any_drop = false;
+    for seed in 1..=6 {
+        let p = busy_params(seed);
+        let r =
+            simulate_requests(&[rpc_request(120, 20.0), rpc_request(3, 1.0)], &p, seed).unwrap();
+        assert!(r.requests.arrived > 0);
+        assert_eq!(
+            r.requests.arrived,
+            r.requests.served + r.requests.dropped,
+            "seed {seed}"
+        );
+        any_drop |= r.requests.dropped > 0;
+        // Every RPC issued was answered by the server.
+        assert_eq!(
+            r.slots.rpcs,
+            r.server.ops.values().sum::<u64>(),
+            "seed {seed}"
+        );
+    }
+    assert!(any_drop, "the overloaded pool must refuse some requests");
+}
+
+#[test]
+fn determinism_same_seed_same_bytes() {
+    let p = busy_params(0);
+    let reqs = [rpc_request(50, 5.0)];
+    let a = serde_json::to_string(&simulate_requests(&reqs, &p, 42).unwrap()).unwrap();
+    let b = serde_json::to_string(&simulate_requests(&reqs, &p, 42).unwrap()).unwrap();
+    let c = serde_json::to_string(&simulate_requests(&reqs, &p, 43).unwrap()).unwrap();
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn littles_law_holds_for_pool_and_server() {
+    let p = busy_params(0);
+    let r = simulate_requests(&[rpc_request(60, 5.0)], &p, 9).unwrap();
+    for l in &r.littles_law {
+        assert!(l.in_flight_mean > 0.0, "{}", l.name);
+        assert!(
+            l.rel_err < 1e-9,
+            "{}: L {} vs XW {}",
+            l.name,
+            l.in_flight_mean,
+            l.throughput_x_latency
+        );
+    }
+}
+
+#[test]
+fn sequential_calls_never_exceed_one_rpc_per_worker() {
+    // 11 workers start 180 sequential GETATTRs each at the same moment.
+    let reqs: Vec<RequestSpec> = (0..11)
+        .map(|_| RequestSpec {
+            start_ns: Some(0),
+            ..rpc_request(180, 0.0)
+        })
+        .collect();
+    let mut p = Params {
+        arrivals: Arrivals::Replay,
+        pool: Pool {
+            max_children: 50,
+            listen_backlog: 511,
+        },
+        transport: Transport {
+            session_slots: 16,
+            ..Transport::default()
+        },
+        server: Server {
+            rtt_ms: 1.0,
+            service: Dist::fixed_ms(19.0),
+            ..Server::default()
+        },
+        ..Params::default()
+    };
+    let r = simulate_requests(&reqs, &p, 1).unwrap();
+    assert_eq!(r.slots.max_rpcs_in_flight, 11);
+    assert_eq!(r.slots.waited, 0);
+    // 180 x 20 ms each, all in parallel: 3.6 s, not (1980/16) x 20 ms.
+    assert_eq!(r.ttfb_ms.max, 3600.0);
+    // With 4 slots the same 11 workers queue for slots: 11 RPCs share 4
+    // slots, so each round of 11 takes ceil(11/4) = 3 service times.
+    p.transport.session_slots = 4;
+    let r = simulate_requests(&reqs, &p, 1).unwrap();
+    assert!(r.slots.waited > 0);
+    assert!(r.slots.max_wait_ms >= 40.0, "{}", r.slots.max_wait_ms);
+    assert!(
+        r.ttfb_ms.max > 3600.0 * 2.5 && r.ttfb_ms.max <= 3600.0 * 3.0,
+        "{}",
+        r.ttfb_ms.max
+    );
+}
+
+#[test]
+fn iops_bucket_caps_throughput_at_its_rate() {
+    // 20 workers hammer the server; the budget is 100 ops/s after a burst of 10.
+    let reqs: Vec<RequestSpec> = (0..20)
+        .map(|_| RequestSpec {
+            start_ns: Some(0),
+            ..rpc_request(100, 0.0)
+        })
+        .collect();
+    let p = Params {
+        arrivals: Arrivals::Replay,
+        pool: Pool {
+            max_children: 20,
+            listen_backlog: 0,
+        },
+        server: Server {
+            rtt_ms: 0.1,
+            service: Dist::fixed_ms(0.1),
+            iops: Some(Iops {
+                rate_per_s: 100.0,
+                burst: 10.0,
+                when_empty: WhenEmpty::Queue,
+                throttled_service: None,
+            }),
+            ..Server::default()
+        },
+        ..Params::default()
+    };
+    let r = simulate_requests(&reqs, &p, 1).unwrap();
+    // 2,000 ops: 10 from the burst, 1,990 at 100/s = 19.9 s, plus the last
+    // op's service and round trip.
+    assert!((r.end_s - 19.9002).abs() < 1e-3, "{}", r.end_s);
+    assert_eq!(r.server.token_min, Some(0.0));
+    assert!(
+        r.stalls.iter().all(|s| s.cause == "iops_throttle"),
+        "{:?}",
+        r.stalls
+    );
+}
+
+#[test]
+fn replay_plays_each_request_at_its_time() {
+    let reqs = vec![
+        RequestSpec {
+            start_ns: Some(2_000_000_000),
+            steps: vec![Step::Cpu { ns: 1_000_000 }],
+        },
+        RequestSpec {
+            start_ns: Some(1_000_000_000),
+            steps: vec![Step::Cpu { ns: 3_000_000 }],
+        },
+    ];
+    let p = Params {
+        arrivals: Arrivals::Replay,
+        ..Params::default()
+    };
+    let r = simulate_requests(&reqs, &p, 1).unwrap();
+    assert_eq!(r.requests.served, 2);
+    assert_eq!(r.end_s, 2.001);
+    assert_eq!(r.ttfb_ms.max, 3.0);
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let mut p = Params::default();
+    p.pool.max_children = 0;
+    let e = simulate_requests(&[rpc_request(1, 1.0)], &p, 1).unwrap_err();
+    assert!(e.contains("pool.max_children"), "{e}");
+    let p = Params {
+        arrivals: Arrivals::Replay,
+        ..Params::default()
+    };
+    let e = simulate_requests(&[rpc_request(1, 1.0)], &p, 1).unwrap_err();
+    assert!(e.contains("no start time"), "{e}");
+    assert!(simulate_requests(&[], &Params::default(), 1).is_err());
+}
