@@ -319,6 +319,11 @@ fn sample_runs_and_says_what_it_is() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Findings"), "{text}");
     assert!(text.contains("Realpath walks"), "{text}");
+    assert!(
+        text.contains("of metadata calls are realpath walks"),
+        "{text}"
+    );
+    assert!(text.contains("open_basedir"), "{text}");
 }
 
 #[test]
@@ -338,4 +343,51 @@ fn markdown_and_text_render_the_same_totals() {
         .unwrap();
     assert!(md.starts_with("# statstorm analyze"));
     assert!(md.contains(&format!("| access | {access} |")), "{md}");
+}
+
+/// Regenerates small traces with the real php and strace of this machine
+/// (scripts/gen-fixtures in a temp dir) and checks them against their
+/// construction and against awk. Fails if php or strace is missing.
+#[test]
+fn regenerated_with_real_php_matches_construction() {
+    for tool in ["php", "strace"] {
+        let ok = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        assert!(
+            ok,
+            "{tool} is required for this test (apt-get install php-cli strace)"
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let root = tmp.path().join("root");
+    let st = std::process::Command::new(repo().join("scripts/gen-fixtures"))
+        .arg(&out)
+        .args(["cli-include-tree", "cli-file-exists"])
+        .env("STATSTORM_FX_ROOT", &root)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "gen-fixtures failed: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    for name in ["cli-include-tree", "cli-file-exists"] {
+        let trace = out.join(format!("{name}.strace.gz"));
+        let m: Value = serde_json::from_slice(
+            &std::fs::read(out.join(format!("{name}.manifest.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(m["paths"][0]["prefix"]
+            .as_str()
+            .unwrap()
+            .starts_with(root.to_str().unwrap()));
+        let v = analyze(&trace);
+        check_manifest(&v, &m, name);
+        let text = plain(&trace, tmp.path());
+        assert_eq!(json_counts(&v), awk_counts(&text), "{name}: awk");
+    }
 }

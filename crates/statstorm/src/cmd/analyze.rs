@@ -17,10 +17,11 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 /// The built-in sample: a real `strace -f -ttt -T -y` trace of php-cli 8.2
-/// on a synthetic include tree (see tests/fixtures/strace/README.md).
+/// including the 14 files of a synthetic tree under `open_basedir`, which
+/// disables the realpath cache (R58); made by `scripts/gen-fixtures`.
 pub const SAMPLE: &[u8] =
-    include_bytes!("../../../../tests/fixtures/strace/cli-include-tree.strace.gz");
-pub const SAMPLE_NAME: &str = "sample (php-cli include tree, built in)";
+    include_bytes!("../../../../tests/fixtures/strace/cli-open-basedir.strace.gz");
+pub const SAMPLE_NAME: &str = "sample (php-cli, include tree under open_basedir, built in)";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
