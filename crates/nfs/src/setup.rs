@@ -171,6 +171,11 @@ impl NfsSetup {
                 "not granted (assumed)"
             }
         ));
+        notes.push(
+            "NFS client caches assumed cold at the first traced call (a fresh mount); \
+             requests of all traces share one client, merged by time"
+                .into(),
+        );
         let mut changes = Vec::new();
         for s in &f.server_changes {
             changes.push(ServerChange::parse(s).map_err(|e| format!("--server-change: {e}"))?);

@@ -52,6 +52,41 @@ pub struct Args {
     /// Also write the lifted PHP operations (statstorm.workload/1 JSON).
     #[arg(long = "workload-out", value_name = "FILE")]
     pub workload_out: Option<PathBuf>,
+    /// NFS model flags (boxed: keeps the subcommand enum small).
+    #[command(flatten)]
+    pub nfs: Box<NfsArgs>,
+}
+
+/// The NFS flags of `predict`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct NfsArgs {
+    /// NFS mount options the trace ran under (e.g. "vers=3,relatime").
+    #[arg(long = "from-mount", value_name = "OPTS")]
+    pub from_mount: Option<String>,
+    /// A copy of /proc/mounts of the recording machine (recorded options
+    /// and, unless --nfs-root, the NFS root).
+    #[arg(long = "mounts", value_name = "FILE")]
+    pub mounts: Option<PathBuf>,
+    /// Proposed NFS mount options, applied over the recorded ones
+    /// (default: same as recorded).
+    #[arg(long = "mount", value_name = "OPTS")]
+    pub mount: Option<String>,
+    /// Which paths are on NFS (default: from --mounts).
+    #[arg(long = "nfs-root", value_name = "PATH")]
+    pub nfs_root: Option<String>,
+    /// Whether the NFS server grants NFSv4 read delegations (Linux nfsd
+    /// does; many NAS and cloud services do not).
+    #[arg(long = "delegations", value_enum, default_value_t = OnOff::Off)]
+    pub delegations: OnOff,
+    /// Another client created, renamed or removed PATH at EPOCH (repeatable).
+    #[arg(long = "server-change", value_name = "EPOCH:PATH")]
+    pub server_change: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 /// One column group of a request (before or after). Later models add
@@ -59,17 +94,27 @@ pub struct Args {
 #[derive(Debug, Default, Serialize)]
 pub struct Side {
     pub by_syscall: BTreeMap<String, u64>,
+    /// NFS RPCs by op as /proc/self/mountstats names them (with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<BTreeMap<String, u64>>,
 }
 
 impl Side {
     fn of(ops: &[statstorm_trace::op::Op]) -> Self {
         Side {
             by_syscall: count_by_syscall(ops),
+            rpc: None,
         }
     }
     fn add(&mut self, o: &Side) {
         for (k, v) in &o.by_syscall {
             *self.by_syscall.entry(k.clone()).or_default() += v;
+        }
+        if let Some(r) = &o.rpc {
+            let mine = self.rpc.get_or_insert_with(BTreeMap::new);
+            for (k, v) in r {
+                *mine.entry(k.clone()).or_default() += v;
+            }
         }
     }
     fn get(&self, k: &str) -> u64 {
@@ -124,6 +169,18 @@ struct Report {
     notes: Vec<String>,
     requests: Vec<RequestOut>,
     totals: Totals,
+    /// The NFS model's inputs (present with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nfs: Option<NfsOut>,
+}
+
+#[derive(Serialize)]
+struct NfsOut {
+    nfs_root: String,
+    recorded_mount: String,
+    proposed_mount: String,
+    delegations: bool,
+    kernel: String,
 }
 
 /// The recorded settings and where they came from.
@@ -195,7 +252,34 @@ pub fn run(args: Args) -> Result<i32> {
             "{templated} requests showed only part of their work (caches hid the rest); they are modelled with the operations of the fullest request of the same script"
         ));
     }
-    let report = build(&args, &split.note, &w, recorded, source, proposed, preds, notes);
+    // NFS: RPCs per request, before and after (statstorm-nfs)
+    let flags = statstorm_nfs::NfsFlags {
+        from_mount: args.nfs.from_mount.clone(),
+        mounts_file: args.nfs.mounts.clone(),
+        mount: args.nfs.mount.clone(),
+        nfs_root: args.nfs.nfs_root.clone(),
+        delegations: args.nfs.delegations == OnOff::On,
+        server_changes: args.nfs.server_change.clone(),
+    };
+    let all_ops: Vec<&statstorm_trace::op::Op> = preds.iter().flat_map(|p| p.before.iter()).collect();
+    let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(anyhow::Error::msg)?;
+    let rpcs = nfs.as_ref().map(|n| {
+        notes.extend(n.notes.iter().cloned());
+        let before: Vec<&[statstorm_trace::op::Op]> = preds.iter().map(|p| p.before.as_slice()).collect();
+        let after: Vec<&[statstorm_trace::op::Op]> = preds.iter().map(|p| p.after.as_slice()).collect();
+        let (b, a) = n.predict(&before, &after);
+        // the order `build` uses for the requests
+        let mut order: Vec<usize> = (0..preds.len()).collect();
+        order.sort_by_key(|&i| (preds[i].start_us, i));
+        (
+            order.iter().map(|&i| b[i]).collect::<Vec<_>>(),
+            order.iter().map(|&i| a[i]).collect::<Vec<_>>(),
+        )
+    });
+    let mut report = build(&args, &split.note, &w, recorded, source, proposed, preds, notes);
+    if let (Some(n), Some((b, a))) = (&nfs, &rpcs) {
+        attach_rpcs(&mut report, n, b, a);
+    }
     render(&args, &report)?;
     Ok(0)
 }
@@ -255,7 +339,35 @@ fn build(
         notes,
         requests,
         totals,
+        nfs: None,
     }
+}
+
+/// Adds the NFS RPC counts to the requests of `r`; `before`/`after` are
+/// in the order `build` put the requests in (by start, then index).
+fn attach_rpcs(
+    r: &mut Report,
+    n: &statstorm_nfs::NfsSetup,
+    before: &[statstorm_nfs::RpcCounts],
+    after: &[statstorm_nfs::RpcCounts],
+) {
+    let mut tb = statstorm_nfs::RpcCounts::default();
+    let mut ta = statstorm_nfs::RpcCounts::default();
+    for (q, (b, a)) in r.requests.iter_mut().zip(before.iter().zip(after)) {
+        q.before.rpc = Some(statstorm_nfs::rpc_map(b));
+        q.after.rpc = Some(statstorm_nfs::rpc_map(a));
+        tb.merge(b);
+        ta.merge(a);
+    }
+    r.totals.before.rpc = Some(statstorm_nfs::rpc_map(&tb));
+    r.totals.after.rpc = Some(statstorm_nfs::rpc_map(&ta));
+    r.nfs = Some(NfsOut {
+        nfs_root: n.params.nfs_root.clone(),
+        recorded_mount: n.recorded.render(),
+        proposed_mount: n.proposed.render(),
+        delegations: n.params.delegations,
+        kernel: format!("{}.{}", n.params.kernel.0, n.params.kernel.1),
+    });
 }
 
 fn render(args: &Args, r: &Report) -> Result<()> {
@@ -283,12 +395,14 @@ fn render(args: &Args, r: &Report) -> Result<()> {
             for n in &r.notes {
                 writeln!(out, "note: {n}")?;
             }
-            let short = |k: &str| match k {
+            let short = |k: &'static str| -> &'static str {
+                match k {
                 "newfstatat" => "stat",
                 "openat" => "open",
                 "access" => "access",
                 "readlink" => "rdlink",
                 _ => k,
+            }
             };
             let cols: Vec<String> = CHECKED.iter().map(|k| format!("{:>7}", short(k))).collect();
             writeln!(
@@ -321,8 +435,56 @@ fn render(args: &Args, r: &Report) -> Result<()> {
                 row(&r.totals.before),
                 row(&r.totals.after)
             )?;
+            if let Some(n) = &r.nfs {
+                render_rpcs(&mut out, r, n)?;
+            }
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// NFS RPCs per request, before and after, next to the syscall table.
+fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
+    writeln!(
+        out,
+        "\nNFS RPCs (root {}, kernel {}, delegations {}): before = {} | after = {}",
+        n.nfs_root,
+        n.kernel,
+        if n.delegations { "on" } else { "off" },
+        n.recorded_mount,
+        n.proposed_mount
+    )?;
+    let ops = ["GETATTR", "LOOKUP", "ACCESS", "READ", "OPEN", "CLOSE"];
+    let short = |k: &'static str| -> &'static str {
+        match k {
+        "GETATTR" => "G",
+        "LOOKUP" => "L",
+        "ACCESS" => "A",
+        "READ" => "R",
+        "OPEN" => "O",
+        "CLOSE" => "C",
+        _ => k,
+    }
+    };
+    let cols: String = ops.iter().map(|k| format!("{:>7}", short(k))).collect::<String>() + "    all";
+    writeln!(out, "{:>4} {:>8} {:>17} | before {} | after {}", "#", "pid", "start", cols, cols)?;
+    let row = |s: &Side| -> String {
+        let m = s.rpc.clone().unwrap_or_default();
+        let g = |k: &str| m.get(k).copied().unwrap_or(0);
+        let mut t: String = ops
+            .iter()
+            .map(|k| {
+                let v = if *k == "OPEN" { g("OPEN") + g("OPEN_NOATTR") } else { g(k) };
+                format!("{v:>7}")
+            })
+            .collect();
+        t.push_str(&format!("{:>7}", m.values().sum::<u64>()));
+        t
+    };
+    for (i, q) in r.requests.iter().enumerate() {
+        writeln!(out, "{:>4} {:>8} {:>17.6} |        {} |       {}", i, q.pid, q.start, row(&q.before), row(&q.after))?;
+    }
+    writeln!(out, "{:>4} {:>8} {:>17} |        {} |       {}", "all", "", "", row(&r.totals.before), row(&r.totals.after))?;
     Ok(())
 }
