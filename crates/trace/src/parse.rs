@@ -16,6 +16,9 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read};
 
+#[path = "par.rs"]
+mod par;
+
 /// Why a line was not turned into a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -191,6 +194,12 @@ pub struct Options {
     pub default_pid: Option<u32>,
     /// Index of this input, stored in `Event::input`.
     pub input: u16,
+    /// Threads for [`Parser::feed_reader`]: 1 parses on the calling thread;
+    /// otherwise blocks of `block_size` bytes are parsed on the rayon pool
+    /// and merged in order on the calling thread.
+    pub threads: usize,
+    /// Bytes per block in the parallel reader path.
+    pub block_size: usize,
 }
 
 impl Default for Options {
@@ -200,6 +209,8 @@ impl Default for Options {
             read_size: 256 << 10,
             default_pid: None,
             input: 0,
+            threads: 0,
+            block_size: 1 << 20,
         }
     }
 }
@@ -321,16 +332,12 @@ const KIND_UNKNOWN: u8 = u8::MAX;
 
 /// The line parser and pairing stage for one input.
 pub struct Parser {
-    strings: Interner,
-    /// Kind of each interned name, by id (`KIND_UNKNOWN` = not computed).
-    kinds: Vec<u8>,
+    dec: Decoder,
     opts: Options,
     stats: InputStats,
     line_no: u64,
     pending: HashMap<u32, Pending>,
     pool: Vec<Vec<u8>>,
-    scratch: Vec<u8>,
-    argl: ArgList,
     rel_us: i64,
     tod_last: i64,
     tod_days: i64,
@@ -361,15 +368,12 @@ impl Parser {
             ..Default::default()
         };
         Parser {
-            strings,
-            kinds: Vec::new(),
+            dec: Decoder::new(strings),
             opts,
             stats,
             line_no: 0,
             pending: HashMap::new(),
             pool: Vec::new(),
-            scratch: Vec::new(),
-            argl: ArgList::default(),
             rel_us: 0,
             tod_last: 0,
             tod_days: 0,
@@ -384,7 +388,7 @@ impl Parser {
     }
 
     pub fn strings(&self) -> &Interner {
-        &self.strings
+        &self.dec.strings
     }
 
     pub fn stats(&self) -> &InputStats {
@@ -408,9 +412,23 @@ impl Parser {
         }
     }
 
-    /// Parses a whole input from a reader, `opts.read_size` bytes per read.
-    /// Memory stays bounded by `max_line` plus one read, whatever the input.
-    pub fn feed_reader<R: Read, S: Sink>(&mut self, mut r: R, sink: &mut S) -> io::Result<()> {
+    /// Parses a whole input from a reader, `opts.read_size` bytes per read,
+    /// on `opts.threads` threads. Memory stays bounded by `max_line` plus
+    /// the blocks in flight, whatever the input.
+    pub fn feed_reader<R: Read, S: Sink>(&mut self, r: R, sink: &mut S) -> io::Result<()> {
+        let threads = match self.opts.threads {
+            0 => rayon::current_num_threads(),
+            n => n,
+        };
+        if threads <= 1 {
+            self.feed_reader_seq(r, sink)
+        } else {
+            self.feed_reader_par(r, sink)
+        }
+    }
+
+    /// The reader path on the calling thread alone.
+    fn feed_reader_seq<R: Read, S: Sink>(&mut self, mut r: R, sink: &mut S) -> io::Result<()> {
         let chunk = self.opts.read_size.max(1);
         let max_line = self.opts.max_line;
         let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(1 << 24));
@@ -484,7 +502,7 @@ impl Parser {
             }
             self.never_resumed(pid, p, sink);
         }
-        (self.stats, self.summary, self.strings)
+        (self.stats, self.summary, self.dec.strings)
     }
 
     fn skip<S: Sink>(&mut self, reason: SkipReason, sink: &mut S) {
@@ -558,56 +576,10 @@ impl Parser {
         if self.in_summary || body.starts_with(b"% time") {
             return self.summary_line(body);
         }
-        // Prefix: `[pid N] ` or a pid column, then an optional timestamp.
-        let mut rest = line;
-        let mut pid: Option<u32> = None;
-        if let Some(r) = rest.strip_prefix(b"[pid") {
-            let r = skip_ws(r);
-            let end = memchr(b']', r).ok_or(SkipReason::Unrecognized)?;
-            let p = parse_u32(&r[..end]).ok_or(SkipReason::Unrecognized)?;
-            pid = Some(p);
-            self.stats.detected.pid = PidStyle::Bracket;
-            rest = skip_ws(&r[end + 1..]);
-        } else {
-            rest = skip_ws(rest);
-            let tok = token(rest);
-            if !tok.is_empty() && tok.len() < rest.len() && tok.iter().all(u8::is_ascii_digit) {
-                pid = Some(parse_u32(tok).ok_or(SkipReason::BadTimestamp)?);
-                if self.stats.detected.pid == PidStyle::None {
-                    self.stats.detected.pid = PidStyle::Column;
-                }
-                rest = skip_ws(&rest[tok.len()..]);
-            }
-        }
-        let mut ts_us = None;
-        if rest.first().is_some_and(u8::is_ascii_digit) {
-            let tok = token(rest);
-            ts_us = Some(self.timestamp(tok).ok_or(SkipReason::BadTimestamp)?);
-            rest = skip_ws(&rest[tok.len()..]);
-        }
-        let pid = match pid {
-            Some(p) => {
-                if self.stats.detected.pid == PidStyle::Bracket && !self.alive.contains(&p) {
-                    self.alive.push(p);
-                    // The first process is the one strace did not announce.
-                    if self.stats.initial_pid.is_none() && !self.attached.contains(&p) {
-                        self.stats.initial_pid = Some(p);
-                    }
-                }
-                p
-            }
-            None => match self.opts.default_pid {
-                Some(p) => {
-                    self.stats.detected.pid = PidStyle::FileName;
-                    p
-                }
-                // strace drops the `[pid N]` prefix while only one process
-                // is traced.
-                None if self.alive.len() == 1 => self.alive[0],
-                None => 0,
-            },
-        };
-        let rest = args::trim(rest);
+        let pre = split_prefix(line)?;
+        let pid = self.resolve_pid(pre.pid);
+        let ts_us = pre.ts.map(|t| self.resolve_ts(t));
+        let rest = pre.rest;
         match rest.first() {
             Some(b'+') if rest.starts_with(b"+++ ") => self.exit_line(pid, ts_us, rest, sink),
             Some(b'-') if rest.starts_with(b"--- ") => {
@@ -771,7 +743,7 @@ impl Parser {
             let sig = token(s);
             let core = s[sig.len()..].windows(11).any(|w| w == b"core dumped");
             ExitStatus::Killed {
-                signal: self.strings.intern(sig),
+                signal: self.dec.strings.intern(sig),
                 core,
             }
         } else {
@@ -814,64 +786,131 @@ impl Parser {
         Ok(())
     }
 
-    /// Converts a timestamp token, fixing the format on the first one.
-    fn timestamp(&mut self, tok: &[u8]) -> Option<i64> {
-        let (int, frac) = match memchr(b'.', tok) {
-            Some(d) => (&tok[..d], Some(&tok[d + 1..])),
-            None => (tok, None),
-        };
-        let frac_us = match frac {
-            Some(f) => args::frac_us(f)?,
-            None => 0,
-        };
-        let det = &mut self.stats.detected;
-        if memchr(b':', int).is_some() {
-            let mut secs: i64 = 0;
-            let mut parts = 0;
-            for p in int.split(|&c| c == b':') {
-                if p.is_empty() || p.len() > 2 {
-                    return None;
+    /// The pid of a line: its own, the `-ff` file's, or with `[pid N]`
+    /// prefixes the only process left (strace drops the prefix while one
+    /// process is traced).
+    fn resolve_pid(&mut self, pid: PidTok) -> u32 {
+        match pid {
+            PidTok::Bracket(p) => {
+                self.stats.detected.pid = PidStyle::Bracket;
+                if !self.alive.contains(&p) {
+                    self.alive.push(p);
+                    // The first process is the one strace did not announce.
+                    if self.stats.initial_pid.is_none() && !self.attached.contains(&p) {
+                        self.stats.initial_pid = Some(p);
+                    }
                 }
-                secs = secs * 60 + args::parse_i64(p)?;
-                parts += 1;
+                p
             }
-            if parts != 3 {
-                return None;
+            PidTok::Column(p) => {
+                if self.stats.detected.pid == PidStyle::None {
+                    self.stats.detected.pid = PidStyle::Column;
+                }
+                p
             }
-            if det.timestamps == TsKind::None {
-                det.timestamps = if frac.is_some() {
-                    TsKind::TimeOfDayUs
+            PidTok::None => match self.opts.default_pid {
+                Some(p) => {
+                    self.stats.detected.pid = PidStyle::FileName;
+                    p
+                }
+                None if self.alive.len() == 1 => self.alive[0],
+                None => 0,
+            },
+        }
+    }
+
+    /// Turns a timestamp into microseconds, fixing the format on the first.
+    fn resolve_ts(&mut self, t: RawTs) -> i64 {
+        let det = &mut self.stats.detected;
+        match t {
+            RawTs::Tod { us, frac } => {
+                if det.timestamps == TsKind::None {
+                    det.timestamps = if frac {
+                        TsKind::TimeOfDayUs
+                    } else {
+                        TsKind::TimeOfDay
+                    };
+                }
+                // Past midnight the clock restarts; keep time increasing.
+                if us + 12 * 3600 * 1_000_000 < self.tod_last {
+                    self.tod_days += 1;
+                }
+                self.tod_last = us;
+                us + self.tod_days * 86_400 * 1_000_000
+            }
+            RawTs::Num { us, secs } => {
+                if det.timestamps == TsKind::None {
+                    // Epoch seconds are > 1e8 since 1973; `-r` deltas are small.
+                    det.timestamps = if secs >= 100_000_000 {
+                        TsKind::Epoch
+                    } else {
+                        TsKind::Relative
+                    };
+                }
+                if det.timestamps == TsKind::Relative {
+                    self.rel_us += us;
+                    self.rel_us
                 } else {
-                    TsKind::TimeOfDay
-                };
+                    us
+                }
             }
-            let t = secs * 1_000_000 + frac_us;
-            // Past midnight the clock restarts; keep time increasing.
-            if t + 12 * 3600 * 1_000_000 < self.tod_last {
-                self.tod_days += 1;
-            }
-            self.tod_last = t;
-            return Some(t + self.tod_days * 86_400 * 1_000_000);
         }
-        frac?;
-        if int.len() > 12 || !int.iter().all(u8::is_ascii_digit) {
-            return None;
+    }
+
+    /// Builds and pushes one event. `ret` is `None` for calls that never
+    /// returned in the trace.
+    #[allow(clippy::too_many_arguments)]
+    fn emit<S: Sink>(
+        &mut self,
+        pid: u32,
+        ts_us: Option<i64>,
+        line: u64,
+        name: &[u8],
+        argtext: &[u8],
+        ret: Option<&[u8]>,
+        dur: Option<u64>,
+        sink: &mut S,
+    ) {
+        let mut ev = self.dec.event(name, argtext, ret, dur, self.opts.input);
+        ev.pid = pid;
+        ev.ts_us = ts_us;
+        ev.line = line;
+        self.push_event(&ev, sink);
+    }
+
+    fn push_event<S: Sink>(&mut self, ev: &Event, sink: &mut S) {
+        if ev.dur_us.is_some() {
+            self.stats.detected.durations = true;
         }
-        let secs = args::parse_i64(int)?;
-        let v = secs * 1_000_000 + frac_us;
-        if det.timestamps == TsKind::None {
-            // Epoch seconds are > 1e8 since 1973; `-r` deltas are small.
-            det.timestamps = if secs >= 100_000_000 {
-                TsKind::Epoch
-            } else {
-                TsKind::Relative
-            };
+        if ev.fd_path.is_some() || ev.ret_path.is_some() {
+            self.stats.detected.fd_paths = true;
         }
-        if det.timestamps == TsKind::Relative {
-            self.rel_us += v;
-            return Some(self.rel_us);
+        self.stats.events += 1;
+        if !sink.event(ev, &self.dec.strings) {
+            self.stopped = true;
         }
-        Some(v)
+    }
+}
+
+/// Turns the text of one call into an [`Event`] with strings interned in
+/// its own interner. The sequential parser has one; each block of the
+/// parallel reader path has its own.
+pub(crate) struct Decoder {
+    pub(crate) strings: Interner,
+    /// Kind of each interned name, by id (`KIND_UNKNOWN` = not computed).
+    kinds: Vec<u8>,
+    scratch: Vec<u8>,
+    argl: ArgList,
+}
+
+impl Decoder {
+    pub(crate) fn new(strings: Interner) -> Self {
+        Decoder {
+            strings,
+            kinds: Vec::new(),
+            scratch: Vec::new(),
+            argl: ArgList::default(),
+        }
     }
 
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
@@ -889,24 +928,21 @@ impl Parser {
         (id, kind)
     }
 
-    /// Builds and pushes one event. `ret` is `None` for calls that never
-    /// returned in the trace.
-    #[allow(clippy::too_many_arguments)]
-    fn emit<S: Sink>(
+    /// The event of one call; `pid`, `ts_us` and `line` are left for the
+    /// caller. Strings are interned in the order name, result, fd path,
+    /// path, path2 (the parallel merge relies on it).
+    pub(crate) fn event(
         &mut self,
-        pid: u32,
-        ts_us: Option<i64>,
-        line: u64,
         name: &[u8],
         argtext: &[u8],
         ret: Option<&[u8]>,
         dur: Option<u64>,
-        sink: &mut S,
-    ) {
+        input: u16,
+    ) -> Event {
         let (name_id, kind) = self.intern_kind(name);
         let mut ev = Event {
-            pid,
-            ts_us,
+            pid: 0,
+            ts_us: None,
             dur_us: dur,
             kind,
             name: name_id,
@@ -917,24 +953,17 @@ impl Parser {
             flags: Flags::default(),
             ret: Ret::Unknown,
             ret_path: None,
-            input: self.opts.input,
-            line,
+            input,
+            line: 0,
         };
-        if dur.is_some() {
-            self.stats.detected.durations = true;
-        }
         if let Some(r) = ret {
             self.decode_ret(r, &mut ev);
         }
         if kind != Kind::Other {
             self.decode_args(argtext, &mut ev);
         }
-        self.stats.events += 1;
-        if !sink.event(&ev, &self.strings) {
-            self.stopped = true;
-        }
+        ev
     }
-
     fn decode_ret(&mut self, r: &[u8], ev: &mut Event) {
         let tok = token(r);
         if tok == b"?" {
@@ -980,7 +1009,6 @@ impl Parser {
         }
         ev.ret = Ret::Ok(v);
         if let Some(d) = deco {
-            self.stats.detected.fd_paths = true;
             args::decode_deco(d, &mut self.scratch);
             ev.ret_path = Some(self.strings.intern(&self.scratch));
         }
@@ -1005,7 +1033,6 @@ impl Parser {
                 ev.fd = f.fd;
             }
             if let Some(d) = f.deco {
-                self.stats.detected.fd_paths = true;
                 args::decode_deco(d, &mut self.scratch);
                 ev.fd_path = Some(self.strings.intern(&self.scratch));
             }
@@ -1052,6 +1079,102 @@ impl Parser {
         }
         self.argl = al;
     }
+}
+
+/// The pid part of a line's prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PidTok {
+    None,
+    /// `strace -f -o FILE`: `1234  ...`
+    Column(u32),
+    /// `strace -f` to stderr: `[pid  1234] ...`
+    Bracket(u32),
+}
+
+/// A timestamp as printed, before the per-input state (format, `-r` sum,
+/// midnight) turns it into microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RawTs {
+    /// `HH:MM:SS[.frac]` in microseconds of the day.
+    Tod { us: i64, frac: bool },
+    /// `SECS.frac`: epoch time (`-ttt`) or a delta (`-r`).
+    Num { us: i64, secs: i64 },
+}
+
+pub(crate) struct Prefix<'a> {
+    pub pid: PidTok,
+    pub ts: Option<RawTs>,
+    /// The rest of the line, trimmed.
+    pub rest: &'a [u8],
+}
+
+/// Splits `[pid N] ` or a pid column and a timestamp off a line. Pure: the
+/// same for every path.
+pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
+    let mut rest = line;
+    let mut pid = PidTok::None;
+    if let Some(r) = rest.strip_prefix(b"[pid") {
+        let r = skip_ws(r);
+        let end = memchr(b']', r).ok_or(SkipReason::Unrecognized)?;
+        pid = PidTok::Bracket(parse_u32(&r[..end]).ok_or(SkipReason::Unrecognized)?);
+        rest = skip_ws(&r[end + 1..]);
+    } else {
+        rest = skip_ws(rest);
+        let tok = token(rest);
+        if !tok.is_empty() && tok.len() < rest.len() && tok.iter().all(u8::is_ascii_digit) {
+            pid = PidTok::Column(parse_u32(tok).ok_or(SkipReason::BadTimestamp)?);
+            rest = skip_ws(&rest[tok.len()..]);
+        }
+    }
+    let mut ts = None;
+    if rest.first().is_some_and(u8::is_ascii_digit) {
+        let tok = token(rest);
+        ts = Some(raw_ts(tok).ok_or(SkipReason::BadTimestamp)?);
+        rest = &rest[tok.len()..];
+    }
+    Ok(Prefix {
+        pid,
+        ts,
+        rest: args::trim(rest),
+    })
+}
+
+fn raw_ts(tok: &[u8]) -> Option<RawTs> {
+    let (int, frac) = match memchr(b'.', tok) {
+        Some(d) => (&tok[..d], Some(&tok[d + 1..])),
+        None => (tok, None),
+    };
+    let frac_us = match frac {
+        Some(f) => args::frac_us(f)?,
+        None => 0,
+    };
+    if memchr(b':', int).is_some() {
+        let mut secs: i64 = 0;
+        let mut parts = 0;
+        for p in int.split(|&c| c == b':') {
+            if p.is_empty() || p.len() > 2 {
+                return None;
+            }
+            secs = secs * 60 + args::parse_i64(p)?;
+            parts += 1;
+        }
+        if parts != 3 {
+            return None;
+        }
+        return Some(RawTs::Tod {
+            us: secs * 1_000_000 + frac_us,
+            frac: frac.is_some(),
+        });
+    }
+    frac?;
+    if int.is_empty() || int.len() > 12 || !int.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let secs = args::parse_i64(int)?;
+    Some(RawTs::Num {
+        us: secs * 1_000_000 + frac_us,
+        secs,
+    })
 }
 
 fn kind_from_u8(k: u8) -> Kind {

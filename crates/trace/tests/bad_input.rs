@@ -212,6 +212,7 @@ fn piece() -> impl Strategy<Value = Vec<u8>> {
             l[a.min(b)..a.max(b)].to_vec()
         }),
         1 => proptest::collection::vec(any::<u8>(), 0..64),
+        1 => (900usize..1600).prop_map(|n| vec![b'x'; n]),
         1 => proptest::collection::vec(proptest::sample::select(b"\n\"\\()<>[]{}=, .:-+0123456789abcdefx?".to_vec()), 0..64),
     ]
 }
@@ -222,18 +223,20 @@ proptest! {
     fn random_input_never_panics_and_every_line_is_accounted(
         parts in proptest::collection::vec(piece(), 0..60),
         read_size in 1usize..200,
+        threads in 1usize..3,
+        block_size in 1usize..2000,
     ) {
         let data: Vec<u8> = parts.concat();
         let newlines = data.iter().filter(|&&c| c == b'\n').count() as u64;
         let partial = u64::from(!data.is_empty() && *data.last().unwrap() != b'\n');
-        let mut p = Parser::new("s", Options::default());
+        let mut p = Parser::new("s", Options { max_line: 1000, ..Options::default() });
         let mut s = VecSink::default();
         p.feed_slice(&data, &mut s);
         let (st, _, _) = p.finish(&mut s);
         prop_assert_eq!(st.lines, newlines + partial);
         prop_assert_eq!(st.lines, st.accounted());
         prop_assert!(st.events <= st.syscall_lines + st.unfinished_lines);
-        let mut p = Parser::new("r", Options { read_size, ..Options::default() });
+        let mut p = Parser::new("r", Options { read_size, threads, block_size, max_line: 1000, ..Options::default() });
         let mut r = VecSink::default();
         p.feed_reader(&data[..], &mut r).unwrap();
         let (rst, _, _) = p.finish(&mut r);

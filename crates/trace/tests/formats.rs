@@ -104,9 +104,11 @@ struct Run {
     stats: statstorm_trace::InputStats,
 }
 
-fn via_reader(data: &[u8], read_size: usize) -> Run {
+fn via_reader(data: &[u8], read_size: usize, threads: usize, block_size: usize) -> Run {
     let opts = Options {
         read_size,
+        threads,
+        block_size,
         ..Options::default()
     };
     let mut p = Parser::new("r", opts);
@@ -156,15 +158,22 @@ fn every_fixture_same_events_through_every_path_and_buffer_size() {
             awk_counts(&dir().join(name)),
             "{name}"
         );
-        for size in [1, 7, 64, 256 << 10] {
-            let r = via_reader(&data, size);
-            assert!(r.events == s.events, "{name}: reader({size}) events differ");
-            assert!(
-                same_strings(&r.strings, &s.strings),
-                "{name}: reader({size})"
-            );
-            assert_eq!(r.stats.lines, s.stats.lines, "{name}");
-            assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{name}");
+        // The sequential reader path (threads 1) and the parallel one with
+        // blocks small enough to cut pairs and tables everywhere.
+        for (threads, block) in [(1, 1 << 20), (2, 64), (2, 1000), (2, 1 << 20)] {
+            for size in [1, 7, 64, 256 << 10] {
+                let r = via_reader(&data, size, threads, block);
+                let what = format!("{name}: reader(read {size}, threads {threads}, block {block})");
+                assert!(r.events == s.events, "{what}: events differ");
+                assert!(
+                    same_strings(&r.strings, &s.strings),
+                    "{what}: strings differ"
+                );
+                assert_eq!(r.stats.lines, s.stats.lines, "{what}");
+                assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{what}");
+                assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
+                assert_eq!(r.stats.detected, s.stats.detected, "{what}");
+            }
         }
     }
 }
