@@ -689,7 +689,11 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
                         .or_default()
                         .push(r.start_us + o.t_off_us);
                 }
-                PhpOpKind::OnceRepeat { .. } => repeated_chain_in_request += 1,
+                // a repeated *_once of an absolute path walks again only
+                // without realpath cache hits
+                PhpOpKind::OnceRepeat { probes, .. } if probes.is_empty() => {
+                    repeated_chain_in_request += 1
+                }
                 _ => {}
             }
         }

@@ -184,8 +184,13 @@ struct NfsOut {
 }
 
 /// The recorded settings and where they came from.
-fn recorded_config(args: &Args, w: &Workload, notes: &mut Vec<String>) -> Result<(PhpConfig, String)> {
-    let given = !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
+fn recorded_config(
+    args: &Args,
+    w: &Workload,
+    notes: &mut Vec<String>,
+) -> Result<(PhpConfig, String)> {
+    let given =
+        !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
     if !given {
         let (c, flags) = statstorm_php::predict::inferred_config(w)?;
         let what = if flags.is_empty() {
@@ -223,12 +228,19 @@ pub fn run(args: Args) -> Result<i32> {
     if trace.events.is_empty() {
         bail!(
             "no strace events in {} (expected `strace -f -ttt -T -y` output)",
-            args.traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            args.traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let mut notes = Vec::new();
     if trace.skipped() > 0 {
-        notes.push(format!("{} input lines were not strace events and were skipped", trace.skipped()));
+        notes.push(format!(
+            "{} input lines were not strace events and were skipped",
+            trace.skipped()
+        ));
     }
     let split = split_requests(&trace.events, &trace.strings);
     // lift
@@ -261,12 +273,15 @@ pub fn run(args: Args) -> Result<i32> {
         delegations: args.nfs.delegations == OnOff::On,
         server_changes: args.nfs.server_change.clone(),
     };
-    let all_ops: Vec<&statstorm_trace::op::Op> = preds.iter().flat_map(|p| p.before.iter()).collect();
+    let all_ops: Vec<&statstorm_trace::op::Op> =
+        preds.iter().flat_map(|p| p.before.iter()).collect();
     let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(anyhow::Error::msg)?;
     let rpcs = nfs.as_ref().map(|n| {
         notes.extend(n.notes.iter().cloned());
-        let before: Vec<&[statstorm_trace::op::Op]> = preds.iter().map(|p| p.before.as_slice()).collect();
-        let after: Vec<&[statstorm_trace::op::Op]> = preds.iter().map(|p| p.after.as_slice()).collect();
+        let before: Vec<&[statstorm_trace::op::Op]> =
+            preds.iter().map(|p| p.before.as_slice()).collect();
+        let after: Vec<&[statstorm_trace::op::Op]> =
+            preds.iter().map(|p| p.after.as_slice()).collect();
         let (b, a) = n.predict(&before, &after);
         // the order `build` uses for the requests
         let mut order: Vec<usize> = (0..preds.len()).collect();
@@ -276,7 +291,16 @@ pub fn run(args: Args) -> Result<i32> {
             order.iter().map(|&i| a[i]).collect::<Vec<_>>(),
         )
     });
-    let mut report = build(&args, &split.note, &w, recorded, source, proposed, preds, notes);
+    let mut report = build(
+        &args,
+        &split.note,
+        &w,
+        recorded,
+        source,
+        proposed,
+        preds,
+        notes,
+    );
     if let (Some(n), Some((b, a))) = (&nfs, &rpcs) {
         attach_rpcs(&mut report, n, b, a);
     }
@@ -324,7 +348,11 @@ fn build(
         .collect();
     Report {
         schema: "statstorm.predict/1",
-        inputs: args.traces.iter().map(|p| p.display().to_string()).collect(),
+        inputs: args
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
         split: split_note.to_string(),
         recorded: Settings {
             source,
@@ -382,7 +410,10 @@ fn render(args: &Args, r: &Report) -> Result<()> {
             writeln!(out, "statstorm predict: {}", r.inputs.join(", "))?;
             writeln!(out, "requests: {} ({})", r.requests.len(), r.split)?;
             if r.changes.is_empty() {
-                writeln!(out, "proposed settings: same as recorded (use --php KEY=VALUE)")?;
+                writeln!(
+                    out,
+                    "proposed settings: same as recorded (use --php KEY=VALUE)"
+                )?;
             } else {
                 writeln!(out, "proposed changes:")?;
                 for c in &r.changes {
@@ -397,12 +428,12 @@ fn render(args: &Args, r: &Report) -> Result<()> {
             }
             let short = |k: &'static str| -> &'static str {
                 match k {
-                "newfstatat" => "stat",
-                "openat" => "open",
-                "access" => "access",
-                "readlink" => "rdlink",
-                _ => k,
-            }
+                    "newfstatat" => "stat",
+                    "openat" => "open",
+                    "access" => "access",
+                    "readlink" => "rdlink",
+                    _ => k,
+                }
             };
             let cols: Vec<String> = CHECKED.iter().map(|k| format!("{:>7}", short(k))).collect();
             writeln!(
@@ -414,7 +445,12 @@ fn render(args: &Args, r: &Report) -> Result<()> {
                 cols.join(""),
                 cols.join("")
             )?;
-            let row = |s: &Side| CHECKED.iter().map(|k| format!("{:>7}", s.get(k))).collect::<String>();
+            let row = |s: &Side| {
+                CHECKED
+                    .iter()
+                    .map(|k| format!("{:>7}", s.get(k)))
+                    .collect::<String>()
+            };
             for (i, q) in r.requests.iter().enumerate() {
                 writeln!(
                     out,
@@ -458,24 +494,36 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
     let ops = ["GETATTR", "LOOKUP", "ACCESS", "READ", "OPEN", "CLOSE"];
     let short = |k: &'static str| -> &'static str {
         match k {
-        "GETATTR" => "G",
-        "LOOKUP" => "L",
-        "ACCESS" => "A",
-        "READ" => "R",
-        "OPEN" => "O",
-        "CLOSE" => "C",
-        _ => k,
-    }
+            "GETATTR" => "G",
+            "LOOKUP" => "L",
+            "ACCESS" => "A",
+            "READ" => "R",
+            "OPEN" => "O",
+            "CLOSE" => "C",
+            _ => k,
+        }
     };
-    let cols: String = ops.iter().map(|k| format!("{:>7}", short(k))).collect::<String>() + "    all";
-    writeln!(out, "{:>4} {:>8} {:>17} | before {} | after {}", "#", "pid", "start", cols, cols)?;
+    let cols: String = ops
+        .iter()
+        .map(|k| format!("{:>7}", short(k)))
+        .collect::<String>()
+        + "    all";
+    writeln!(
+        out,
+        "{:>4} {:>8} {:>17} | before {} | after {}",
+        "#", "pid", "start", cols, cols
+    )?;
     let row = |s: &Side| -> String {
         let m = s.rpc.clone().unwrap_or_default();
         let g = |k: &str| m.get(k).copied().unwrap_or(0);
         let mut t: String = ops
             .iter()
             .map(|k| {
-                let v = if *k == "OPEN" { g("OPEN") + g("OPEN_NOATTR") } else { g(k) };
+                let v = if *k == "OPEN" {
+                    g("OPEN") + g("OPEN_NOATTR")
+                } else {
+                    g(k)
+                };
                 format!("{v:>7}")
             })
             .collect();
@@ -483,8 +531,24 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
         t
     };
     for (i, q) in r.requests.iter().enumerate() {
-        writeln!(out, "{:>4} {:>8} {:>17.6} |        {} |       {}", i, q.pid, q.start, row(&q.before), row(&q.after))?;
+        writeln!(
+            out,
+            "{:>4} {:>8} {:>17.6} |        {} |       {}",
+            i,
+            q.pid,
+            q.start,
+            row(&q.before),
+            row(&q.after)
+        )?;
     }
-    writeln!(out, "{:>4} {:>8} {:>17} |        {} |       {}", "all", "", "", row(&r.totals.before), row(&r.totals.after))?;
+    writeln!(
+        out,
+        "{:>4} {:>8} {:>17} |        {} |       {}",
+        "all",
+        "",
+        "",
+        row(&r.totals.before),
+        row(&r.totals.after)
+    )?;
     Ok(())
 }

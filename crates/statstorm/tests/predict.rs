@@ -1,0 +1,209 @@
+//! `statstorm predict` on the PHP captures of tests/fixtures/php
+//! (made by scripts/php-harness).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/php")
+        .join(format!("{name}.strace.gz"))
+}
+
+const INC: &str = "include_path=.:/tmp/statstorm-lab/www/inc";
+
+fn predict_json(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .arg("predict")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "statstorm predict {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// The real per-request counts of a capture, computed with the library.
+fn real_counts(name: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
+    let t = statstorm_trace::read_path(&fixture(name)).unwrap();
+    let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+    statstorm_php::lift::request_ops(&t, &r)
+        .iter()
+        .map(|o| statstorm_php::count_by_syscall(o))
+        .collect()
+}
+
+fn n(v: &Value, side: &str, sc: &str) -> u64 {
+    v[side]["by_syscall"][sc].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn json_shape_round_trip_and_totals() {
+    let f = fixture("fpm-tree-rp0");
+    let v = predict_json(&[
+        f.to_str().unwrap(),
+        "--from-php",
+        "opcache.enable=0",
+        "--from-php",
+        "realpath_cache_size=0",
+        "--from-php",
+        INC,
+        "--php",
+        "realpath_cache_size=4096K",
+    ]);
+    assert_eq!(v["schema"], "statstorm.predict/1");
+    assert_eq!(v["recorded"]["source"], "given");
+    assert_eq!(v["changes"][0]["key"], "realpath_cache_size");
+    let reqs = v["requests"].as_array().unwrap();
+    let real = real_counts("fpm-tree-rp0");
+    assert_eq!(reqs.len(), real.len());
+    let mut last = 0.0;
+    let mut sum_b = 0;
+    let mut sum_a = 0;
+    for (q, r) in reqs.iter().zip(&real) {
+        let start = q["start"].as_f64().unwrap();
+        assert!(start >= last, "requests in time order");
+        last = start;
+        assert!(q["end"].as_f64().unwrap() >= start);
+        assert!(q["pid"].as_u64().unwrap() > 0);
+        // before = what the trace recorded, for the checked calls
+        for sc in ["newfstatat", "openat", "access", "readlink"] {
+            assert_eq!(n(q, "before", sc), r.get(sc).copied().unwrap_or(0), "{sc}");
+        }
+        sum_b += n(q, "before", "newfstatat");
+        sum_a += n(q, "after", "newfstatat");
+    }
+    assert_eq!(
+        v["totals"]["before"]["by_syscall"]["newfstatat"]
+            .as_u64()
+            .unwrap(),
+        sum_b
+    );
+    assert_eq!(
+        v["totals"]["after"]["by_syscall"]["newfstatat"]
+            .as_u64()
+            .unwrap(),
+        sum_a
+    );
+    // turning the realpath cache on removes most lstats
+    assert!(sum_a * 4 < sum_b, "after {sum_a} before {sum_b}");
+}
+
+/// From the capture without realpath cache, predict the default cache:
+/// the totals match the real capture made with it (same request schedule).
+#[test]
+fn predicted_totals_match_the_real_capture() {
+    let f = fixture("fpm-tree-rp0");
+    let v = predict_json(&[
+        f.to_str().unwrap(),
+        "--from-php",
+        "opcache.enable=0",
+        "--from-php",
+        "realpath_cache_size=0",
+        "--from-php",
+        INC,
+        "--php",
+        "realpath_cache_size=4096K",
+    ]);
+    let real: u64 = real_counts("fpm-tree-nooc")
+        .iter()
+        .map(|m| m.get("newfstatat").copied().unwrap_or(0))
+        .sum();
+    let pred = v["totals"]["after"]["by_syscall"]["newfstatat"]
+        .as_u64()
+        .unwrap();
+    println!("newfstatat predicted {pred} real {real}");
+    assert!(
+        (pred as f64 - real as f64).abs() <= 0.02 * real as f64,
+        "predicted {pred} real {real}"
+    );
+}
+
+#[test]
+fn recorded_settings_are_inferred_when_not_given() {
+    let v = predict_json(&[fixture("fpm-tree-obd").to_str().unwrap()]);
+    assert_eq!(v["recorded"]["source"], "inferred");
+    assert_eq!(
+        v["recorded"]["settings"]["open_basedir"],
+        "/tmp/statstorm-lab"
+    );
+    assert_eq!(v["recorded"]["settings"]["opcache.enable"], "0");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("inferred from the trace"), "{notes}");
+    let v = predict_json(&[fixture("fpm-tree-rf0").to_str().unwrap()]);
+    assert_eq!(v["recorded"]["settings"]["opcache.enable"], "1");
+    assert_eq!(v["recorded"]["settings"]["opcache.revalidate_freq"], "0");
+}
+
+#[test]
+fn text_output_and_php_ini() {
+    let dir = tempfile::tempdir().unwrap();
+    let ini = dir.path().join("php.ini");
+    std::fs::write(
+        &ini,
+        "[opcache]\nopcache.validate_timestamps = Off\nmemory_limit = 1G\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args([
+            "predict",
+            fixture("fpm-tree-rf0").to_str().unwrap(),
+            "--php-ini",
+        ])
+        .arg(&ini)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("opcache.validate_timestamps = \"1\" -> \"0\""),
+        "{s}"
+    );
+    assert!(
+        s.contains("ignored unknown setting \"memory_limit\""),
+        "{s}"
+    );
+    assert!(s.contains("| before"), "{s}");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["predict", "/nonexistent/trace.log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/trace.log"));
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args([
+            "predict",
+            fixture("fpm-tree-rf0").to_str().unwrap(),
+            "--php",
+            "opcache.revalidate_freq=often",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("opcache.revalidate_freq"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.txt");
+    std::fs::write(&junk, "hello\nworld\n").unwrap();
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["predict"])
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no strace events"));
+}
