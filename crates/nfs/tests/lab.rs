@@ -59,6 +59,7 @@ struct Run {
     rpc: RpcCounts,
     strace: Option<String>,
     changed_paths: Vec<String>,
+    delegations_held: Option<u64>,
 }
 
 fn secs_to_us(v: &Value) -> i64 {
@@ -96,6 +97,7 @@ fn load_runs(dir: &Path) -> Vec<Run> {
             end_us: secs_to_us(&v["end"]),
             rpc,
             strace: v["strace"].as_str().map(str::to_string),
+            delegations_held: v["delegations_held"].as_u64(),
             changed_paths: v["changed_paths"]
                 .as_array()
                 .map(|a| {
@@ -261,6 +263,53 @@ fn layout(dir: &Path) -> (HashSet<String>, HashMap<String, u64>) {
     (names, sizes)
 }
 
+/// Mount options, model parameters, NFS ops (all strace files of the
+/// block, each once, in time order) and server changes of one block.
+fn block_input(
+    dir: &Path,
+    block: &[&Run],
+    names: &HashSet<String>,
+    sizes: &HashMap<String, u64>,
+    trace_cache: &mut HashMap<String, Vec<Op>>,
+) -> (MountOptions, ClientParams, Vec<Op>, Vec<ServerChange>) {
+    let (vers, oset) = (&block[0].vers, &block[0].oset);
+    let opts = MountOptions::parse(&block[0].mount_options)
+        .unwrap_or_else(|e| panic!("block {vers}/{oset}: {e}"));
+    let mut params = ClientParams::new(NFS_ROOT);
+    // README: the lab's v4.1 server (Linux nfsd) grants read delegations.
+    params.delegations = opts.vers().is_v4();
+    params.namespace = names.clone();
+    params.file_sizes = sizes.clone();
+    // Events: each strace file once (series files hold several runs).
+    let mut ops: Vec<Op> = Vec::new();
+    let mut seen_files = HashSet::new();
+    for r in block {
+        if let Some(s) = &r.strace {
+            if seen_files.insert(s.clone()) {
+                let v = trace_cache
+                    .entry(s.clone())
+                    .or_insert_with(|| ops_of(&dir.join(s)))
+                    .clone();
+                ops.extend(v);
+            }
+        }
+    }
+    ops.sort_by_key(|o| o.t_us);
+    let mut changes: Vec<ServerChange> = Vec::new();
+    for r in block {
+        for p in &r.changed_paths {
+            // the listing names the directory that changed itself
+            changes.push(ServerChange {
+                t_us: r.start_us,
+                path: p.clone(),
+                entry: false,
+            });
+        }
+    }
+    changes.sort_by_key(|c| c.t_us);
+    (opts, params, ops, changes)
+}
+
 #[test]
 fn lab_runs_match_the_model() {
     let dir = lab_dir();
@@ -284,56 +333,42 @@ fn lab_runs_match_the_model() {
     let mut rows: Vec<String> = Vec::new();
     let mut misses: Vec<String> = Vec::new();
     let mut matched = 0usize;
+    let (mut deleg_total, mut deleg_equal) = (0usize, 0usize);
     let mut trace_cache: HashMap<String, Vec<Op>> = HashMap::new();
     for (vers, oset) in &blocks {
         let block: Vec<&Run> = runs
             .iter()
             .filter(|r| &r.vers == vers && &r.oset == oset)
             .collect();
-        let opts = MountOptions::parse(&block[0].mount_options)
-            .unwrap_or_else(|e| panic!("block {vers}/{oset}: {e}"));
-        let mut params = ClientParams::new(NFS_ROOT);
-        // README: the lab's v4.1 server (Linux nfsd) grants read delegations.
-        params.delegations = opts.vers().is_v4();
-        params.namespace = names.clone();
-        params.file_sizes = sizes.clone();
-        // Events: each strace file once (series files hold several runs).
-        let mut ops: Vec<Op> = Vec::new();
-        let mut seen_files = HashSet::new();
-        for r in &block {
-            if let Some(s) = &r.strace {
-                if seen_files.insert(s.clone()) {
-                    let v = trace_cache
-                        .entry(s.clone())
-                        .or_insert_with(|| ops_of(&dir.join(s)))
-                        .clone();
-                    ops.extend(v);
-                }
-            }
-        }
-        ops.sort_by_key(|o| o.t_us);
-        let mut changes: Vec<ServerChange> = Vec::new();
-        for r in &block {
-            for p in &r.changed_paths {
-                // the listing names the directory that changed itself
-                changes.push(ServerChange {
-                    t_us: r.start_us,
-                    path: p.clone(),
-                    entry: false,
-                });
-            }
-        }
-        changes.sort_by_key(|c| c.t_us);
+        let (opts, params, ops, changes) =
+            block_input(&dir, &block, &names, &sizes, &mut trace_cache);
         let mut client = Client::new(opts.clone(), params);
         let mut rpcs = Vec::new();
         let mut ci = 0;
+        // delegations held at each run's end (README: read after the run)
+        let mut ends: Vec<(i64, usize)> = block
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.end_us, i))
+            .collect();
+        ends.sort();
+        let mut held = vec![0usize; block.len()];
+        let mut ei = 0;
         for op in &ops {
+            while ei < ends.len() && ends[ei].0 < op.t_us {
+                held[ends[ei].1] = client.delegations_held();
+                ei += 1;
+            }
             while ci < changes.len() && changes[ci].t_us <= op.t_us {
                 client.server_change(&changes[ci]);
                 ci += 1;
             }
             client.apply(op);
             rpcs.extend(client.take_rpcs());
+        }
+        while ei < ends.len() {
+            held[ends[ei].1] = client.delegations_held();
+            ei += 1;
         }
         while ci < changes.len() {
             client.server_change(&changes[ci]);
@@ -348,11 +383,12 @@ fn lab_runs_match_the_model() {
             opts.render()
         ));
         rows.push(format!(
-            "{:<40} {}",
+            "{:<40} {}  {:>8}",
             "run",
-            COLS.map(|c| format!("{:>15}", c)).join(" ")
+            COLS.map(|c| format!("{:>15}", c)).join(" "),
+            "deleg"
         ));
-        for r in &block {
+        for (bi, r) in block.iter().enumerate() {
             let mut model = RpcCounts::default();
             for x in rpcs
                 .iter()
@@ -381,10 +417,21 @@ fn lab_runs_match_the_model() {
                     println!("  {} {} {} pid={}", x.t_us, x.op, x.path, x.pid);
                 }
             }
+            let deleg = match r.delegations_held {
+                Some(l) => {
+                    deleg_total += 1;
+                    if held[bi] as u64 == l {
+                        deleg_equal += 1;
+                    }
+                    format!("{}/{l}", held[bi])
+                }
+                None => "-".into(),
+            };
             rows.push(format!(
-                "{:<40} {}  {}",
+                "{:<40} {}  {:>8}  {}",
                 format!("{name} [{}]", r.kind),
                 cells.join(" "),
+                deleg,
                 if ok { "ok" } else { "MISS" }
             ));
             if ok {
@@ -399,6 +446,9 @@ fn lab_runs_match_the_model() {
     rows.push(format!(
         "matched {matched}/{} runs = {pct:.1}% (cells model/lab, '!' = outside max({TOL_PCT}%, {TOL_ABS}))",
         runs.len()
+    ));
+    rows.push(format!(
+        "delegations held after the run (model/lab): equal in {deleg_equal}/{deleg_total} v4 runs"
     ));
     let table = rows.join("\n");
     println!("{table}");
@@ -447,4 +497,48 @@ fn lab_mount_options_round_trip() {
         assert_eq!(e.options.vers().as_str(), r.vers);
     }
     assert_eq!(seen.len(), 2, "the lab has a v3 and a v4.1 option set");
+}
+
+/// Seed 004 reads "4 us per newfstatat" (strace -c) next to "45 us per
+/// GETATTR" (ftrace). The lab's traces time every stat: split them by
+/// whether the model says the stat sent an RPC, and print both means.
+#[test]
+fn stat_time_cached_vs_rpc() {
+    let dir = lab_dir();
+    let runs = load_runs(&dir);
+    let (names, sizes) = layout(&dir);
+    let mut cache = HashMap::new();
+    for vers in ["3", "4.1"] {
+        let block: Vec<&Run> = runs.iter().filter(|r| r.vers == vers).collect();
+        let (opts, params, ops, changes) = block_input(&dir, &block, &names, &sizes, &mut cache);
+        let r = statstorm_nfs::replay(&ops, &opts, &params, &changes);
+        let (mut hit, mut miss): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+        for (i, o) in ops.iter().enumerate() {
+            if !matches!(o.kind, OpKind::Stat | OpKind::Lstat | OpKind::Fstat) || !o.ok() {
+                continue;
+            }
+            let Some(d) = o.dur_us else { continue };
+            if r.per_op[i].total() == 0 {
+                hit.push(d);
+            } else if r.per_op[i].total() == 1 && r.per_op[i].of(RpcOp::Getattr) == 1 {
+                miss.push(d);
+            }
+        }
+        let stats = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            let mean = v.iter().sum::<u64>() as f64 / v.len().max(1) as f64;
+            (v.len(), mean, v.get(v.len() / 2).copied().unwrap_or(0))
+        };
+        let (nh, mh, medh) = stats(&mut hit);
+        let (nm, mm, medm) = stats(&mut miss);
+        println!(
+            "v{vers}: stat served from cache: n={nh} mean={mh:.1} us median={medh} us; \
+             stat with one GETATTR: n={nm} mean={mm:.1} us median={medm} us (strace -T, traced guest)"
+        );
+        assert!(nh > 1000 && nm > 100, "v{vers}: too few stats ({nh}, {nm})");
+        assert!(
+            medh * 2 < medm,
+            "v{vers}: cached {medh} us vs GETATTR {medm} us"
+        );
+    }
 }
