@@ -269,3 +269,31 @@ fn ops_outside_the_mount_cost_nothing() {
     );
     assert_eq!(c.total(), 0);
 }
+
+#[test]
+fn seed000_lookupcache_pos_does_not_keep_positive_dentries() {
+    // Seed 000 claims lookupcache=pos keeps positive dentries across a
+    // parent change. R19/R20: `pos` only stops trusting *negative* dentries;
+    // positive ones are revalidated against the parent the same way.
+    let mut p = ClientParams::new(ROOT);
+    p.root_attr_time_us = Some(0);
+    let files: Vec<String> = (0..10).map(|i| format!("/m/d/f{i}.php")).collect();
+    let mut ops = Vec::new();
+    for (k, t) in [1.0, 40.0].into_iter().enumerate() {
+        for f in &files {
+            ops.push(op(t + k as f64 * 0.001, OpKind::Stat, f));
+        }
+    }
+    let ch = [ServerChange {
+        t_us: 5 * S,
+        path: "/m/d/new.css".into(),
+        entry: true,
+    }];
+    let count = |o: &str| {
+        replay(&ops, &MountOptions::parse(o).unwrap(), &p, &ch).counts_between(39 * S, 41 * S, None)
+    };
+    let all = count("vers=4.1,lookupcache=all");
+    let pos = count("vers=4.1,lookupcache=pos");
+    assert_eq!(all, pos);
+    assert_eq!(all.of(RpcOp::Lookup), 10, "{all}");
+}
