@@ -244,7 +244,11 @@ const NEWFD_NAMES: &[&str] = &[
 /// ```
 #[derive(Debug)]
 pub struct Splitter {
-    pids: HashMap<u32, PidState>,
+    /// Per-pid state, in order of first appearance; `pid_index` maps a pid
+    /// to its slot and `last` caches the previous event's pid.
+    pids: Vec<PidState>,
+    pid_index: HashMap<u32, usize>,
+    last: Option<(u32, usize)>,
     units: Vec<Unit>,
     names: Vec<NameClass>,
     /// Path ids already checked for PHP evidence (bit per id).
@@ -252,8 +256,6 @@ pub struct Splitter {
     php_evidence: bool,
     events: u64,
     first_pid: Option<u32>,
-    /// Pids in order of first appearance.
-    pid_order: Vec<u32>,
 }
 
 impl Default for Splitter {
@@ -294,14 +296,15 @@ fn is_php_path(p: &[u8]) -> bool {
 impl Splitter {
     pub fn new() -> Self {
         Splitter {
-            pids: HashMap::new(),
+            pids: Vec::new(),
+            pid_index: HashMap::new(),
+            last: None,
             units: Vec::new(),
             names: Vec::new(),
             php_checked: Vec::new(),
             php_evidence: false,
             events: 0,
             first_pid: None,
-            pid_order: Vec::new(),
         }
     }
 
@@ -353,25 +356,37 @@ impl Splitter {
         id
     }
 
+    /// Slot of `pid`, created (with a head unit) on first sight.
+    fn slot(&mut self, pid: u32, ts_us: Option<i64>) -> usize {
+        if let Some(&i) = self.pid_index.get(&pid) {
+            return i;
+        }
+        let unit = self.new_unit(pid, Start::Head, ts_us);
+        let i = self.pids.len();
+        self.pids.push(PidState {
+            unit,
+            ..PidState::default()
+        });
+        self.pid_index.insert(pid, i);
+        i
+    }
+
     /// Feeds one event (input order) and returns the unit it belongs to.
-    /// Per event: one hash lookup by pid plus, for fd-creating and read
-    /// calls, one by fd.
+    /// Per event: at most one hash lookup by pid (none when the pid is the
+    /// previous event's) plus, for fd-creating and read calls, one by fd.
     pub fn push(&mut self, ev: &Event, strings: &Interner) -> UnitId {
         let pid = ev.pid;
         if self.first_pid.is_none() {
             self.first_pid = Some(pid);
         }
-        if !self.pids.contains_key(&pid) {
-            let unit = self.new_unit(pid, Start::Head, ev.ts_us);
-            self.pids.insert(
-                pid,
-                PidState {
-                    unit,
-                    ..PidState::default()
-                },
-            );
-            self.pid_order.push(pid);
-        }
+        let si = match self.last {
+            Some((p, i)) if p == pid => i,
+            _ => {
+                let i = self.slot(pid, ev.ts_us);
+                self.last = Some((pid, i));
+                i
+            }
+        };
         let class = if ev.kind == Kind::Other {
             self.class(ev.name, strings)
         } else {
@@ -391,7 +406,7 @@ impl Splitter {
                 // Any accept ends the current request: the worker is back
                 // in its accept loop.
                 if let Some(fd) = returned_fd(ev) {
-                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    let st = &mut self.pids[si];
                     st.fds.insert(fd, FdUse::Conn);
                     boundary = Some((Start::Accept, end_of(ev)));
                 } else {
@@ -404,7 +419,7 @@ impl Splitter {
                         .fd_path
                         .map(|p| !strings.bytes(p).starts_with(b"/"))
                         .unwrap_or(true);
-                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    let st = &mut self.pids[si];
                     if fd > 2 && not_file && !st.fds.contains_key(&fd) {
                         st.fds.insert(fd, FdUse::Conn);
                         boundary = Some((Start::HeaderRead, ev.ts_us));
@@ -413,20 +428,12 @@ impl Splitter {
             }
             Kind::Close => {
                 if let Some(fd) = ev.fd {
-                    self.pids
-                        .get_mut(&pid)
-                        .expect("pid inserted above")
-                        .fds
-                        .remove(&fd);
+                    self.pids[si].fds.remove(&fd);
                 }
             }
             k if k.is_open() => {
                 if let Some(fd) = returned_fd(ev) {
-                    self.pids
-                        .get_mut(&pid)
-                        .expect("pid inserted above")
-                        .fds
-                        .insert(fd, FdUse::Local);
+                    self.pids[si].fds.insert(fd, FdUse::Local);
                 }
             }
             _ => {}
@@ -434,11 +441,7 @@ impl Splitter {
         match class {
             NameClass::NewFd => {
                 if let Some(fd) = returned_fd(ev) {
-                    self.pids
-                        .get_mut(&pid)
-                        .expect("pid inserted above")
-                        .fds
-                        .insert(fd, FdUse::Local);
+                    self.pids[si].fds.insert(fd, FdUse::Local);
                 }
             }
             NameClass::Fork => {
@@ -447,18 +450,8 @@ impl Splitter {
                         let child = child as u32;
                         // The child may already have events (strace can
                         // print them before the parent's clone returns).
-                        if !self.pids.contains_key(&child) {
-                            let unit = self.new_unit(child, Start::Head, ev.ts_us);
-                            self.pids.insert(
-                                child,
-                                PidState {
-                                    unit,
-                                    ..PidState::default()
-                                },
-                            );
-                            self.pid_order.push(child);
-                        }
-                        let st = self.pids.get_mut(&child).expect("inserted");
+                        let ci = self.slot(child, ev.ts_us);
+                        let st = &mut self.pids[ci];
                         if st.exec.is_none() && child != pid {
                             st.parent = Some(pid);
                         }
@@ -471,7 +464,7 @@ impl Splitter {
                     if php == Some(true) {
                         self.php_evidence = true;
                     }
-                    let st = self.pids.get_mut(&pid).expect("pid inserted above");
+                    let st = &mut self.pids[si];
                     st.exec = Some(php);
                     st.parent = None;
                     // exec closes nothing we track reliably; forget fds.
@@ -480,7 +473,7 @@ impl Splitter {
             }
             _ => {}
         }
-        let st = self.pids.get_mut(&pid).expect("pid inserted above");
+        let st = &mut self.pids[si];
         if let Some((start, start_us)) = boundary {
             if start != Start::Idle {
                 st.boundaries += 1;
@@ -496,7 +489,7 @@ impl Splitter {
                 first_event: self.events,
             });
         }
-        let unit_id = self.pids[&pid].unit;
+        let unit_id = self.pids[si].unit;
         let u = &mut self.units[unit_id as usize];
         if u.events == 0 {
             u.first_event = self.events;
@@ -531,7 +524,7 @@ impl Splitter {
             mode = RequestMode::Fpm;
             let mut head_events = 0u64;
             let mut workers = 0usize;
-            for st in self.pids.values() {
+            for st in &self.pids {
                 if st.boundaries > 0 {
                     workers += 1;
                 }
@@ -567,7 +560,7 @@ impl Splitter {
             // cycle except through bad input, so bound the walk).
             let root_of = |mut p: u32| -> u32 {
                 for _ in 0..64 {
-                    match self.pids.get(&p).and_then(|s| s.parent) {
+                    match self.pid_index.get(&p).and_then(|&i| self.pids[i].parent) {
                         Some(q) if q != p => p = q,
                         _ => break,
                     }
@@ -584,7 +577,7 @@ impl Splitter {
             for i in order {
                 let u = &self.units[i];
                 let root = root_of(u.pid);
-                let exec = self.pids.get(&root).and_then(|s| s.exec);
+                let exec = self.pid_index.get(&root).and_then(|&i| self.pids[i].exec);
                 if exec == Some(Some(false)) {
                     non_php += 1;
                     continue;

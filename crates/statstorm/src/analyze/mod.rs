@@ -89,7 +89,10 @@ pub struct Analyzer {
     kinds: Vec<NameAgg>,
     kind_name: Vec<Option<PathId>>,
     other: HashMap<u32, NameAgg>,
-    paths: HashMap<u32, PathAgg>,
+    /// Slot in `paths` of each path id (`u32::MAX`: none yet): an array
+    /// index per event instead of a hash lookup.
+    path_slot: Vec<u32>,
+    paths: Vec<(u32, PathAgg)>,
     procs: Vec<ProcAgg>,
     proc_index: HashMap<u32, usize>,
     last_pid: Option<(u32, usize)>,
@@ -179,7 +182,8 @@ impl Analyzer {
             kinds: vec![NameAgg::default(); Kind::ALL.len() + 1],
             kind_name: vec![None; Kind::ALL.len() + 1],
             other: HashMap::new(),
-            paths: HashMap::new(),
+            path_slot: Vec::new(),
+            paths: Vec::new(),
             procs: Vec::new(),
             proc_index: HashMap::new(),
             last_pid: None,
@@ -299,7 +303,15 @@ impl Analyzer {
 
         // Paths.
         if let Some(p) = path {
-            let pa = self.paths.entry(p.0).or_default();
+            let i = p.0 as usize;
+            if i >= self.path_slot.len() {
+                self.path_slot.resize(i + 1, u32::MAX);
+            }
+            if self.path_slot[i] == u32::MAX {
+                self.path_slot[i] = self.paths.len() as u32;
+                self.paths.push((p.0, PathAgg::default()));
+            }
+            let pa = &mut self.paths[self.path_slot[i] as usize].1;
             pa.calls += 1;
             if errno.is_some() {
                 pa.errors += 1;
@@ -734,17 +746,17 @@ fn build_profile(
     for (&id, na) in &a.other {
         add(strings.str(PathId(id)).into_owned(), na, false);
     }
-    let enoent_total: u64 = a.paths.values().map(|p| p.enoent).sum::<u64>();
+    let enoent_total: u64 = a.paths.iter().map(|p| p.1.enoent).sum::<u64>();
 
     // Paths and directories.
-    let mut path_rows: Vec<(&u32, &PathAgg)> = a.paths.iter().collect();
+    let mut path_rows: Vec<(&u32, &PathAgg)> = a.paths.iter().map(|(id, pa)| (id, pa)).collect();
     path_rows.sort_by(|x, y| {
         y.1.calls
             .cmp(&x.1.calls)
             .then(strings.bytes(PathId(*x.0)).cmp(strings.bytes(PathId(*y.0))))
     });
     let mut dirs: HashMap<&[u8], DirAgg> = HashMap::new();
-    for (&id, pa) in &a.paths {
+    for &(id, ref pa) in &a.paths {
         let d = dir_of(strings.bytes(PathId(id)));
         let e = dirs.entry(d).or_default();
         e.0 += pa.calls;
