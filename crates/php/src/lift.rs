@@ -24,7 +24,7 @@ use crate::workload::{Evidence, PhpOp, PhpOpKind, Via, WorkRequest, Workload, WO
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// File name endings PHP applications include.
 const SCRIPT_EXT: &[&str] = &[
@@ -449,6 +449,51 @@ pub fn lift_request(
 ///
 /// Unknown scripts stay `include`.
 fn script_facts(reqs: &mut [WorkRequest]) {
+    // entry scripts: what php-fpm resolved first (SCRIPT_FILENAME); a first
+    // compile of another script is an include whose entry script was an
+    // OPcache hit (no open)
+    let mains: HashSet<String> = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::PrimaryResolve { path } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    // the name a script is resolved under (`./rel/x.php`), seen on a
+    // realpath cache miss, holds for its hits too
+    let mut names: HashMap<String, String> = HashMap::new();
+    for o in reqs.iter().flat_map(|r| &r.ops) {
+        if let PhpOpKind::Compile {
+            path,
+            resolve_as: Some(n),
+            ..
+        } = &o.kind
+        {
+            names.insert(path.clone(), n.clone());
+        }
+    }
+    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+        if let PhpOpKind::Compile {
+            path, resolve_as, ..
+        } = &mut o.kind
+        {
+            if resolve_as.is_none() {
+                *resolve_as = names.get(path.as_str()).cloned();
+            }
+        }
+    }
+    if !mains.is_empty() {
+        for r in reqs.iter_mut() {
+            for o in &mut r.ops {
+                if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
+                    if *via == Via::Main && !mains.contains(path.as_str()) {
+                        *via = Via::Include;
+                    }
+                }
+            }
+        }
+    }
     let cache_off = reqs
         .iter()
         .flat_map(|r| &r.ops)

@@ -284,6 +284,28 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                     // find or open the script, only the R64 validation; a
                     // *_once script already included costs nothing
                     match via {
+                        // R62 with revalidate_path=1 (measured): the name is
+                        // resolved and the file opened to learn its real
+                        // path — open, fstat, close, no read — and the
+                        // timestamp comes from that handle (no stat)
+                        Via::Include if cfg.revalidate_path => {
+                            for p in probes {
+                                cx.probe(p);
+                            }
+                            cx.resolve(w, name);
+                            cx.basedir_check(w, path);
+                            cx.emit(OpKind::Open, path, 0, None);
+                            cx.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+                            cx.emit(OpKind::Close, path, 0, None);
+                            let due = cfg.validate_timestamps
+                                && (cfg.revalidate_freq == 0
+                                    || shm.scripts.get(path.as_str()).copied().unwrap_or(i64::MIN)
+                                        < cx.req_s);
+                            if due {
+                                shm.scripts
+                                    .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                            }
+                        }
                         Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
                         Via::Main => cx.revalidate(w, shm, path, None),
                         Via::Once if first => cx.revalidate(w, shm, path, None),
