@@ -2,7 +2,8 @@
 //! streaming API, used by `scripts/bench-ingest` as a floor for the parser
 //! alone).
 //!
-//! `cargo run --release -p statstorm-trace --example count -- FILE...` (`-` = stdin)
+//! `cargo run --release -p statstorm-trace --example count -- [--threads N] FILE...`
+//! (`-` = stdin; threads 0 = all cores, 1 = the sequential reader path)
 
 use statstorm_trace::{Event, Interner, Options, PathId, Sink};
 use std::path::PathBuf;
@@ -25,7 +26,13 @@ impl Sink for Count {
 
 fn main() {
     let mut code = 0;
-    for arg in std::env::args().skip(1) {
+    let mut threads = 0;
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--threads") {
+        threads = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(0);
+        args.drain(i..(i + 2).min(args.len()));
+    }
+    for arg in args {
         let path = PathBuf::from(&arg);
         let r = match statstorm_trace::input::open(&path) {
             Ok(r) => r,
@@ -36,7 +43,11 @@ fn main() {
             }
         };
         let mut sink = Count::default();
-        match statstorm_trace::stream(&arg, r, &mut sink, Options::default()) {
+        let opts = Options {
+            threads,
+            ..Options::default()
+        };
+        match statstorm_trace::stream(&arg, r, &mut sink, opts) {
             Ok((st, _, strings)) => {
                 println!(
                     "{arg}: lines {} events {} skipped {} {:?} detected {:?}",

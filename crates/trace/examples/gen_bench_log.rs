@@ -23,8 +23,9 @@ use std::path::{Path, PathBuf};
 const WORKERS: usize = 16;
 const SITES: usize = 200;
 
-/// One source line without pid and timestamp.
+/// One source line without timestamp.
 struct Src {
+    pid: u32,
     rest: String,
 }
 
@@ -37,10 +38,11 @@ fn load(path: &Path) -> Vec<Src> {
     text.lines()
         .filter_map(|l| {
             let mut it = l.splitn(2, ' ');
-            let _pid = it.next()?;
+            let pid = it.next()?.parse().ok()?;
             let r = it.next()?.trim_start();
             let (_ts, rest) = r.split_once(' ')?;
             Some(Src {
+                pid,
                 rest: rest.to_string(),
             })
         })
@@ -50,7 +52,10 @@ fn load(path: &Path) -> Vec<Src> {
 struct Worker {
     src: usize,
     pos: usize,
-    pid: u32,
+    /// Source pid -> replay pid (a lab trace can hold a parent and children).
+    pids: HashMap<u32, u32>,
+    /// Pid of the call split into unfinished/resumed.
+    split_pid: u32,
     site: usize,
     fds: HashMap<i64, String>,
     /// The second half of a call split into unfinished/resumed.
@@ -106,27 +111,21 @@ fn main() {
     let mut clock_us: u64 = 10 * 3600 * 1_000_000;
     let mut next_pid: u32 = 20000;
     let mut replay: usize = 0;
-    let new_worker = |replay: &mut usize, next_pid: &mut u32| {
+    let new_worker = |replay: &mut usize| {
         let src = *replay % sources.len();
         let site = (*replay * 7) % SITES;
         *replay += 1;
-        *next_pid = if *next_pid >= 60000 {
-            20000
-        } else {
-            *next_pid + 1
-        };
         Worker {
             src,
             pos: 0,
-            pid: *next_pid,
+            pids: HashMap::new(),
+            split_pid: 0,
             site,
             fds: HashMap::new(),
             resumed: None,
         }
     };
-    let mut workers: Vec<Worker> = (0..WORKERS)
-        .map(|_| new_worker(&mut replay, &mut next_pid))
-        .collect();
+    let mut workers: Vec<Worker> = (0..WORKERS).map(|_| new_worker(&mut replay)).collect();
     let mut rng: u64 = 0x2545f4914f6cdd1d;
     let mut calls: u64 = 0;
     let mut line = String::with_capacity(4096);
@@ -146,15 +145,24 @@ fn main() {
             t / 1_000_000 % 60,
             t % 1_000_000
         );
-        line.push_str(&format!("{:<5} {} ", wk.pid, ts));
         if let Some(r) = wk.resumed.take() {
+            line.push_str(&format!("{:<5} {} ", wk.split_pid, ts));
             line.push_str(&r);
         } else {
             let src = &sources[wk.src];
             if wk.pos >= src.len() {
-                *wk = new_worker(&mut replay, &mut next_pid);
+                *wk = new_worker(&mut replay);
                 continue;
             }
+            let pid = *wk.pids.entry(src[wk.pos].pid).or_insert_with(|| {
+                next_pid = if next_pid >= 60000 {
+                    20000
+                } else {
+                    next_pid + 1
+                };
+                next_pid
+            });
+            line.push_str(&format!("{:<5} {} ", pid, ts));
             let site = format!("/srv/www/site{}", wk.site);
             let rest = src[wk.pos].rest.replace("/mnt/nfs/site", &site);
             wk.pos += 1;
@@ -172,6 +180,7 @@ fn main() {
                         .unwrap_or(open + 1);
                     line.push_str(&body[..cut]);
                     line.push_str(" <unfinished ...>");
+                    wk.split_pid = pid;
                     wk.resumed = Some(format!("<... {name} resumed>{}", &body[cut..]));
                 }
                 _ => line.push_str(&body),

@@ -82,10 +82,45 @@ pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
     None
 }
 
-/// Splits `s` (the text between the parentheses) at top-level commas.
-pub(crate) fn split_args(s: &[u8], out: &mut ArgList) {
+/// Skips a bracketed group starting at `s[i]` (`{`, `[` or `(`); returns
+/// the index after its closing bracket. Other bracket kinds inside are
+/// balanced in strace's output, so only this kind is counted; quoted
+/// strings are skipped.
+#[inline]
+fn skip_group(s: &[u8], i: usize) -> Option<usize> {
+    let open = s[i];
+    let close = match open {
+        b'{' => b'}',
+        b'[' => b']',
+        _ => b')',
+    };
+    let mut depth = 1usize;
+    let mut j = i + 1;
+    loop {
+        let k = j + memchr3(b'"', open, close, &s[j..])?;
+        match s[k] {
+            b'"' => j = skip_string(s, k)?,
+            c if c == open => {
+                depth += 1;
+                j = k + 1;
+            }
+            _ => {
+                depth -= 1;
+                j = k + 1;
+                if depth == 0 {
+                    return Some(j);
+                }
+            }
+        }
+    }
+}
+
+/// Splits `s` (the text between the parentheses) at top-level commas,
+/// stopping once `want` arguments are found (the last one found runs to
+/// its comma, or to the end).
+pub(crate) fn split_args(s: &[u8], out: &mut ArgList, want: usize) {
     out.n = 0;
-    let mut depth = 0i32;
+    let want = want.min(MAX_ARGS);
     let mut start = 0usize;
     let mut i = 0usize;
     while i < s.len() {
@@ -97,20 +132,26 @@ pub(crate) fn split_args(s: &[u8], out: &mut ArgList) {
                 }
                 None => break,
             },
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            b',' if depth == 0 => {
-                if out.n < MAX_ARGS {
-                    out.spans[out.n] = (start as u32, i as u32);
-                    out.n += 1;
+            b'(' | b'[' | b'{' => match skip_group(s, i) {
+                Some(j) => {
+                    i = j;
+                    continue;
                 }
+                None => break,
+            },
+            b',' => {
+                out.spans[out.n] = (start as u32, i as u32);
+                out.n += 1;
                 start = i + 1;
+                if out.n >= want {
+                    return;
+                }
             }
             _ => {}
         }
         i += 1;
     }
-    if out.n < MAX_ARGS && (start < s.len() || out.n > 0) {
+    if out.n < want && (start < s.len() || out.n > 0) {
         out.spans[out.n] = (start as u32, s.len() as u32);
         out.n += 1;
     }
@@ -369,7 +410,7 @@ mod tests {
         let s =
             br#"AT_FDCWD, "/a,b\x41\101\"\n", {st_mode=S_IFREG, st_size=1}, AT_SYMLINK_NOFOLLOW"#;
         let mut a = ArgList::default();
-        split_args(s, &mut a);
+        split_args(s, &mut a, MAX_ARGS);
         assert_eq!(a.n, 4);
         let mut out = Vec::new();
         assert_eq!(decode_string(a.get(s, 1).unwrap(), &mut out), Some(false));

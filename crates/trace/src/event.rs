@@ -8,6 +8,58 @@
 
 use serde::Serialize;
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+
+/// A fast non-cryptographic hash for interned strings (the multiply-rotate
+/// scheme of rustc's FxHash, 8 bytes per step). Trace files are not
+/// adversarial hash-flooding input; parsing speed matters more here.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct FastHash;
+
+const FX_K: u64 = 0x517c_c1b7_2722_0a95;
+
+#[doc(hidden)]
+#[derive(Clone, Copy, Default)]
+pub struct FastHasher(u64);
+
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(FX_K);
+    }
+}
+
+impl Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut c = bytes.chunks_exact(8);
+        for w in &mut c {
+            self.add(u64::from_le_bytes(w.try_into().unwrap()));
+        }
+        let r = c.remainder();
+        if !r.is_empty() {
+            let mut b = [0u8; 8];
+            b[..r.len()].copy_from_slice(r);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    #[inline]
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0)
+    }
+}
 
 /// Index of an interned path (or other string) in an [`Interner`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -17,7 +69,7 @@ pub struct PathId(pub u32);
 /// kernel saw, which need not be UTF-8.
 #[derive(Default, Debug, Clone)]
 pub struct Interner {
-    map: HashMap<Box<[u8]>, u32>,
+    map: HashMap<Box<[u8]>, u32, FastHash>,
     strings: Vec<Box<[u8]>>,
 }
 

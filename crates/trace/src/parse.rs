@@ -301,6 +301,23 @@ const fn spec(fd: i8, path: i8, path2: i8, flags: i8, flags2: i8) -> ArgSpec {
     }
 }
 
+impl ArgSpec {
+    /// How many leading arguments must be split off to reach every
+    /// argument used (and the data buffer of read/write, for truncation).
+    fn want(self, k: Kind) -> usize {
+        let m = [self.fd, self.path, self.path2, self.flags, self.flags2]
+            .into_iter()
+            .max()
+            .unwrap_or(-1);
+        let m = if matches!(k, Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64) {
+            m.max(1)
+        } else {
+            m
+        };
+        (m + 1) as usize
+    }
+}
+
 fn arg_spec(k: Kind) -> ArgSpec {
     use Kind::*;
     match k {
@@ -897,6 +914,9 @@ impl Parser {
 /// parallel reader path has its own.
 pub(crate) struct Decoder {
     pub(crate) strings: Interner,
+    /// Direct-mapped cache of syscall names (up to 16 bytes, zero-padded)
+    /// to their id and kind: most lines skip the interner for the name.
+    names: Box<[(u128, u32, u8); 256]>,
     /// Kind of each interned name, by id (`KIND_UNKNOWN` = not computed).
     kinds: Vec<u8>,
     scratch: Vec<u8>,
@@ -907,6 +927,7 @@ impl Decoder {
     pub(crate) fn new(strings: Interner) -> Self {
         Decoder {
             strings,
+            names: Box::new([(0, u32::MAX, KIND_UNKNOWN); 256]),
             kinds: Vec::new(),
             scratch: Vec::new(),
             argl: ArgList::default(),
@@ -914,6 +935,25 @@ impl Decoder {
     }
 
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
+        if name.len() <= 16 && !name.contains(&0) {
+            let mut k = [0u8; 16];
+            k[..name.len()].copy_from_slice(name);
+            let key = u128::from_le_bytes(k);
+            let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(17))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                >> 56;
+            let slot = &self.names[h as usize];
+            if slot.0 == key && slot.1 != u32::MAX {
+                return (PathId(slot.1), kind_from_u8(slot.2));
+            }
+            let (id, kind) = self.intern_kind_slow(name);
+            self.names[h as usize] = (key, id.0, kind as u8);
+            return (id, kind);
+        }
+        self.intern_kind_slow(name)
+    }
+
+    fn intern_kind_slow(&mut self, name: &[u8]) -> (PathId, Kind) {
         let id = self.strings.intern(name);
         let i = id.0 as usize;
         if i >= self.kinds.len() {
@@ -1016,7 +1056,7 @@ impl Decoder {
 
     fn decode_args(&mut self, text: &[u8], ev: &mut Event) {
         let sp = arg_spec(ev.kind);
-        args::split_args(text, &mut self.argl);
+        args::split_args(text, &mut self.argl, sp.want(ev.kind));
         let al = std::mem::take(&mut self.argl);
         let get = |i: i8| {
             if i < 0 {
