@@ -2,7 +2,7 @@
 //!
 //! Streams every input through the parser into the [`Analyzer`] sink (one
 //! pass, memory bounded by distinct paths, pids and requests), then renders
-//! the [`Profile`] once in the chosen format.
+//! the [`crate::analyze::Profile`] once in the chosen format.
 //!
 //! Exit codes (docs/analyze.md): 0 analyzed (lines may have been skipped,
 //! with a warning on stderr); 1 analyzed, but some input could not be read;
