@@ -549,7 +549,18 @@ fn stat_time_cached_vs_rpc() {
 /// streams of the defaults blocks replayed under those options must give
 /// FINDINGS' numbers. (vers, delegations, extra options, scenario, run, op,
 /// FINDINGS count, section.)
-const FINDINGS_CASES: &[(&str, bool, &str, &str, &str, &str, u64, &str)] = &[
+type FindingsCase = (
+    &'static str,
+    bool,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    u64,
+    &'static str,
+);
+
+const FINDINGS_CASES: &[FindingsCase] = &[
     (
         "3",
         false,
