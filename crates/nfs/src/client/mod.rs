@@ -867,6 +867,10 @@ impl Client {
     }
 
     fn apply_inner(&mut self, op: &Op, index: usize) {
+        if !op.path.starts_with('/') {
+            // unresolved relative path (cwd unknown): cannot be placed
+            return;
+        }
         let path = normalize(&op.path);
         if !self.under_root(&path) {
             // A rename may still move a file onto the mount; ignore.

@@ -297,3 +297,71 @@ fn seed000_lookupcache_pos_does_not_keep_positive_dentries() {
     assert_eq!(all, pos);
     assert_eq!(all.of(RpcOp::Lookup), 10, "{all}");
 }
+
+#[test]
+fn r27_login_time_is_a_kernel_parameter() {
+    // Two workers of the same uid; the second starts later and walks the
+    // same directories. 6.1: the first worker's access entries serve it.
+    // 6.2+: entries older than the caller's login time are ignored.
+    let mut ops = vec![op(1.0, OpKind::Stat, F)];
+    let mut second = op(2.0, OpKind::Stat, F);
+    second.pid = 200;
+    ops.push(second);
+    let mut p = ClientParams::new(ROOT);
+    p.root_attr_time_us = Some(0);
+    let o = MountOptions::parse("vers=3").unwrap();
+    let k61 = replay(&ops, &o, &p, &[]).totals;
+    p.kernel = (6, 2);
+    let k62 = replay(&ops, &o, &p, &[]).totals;
+    assert_eq!(k61.of(RpcOp::Access), 4, "{k61}");
+    assert_eq!(k62.of(RpcOp::Access), 8, "{k62}");
+}
+
+#[test]
+fn odd_input_never_panics() {
+    let mut ops = Vec::new();
+    for (i, p) in [
+        "",
+        "/",
+        "relative/x",
+        "/m",
+        "/m/",
+        "/m//a/./b/../c",
+        "/m/..",
+        "/mm/x",
+        "/m/a\u{fffd}",
+    ]
+    .iter()
+    .enumerate()
+    {
+        for kind in [
+            OpKind::Stat,
+            OpKind::Open,
+            OpKind::Close,
+            OpKind::Read,
+            OpKind::Getdents,
+            OpKind::Unlink,
+            OpKind::Rmdir,
+            OpKind::Mkdir,
+            OpKind::Rename,
+            OpKind::Chdir,
+            OpKind::Readlink,
+            OpKind::Write,
+            OpKind::Fstat,
+        ] {
+            let mut o = op(i as f64, kind, p);
+            o.path2 = Some("/m/z".into());
+            ops.push(o.clone());
+            o.errno = Some("EACCES".into());
+            ops.push(o);
+        }
+    }
+    for opts in ["vers=3", "vers=4.1", "vers=4.0,noac,lookupcache=none"] {
+        let mut p = ClientParams::new(ROOT);
+        p.delegations = true;
+        let _ = replay(&ops, &MountOptions::parse(opts).unwrap(), &p, &[]);
+        let mut p = ClientParams::new("/");
+        p.delegations = true;
+        let _ = replay(&ops, &MountOptions::parse(opts).unwrap(), &p, &[]);
+    }
+}
