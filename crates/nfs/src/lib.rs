@@ -12,8 +12,9 @@
 //!     path: "/m/a.php".into(), path2: None, flags: 0, errno: None, bytes: 0 };
 //! let ops = [op(0, OpKind::Stat), op(10, OpKind::Open), op(20, OpKind::Close)];
 //! let r = replay(&ops, &opts, &params, &[]);
-//! // cold: ACCESS(root) + LOOKUP(a.php) for the stat, ACCESS(a.php) for the open
-//! assert_eq!(r.totals.get("LOOKUP"), 1);
+//! // cold: ACCESS(root) + LOOKUP(a.php) for the stat; the open pays the
+//! // close-to-open GETATTR (R30) and ACCESS(a.php) (no entry yet, R25)
+//! assert_eq!(r.totals.to_string(), "GETATTR=1 LOOKUP=1 ACCESS=2");
 //! ```
 
 pub mod client;
