@@ -365,3 +365,24 @@ fn odd_input_never_panics() {
         let _ = replay(&ops, &MountOptions::parse(opts).unwrap(), &p, &[]);
     }
 }
+
+#[test]
+fn r31_v40_opens_by_name_and_r33_shared_open_state() {
+    let mut ops = include(1.0);
+    ops.extend(include(1.5));
+    let c = run("vers=4.0,noatime", &ops);
+    assert_eq!((c.of(RpcOp::Open), c.of(RpcOp::OpenNoattr)), (2, 0), "{c}");
+    // two workers (same uid) holding the file open at the same time: two
+    // OPENs, one CLOSE when the last one closes (R33, derived).
+    let mut a = op(1.0, OpKind::Open, F);
+    a.pid = 1;
+    let mut b = op(1.1, OpKind::Open, F);
+    b.pid = 2;
+    let mut ca = op(1.2, OpKind::Close, F);
+    ca.pid = 1;
+    let mut cb = op(1.3, OpKind::Close, F);
+    cb.pid = 2;
+    let c = run("vers=4.1,noatime", &[a, b, ca, cb]);
+    assert_eq!(c.of(RpcOp::Open) + c.of(RpcOp::OpenNoattr), 2, "{c}");
+    assert_eq!(c.of(RpcOp::Close), 1, "{c}");
+}
