@@ -215,6 +215,31 @@ pub fn check_manifest(v: &Value, m: &Value, what: &str) {
             );
         }
     }
+    if let Some(b) = m.get("bursts") {
+        let bursts = v["bursts"].as_array().unwrap();
+        assert!(
+            bursts.len() as u64 >= b["at_least"].as_u64().unwrap(),
+            "{what}: bursts {bursts:?}"
+        );
+        assert_eq!(
+            v["timeseries"]["burst_period_s"].as_f64(),
+            b["period_s"].as_f64(),
+            "{what}: burst period"
+        );
+        for x in &bursts[1..] {
+            assert_eq!(
+                x["metadata_calls"], b["calls_each_after_first"],
+                "{what}: {x}"
+            );
+        }
+        for w in bursts.windows(2) {
+            assert_eq!(
+                w[1]["start_s"].as_i64().unwrap() - w[0]["start_s"].as_i64().unwrap(),
+                b["period_s"].as_i64().unwrap(),
+                "{what}: burst spacing"
+            );
+        }
+    }
     // Per-request counts add up to the totals for request-bound events.
     let sum_walks: u64 = reqs
         .iter()
@@ -265,7 +290,7 @@ fn fixtures_match_construction() {
         check_manifest(&analyze(&f), &m, &name);
         n += 1;
     }
-    assert!(n >= 4);
+    assert!(n >= 5);
 }
 
 #[test]

@@ -118,7 +118,19 @@ pub fn findings(p: &Profile) -> Vec<Finding> {
             ),
         });
     }
-    if let Some(share) = t.metadata_share_of_wall {
+    if let (Some(share), Some(w)) = (t.metadata_share_of_requests, t.request_wall_us) {
+        let inside: u64 = p.requests.iter().filter_map(|r| r.metadata_time_us).sum();
+        out.push(Finding {
+            id: "time_share",
+            text: format!(
+                "metadata syscalls took {} of the time inside requests ({} us of {} us in {} requests)",
+                pct(share),
+                inside,
+                w,
+                p.requests.len()
+            ),
+        });
+    } else if let Some(share) = t.metadata_share_of_wall {
         out.push(Finding {
             id: "time_share",
             text: format!(

@@ -79,6 +79,7 @@ struct UnitAgg {
     walks: u64,
     walk_lstats: u64,
     repeats: u64,
+    metadata_time_us: u64,
     /// Paths stat'ed in this unit (dropped when the unit ends).
     seen: HashSet<PathId>,
 }
@@ -385,6 +386,7 @@ impl Analyzer {
             bump(&mut u.by_name, ev.name.0);
             if metadata {
                 u.metadata += 1;
+                u.metadata_time_us += ev.dur_us.unwrap_or(0);
             }
             if enoent {
                 u.enoent += 1;
@@ -525,6 +527,12 @@ pub struct Totals {
     pub traced_wall_us: Option<u64>,
     /// `metadata_time_us / traced_wall_us`.
     pub metadata_share_of_wall: Option<f64>,
+    /// Sum of request durations (`end_us - start_us`); `null` for a
+    /// whole-trace split.
+    pub request_wall_us: Option<u64>,
+    /// Metadata time inside requests / `request_wall_us`: the share that
+    /// matters for php-fpm, whose workers idle in `accept` between requests.
+    pub metadata_share_of_requests: Option<f64>,
     pub by_syscall: BTreeMap<String, SyscallTotals>,
 }
 
@@ -572,6 +580,7 @@ pub struct RequestRow {
     pub realpath_walks: u64,
     pub walk_lstats: u64,
     pub repeats: u64,
+    pub metadata_time_us: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -835,6 +844,7 @@ fn build_profile(
             realpath_walks: 0,
             walk_lstats: 0,
             repeats: 0,
+            metadata_time_us: durations.then_some(0),
         })
         .collect();
     let mut total_repeats = 0;
@@ -846,6 +856,9 @@ fn build_profile(
             row.realpath_walks += u.walks;
             row.walk_lstats += u.walk_lstats;
             row.repeats += u.repeats;
+            if let Some(t) = &mut row.metadata_time_us {
+                *t += u.metadata_time_us;
+            }
             for (k, v) in names_map(&u.by_name, strings) {
                 *row.by_syscall.entry(k).or_insert(0) += v;
             }
@@ -894,6 +907,14 @@ fn build_profile(
         burst_period_s: period,
     };
 
+    let (mut req_wall, mut req_md) = (0u64, 0u64);
+    for r in &requests {
+        if let (Some(s), Some(e)) = (r.start_us, r.end_us) {
+            req_wall += (e - s).max(0) as u64;
+        }
+        req_md += r.metadata_time_us.unwrap_or(0);
+    }
+    let split = plan.mode != RequestMode::Whole && a.timestamps;
     let totals = Totals {
         events: a.events,
         metadata_calls: a.metadata,
@@ -909,6 +930,9 @@ fn build_profile(
         traced_wall_us: (a.timestamps).then_some(wall),
         metadata_share_of_wall: (durations && a.timestamps && wall > 0)
             .then(|| metadata_time as f64 / wall as f64),
+        request_wall_us: split.then_some(req_wall),
+        metadata_share_of_requests: (split && durations && req_wall > 0)
+            .then(|| req_md as f64 / req_wall as f64),
         by_syscall,
     };
     let _ = (a.ts_min, a.ts_max);
