@@ -1,8 +1,519 @@
-//! `statstorm simulate` (being built; see the issue tracker).
+//! `statstorm simulate SCENARIO.toml [--format text|json] [--seed N]
+//! [--stall-ms MS] [--reproducible]`
+//!
+//! Loads a scenario (docs/simulator.md), runs the discrete-event simulator
+//! once and renders the same [`Report`] as text (with an explanation of the
+//! stalls) or JSON (`statstorm.simulate/1`).
+//!
+//! Exit codes: 0 simulated; 2 the scenario could not be read or is invalid.
+
+use anyhow::{Context, Result};
+use statstorm_sim::scenario::{Fs, Published, Scenario, Workload};
+use statstorm_sim::{simulate_requests, Arrivals, Report};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Scenario file (TOML; see scenarios/ and docs/simulator.md).
+    pub scenario: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// RNG seed (default: the scenario's `seed`, else 1).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// A request slower than this (TTFB) belongs to a stall episode
+    /// (default: the scenario's `stall_ms`, else 1000).
+    #[arg(long)]
+    pub stall_ms: Option<f64>,
+    /// Leave out wall-clock figures (`engine.wall_ms` is null), so that the
+    /// same scenario and seed give the same bytes.
+    #[arg(long)]
+    pub reproducible: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'simulate' is not built yet")
+pub fn run(args: Args) -> Result<i32> {
+    let mut sc = match Scenario::load(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("statstorm simulate: {e}");
+            return Ok(2);
+        }
+    };
+    if let Some(ms) = args.stall_ms {
+        sc.params.stall_ms = ms;
+    }
+    let seed = args.seed.or(sc.seed).unwrap_or(1);
+    let t0 = std::time::Instant::now();
+    let mut report = match simulate_requests(&sc.requests, &sc.params, seed) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("statstorm simulate: {}: {e}", args.scenario.display());
+            return Ok(2);
+        }
+    };
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    report.scenario = Some(sc.name.clone());
+    if !args.reproducible {
+        report.engine.wall_ms = Some((wall_ms * 1000.0).round() / 1000.0);
+    }
+    let out = match args.format {
+        Format::Json => {
+            serde_json::to_string_pretty(&report).context("serializing the report")? + "\n"
+        }
+        Format::Text => render_text(&sc, &report),
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(out.as_bytes()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e).context("writing the report");
+        }
+    }
+    Ok(0)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Milliseconds, picking the unit.
+fn dur(ms: f64) -> String {
+    if ms >= 10_000.0 {
+        format!("{:.1} s", ms / 1e3)
+    } else if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1e3)
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{:.0} us", ms * 1e3)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn cause_text(c: &str) -> &'static str {
+    match c {
+        "backlog" => "waiting in the listen backlog for a free worker",
+        "slot_wait" => "waiting for an RPC slot",
+        "server_queue" => "waiting for a server thread",
+        "iops_throttle" => "the server's IOPS budget ran out (operations queued or slowed)",
+        "rpc_latency" => "sequential RPCs at their normal round trip",
+        "local_fs" => "local filesystem calls",
+        "local_lock" => "local filesystem calls sleeping on a lock",
+        _ => "CPU time",
+    }
+}
+
+fn render_text(sc: &Scenario, r: &Report) -> String {
+    let p = &sc.params;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "statstorm simulate: {} (seed {}, {} s of arrivals; an estimate from the model and the parameters below)",
+        sc.name, r.seed, r.duration_s
+    );
+    if !sc.description.is_empty() {
+        let _ = writeln!(o, "  {}", sc.description.trim());
+    }
+    let rq = &r.requests;
+    let _ = writeln!(
+        o,
+        "\nrequests  arrived {}  served {}  refused (502) {} = {:.4}%",
+        thousands(rq.arrived),
+        thousands(rq.served),
+        thousands(rq.dropped),
+        rq.drop_rate_pct
+    );
+    let t = &r.ttfb_ms;
+    let _ = writeln!(
+        o,
+        "TTFB      p50 {}  p90 {}  p99 {}  max {}  mean {}",
+        dur(t.p50),
+        dur(t.p90),
+        dur(t.p99),
+        dur(t.max),
+        dur(t.mean)
+    );
+    let s = &r.slots;
+    let session = if s.session_slots > 0 {
+        format!("{} session slots", s.session_slots)
+    } else {
+        "no session".into()
+    };
+    let _ = writeln!(
+        o,
+        "slots     {session}, nconnect {} x {} transport slots: {} RPCs, {} waited (max {}, mean {}); at most {} RPCs in flight",
+        s.nconnect,
+        s.xprt_slots,
+        thousands(s.rpcs),
+        thousands(s.waited),
+        dur(s.max_wait_ms),
+        dur(s.mean_wait_ms),
+        s.max_rpcs_in_flight
+    );
+    let sv = &r.server;
+    let ops: Vec<String> = sv
+        .ops
+        .iter()
+        .map(|(k, v)| format!("{k} {}", thousands(*v)))
+        .collect();
+    let threads = if p.server.threads == 0 {
+        "unlimited".to_string()
+    } else {
+        p.server.threads.to_string()
+    };
+    let _ =
+        writeln!(
+        o,
+        "server    rtt {} ms, {} threads, utilisation {:.2}%; ops {}; queue wait mean {} max {}",
+        p.server.rtt_ms,
+        threads,
+        sv.utilisation * 100.0 / if p.server.threads == 0 { 100.0 } else { 1.0 },
+        if ops.is_empty() { "none".into() } else { ops.join(", ") },
+        dur(sv.mean_queue_wait_ms),
+        dur(sv.max_queue_wait_ms)
+    );
+    if let (Some(i), Some(min)) = (&p.server.iops, sv.token_min) {
+        let _ = writeln!(
+            o,
+            "          IOPS budget {}/s, burst {}, when empty: {:?}; lowest token level {min}; {} ops served throttled",
+            i.rate_per_s,
+            i.burst,
+            i.when_empty,
+            thousands(sv.throttled_ops)
+        );
+    }
+    let pl = &r.pool;
+    let _ = writeln!(
+        o,
+        "pool      {} workers, listen backlog {}: at most {} busy, backlog at most {}, mean backlog wait {}",
+        pl.max_children,
+        pl.listen_backlog,
+        pl.max_busy_workers,
+        pl.max_backlog,
+        dur(pl.mean_backlog_wait_ms)
+    );
+    if r.local_fs.ops > 0 {
+        let l = &r.local_fs;
+        let _ = writeln!(
+            o,
+            "local fs  {} calls, {} evictions, {} calls slept on the lock (longest {})",
+            thousands(l.ops),
+            thousands(l.evictions),
+            thousands(l.blocked_ops),
+            dur(l.max_lock_wait_ms)
+        );
+    }
+    let v = &r.validation;
+    if v.performed + v.skipped > 0 {
+        let _ = writeln!(
+            o,
+            "checks    {} timestamp checks made, {} skipped (stamp fresh); at most {} workers checking at once",
+            thousands(v.performed),
+            thousands(v.skipped),
+            v.max_workers_at_once
+        );
+    }
+    for l in &r.littles_law {
+        let _ = writeln!(
+            o,
+            "Little    {}: mean in flight {:.4} vs throughput x latency {:.4} (rel err {:.1e})",
+            l.name, l.in_flight_mean, l.throughput_x_latency, l.rel_err
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nstalls    {} episodes with requests slower than {} ms",
+        r.stalls.len(),
+        p.stall_ms
+    );
+    if !r.stalls.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {:>9} {:>10} {:>8} {:>10} {:>8} {:>8} {:>6}  cause",
+            "start_s", "length", "requests", "max TTFB", "workers", "in-fl.", "502"
+        );
+        for st in r.stalls.iter().take(12) {
+            let _ = writeln!(
+                o,
+                "  {:>9.1} {:>10} {:>8} {:>10} {:>8} {:>8} {:>6}  {}",
+                st.start_s,
+                dur(st.duration_ms),
+                st.requests,
+                dur(st.max_ttfb_ms),
+                st.max_workers_validating,
+                st.max_rpcs_in_flight,
+                st.dropped,
+                st.cause
+            );
+        }
+        if r.stalls.len() > 12 {
+            let _ = writeln!(
+                o,
+                "  ... {} more (all in --format json)",
+                r.stalls.len() - 12
+            );
+        }
+    }
+    let _ = writeln!(o, "\nwhy");
+    for line in explain(sc, r) {
+        let _ = writeln!(o, "  - {line}");
+    }
+    let wall = r
+        .engine
+        .wall_ms
+        .map(|w| format!(" in {}", dur(w)))
+        .unwrap_or_default();
+    let _ = writeln!(o, "\nengine    {} events{wall}", thousands(r.engine.events));
+    o
+}
+
+/// Sentences that explain the stalls and the refused requests, from the
+/// report's own figures.
+fn explain(sc: &Scenario, r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let p = &sc.params;
+    let st = &r.stalls;
+    let rpcs_per_req = sc.requests.iter().map(|q| q.rpc_count()).max().unwrap_or(0);
+    if st.is_empty() {
+        out.push(format!("No request took longer than {} ms.", p.stall_ms));
+    } else {
+        let starts: Vec<f64> = st.iter().map(|s| s.start_s).collect();
+        let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        let lens: Vec<f64> = st.iter().map(|s| s.duration_ms).collect();
+        let maxlen = lens.iter().copied().fold(0.0, f64::max);
+        let mut causes: Vec<&str> = st.iter().map(|s| s.cause).collect();
+        causes.sort();
+        causes.dedup();
+        let recur = if gaps.is_empty() {
+            String::new()
+        } else {
+            format!(", recurring every {:.0} s (median gap)", median(gaps))
+        };
+        out.push(format!(
+            "{} stall episodes{recur}, median length {} (longest {}); cause: {}.",
+            st.len(),
+            dur(median(lens)),
+            dur(maxlen),
+            causes
+                .iter()
+                .map(|c| format!("{c} = {}", cause_text(c)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let validating =
+        matches!(sc.workload, Workload::OpcacheIncludes { .. }) && r.validation.performed > 0;
+    let on_nfs = match sc.workload {
+        Workload::OpcacheIncludes { fs, .. } => fs == Fs::Nfs,
+        Workload::File { .. } => r.local_fs.ops == 0,
+    };
+    if validating {
+        let workers: Vec<f64> = st.iter().map(|s| s.max_workers_validating as f64).collect();
+        let wmed = median(workers.clone());
+        let wmax = workers.iter().copied().fold(0.0, f64::max);
+        if on_nfs {
+            let slots = if p.transport.session_slots > 0 {
+                p.transport.session_slots
+            } else {
+                p.transport.xprt_slots
+            };
+            out.push(format!(
+                "A PHP worker is one thread and each timestamp check is a blocking stat(): its {rpcs_per_req} \
+                 checks go out one after another, so one worker never has more than 1 RPC in flight. \
+                 OPcache keeps the revalidation stamp in shared memory (R64), so after each {} s window the \
+                 first request re-checks every script and the requests that arrive while it is under way \
+                 catch up with it and check the same scripts alongside it: {} workers were checking at once \
+                 in the median episode ({} at most).",
+                p.validation.freq_s, wmed, wmax
+            ));
+            out.push(format!(
+                "RPCs in flight never exceeded {} against {} slots, so slot waits are {} (max {}, mean {} per RPC).",
+                r.slots.max_rpcs_in_flight,
+                slots,
+                if r.slots.waited == 0 { "nil" } else { "present" },
+                dur(r.slots.max_wait_ms),
+                dur(r.slots.mean_wait_ms)
+            ));
+            if let Some(big) = st
+                .iter()
+                .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+            {
+                if big.requests > 0 && big.rpcs > 0 {
+                    let n = big.requests as f64;
+                    let per_req = big.rpcs as f64 / n;
+                    out.push(format!(
+                        "In the longest episode (at {:.0} s) its {} slow requests made {per_req:.0} RPCs each at a \
+                         mean {} per RPC (slot wait + network + server): {per_req:.0} x {} = {} of sequential \
+                         waiting per request. Per request: IOPS throttle {}, server queue {}, normal RPC time {}, \
+                         slot wait {}, CPU {}.",
+                        big.start_s,
+                        big.requests,
+                        dur(big.mean_rpc_ms),
+                        dur(big.mean_rpc_ms),
+                        dur(per_req * big.mean_rpc_ms),
+                        dur(big.breakdown.iops_throttle_ms / n),
+                        dur(big.breakdown.server_queue_ms / n),
+                        dur(big.breakdown.rpc_ms / n),
+                        dur(big.breakdown.slot_wait_ms / n),
+                        dur(big.breakdown.cpu_ms / n)
+                    ));
+                }
+            }
+            if p.validation.freq_s > 0 && st.len() >= 6 {
+                let k = st.len() / 3;
+                let early = median(st[..k].iter().map(|s| s.duration_ms).collect());
+                let late = median(st[st.len() - k..].iter().map(|s| s.duration_ms).collect());
+                out.push(format!(
+                    "Episode length drifts: median {} over the first {k} episodes, {} over the last {k}. Each \
+                     script's stamp is set to request_time + {} s by whichever worker checked it last (R64); \
+                     workers that joined a revalidation late carry later request times, so the scripts' stamps \
+                     spread over a few seconds and later revalidations split into smaller waves.",
+                    dur(early),
+                    dur(late),
+                    p.validation.freq_s
+                ));
+            }
+        }
+    }
+    if r.local_fs.blocked_ops > 0 {
+        if let Some(big) = st
+            .iter()
+            .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
+        {
+            let n = big.requests.max(1) as f64;
+            let b = &big.breakdown;
+            // Time a request holds its worker (the backlog wait is before that).
+            let per_req = (b.cpu_ms + b.local_ms + b.local_lock_ms + b.rpc_ms) / n;
+            let capacity = p.pool.max_children as f64 / (per_req / 1e3);
+            let rate = match p.arrivals {
+                Arrivals::Poisson { rate_per_s } | Arrivals::Periodic { rate_per_s } => {
+                    format!(" against {rate_per_s} arriving")
+                }
+                Arrivals::Replay => String::new(),
+            };
+            out.push(format!(
+                "A worker's stat() calls are sequential, so a request that runs during an eviction cycle sleeps \
+                 once per call that finds its lock held: in the longest episode (at {:.0} s) the {} slow \
+                 requests slept {} each on locks and held their worker {} in all, so {} workers \
+                 could serve at most {capacity:.0} requests/s{rate}; the listen backlog then fills.",
+                big.start_s,
+                big.requests,
+                dur(b.local_lock_ms / n),
+                dur(per_req),
+                p.pool.max_children
+            ));
+        }
+    }
+    if r.requests.dropped > 0 {
+        out.push(format!(
+            "{} of {} requests were refused (502): {:.4}%. Refusals happen when all {} workers are busy and {} \
+             connections already wait in the listen backlog (it reached {}); workers were held by {}.",
+            thousands(r.requests.dropped),
+            thousands(r.requests.arrived),
+            r.requests.drop_rate_pct,
+            p.pool.max_children,
+            p.pool.listen_backlog,
+            r.pool.max_backlog,
+            if r.local_fs.blocked_ops > 0 {
+                format!(
+                    "stat() calls sleeping on the eviction lock ({} calls slept, longest {})",
+                    thousands(r.local_fs.blocked_ops),
+                    dur(r.local_fs.max_lock_wait_ms)
+                )
+            } else {
+                "slow requests".to_string()
+            }
+        ));
+    } else if r.requests.arrived > 0 {
+        out.push(format!(
+            "No request was refused (502 rate 0 of {}).",
+            thousands(r.requests.arrived)
+        ));
+    }
+    if let Some(pb) = &sc.published {
+        out.extend(compare_published(pb, r, on_nfs));
+    }
+    out
+}
+
+/// Where the source's own arithmetic differs from the simulation.
+fn compare_published(pb: &Published, r: &Report, on_nfs: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(w), Some(n), Some(s), true) = (pb.workers, pb.rpcs_per_worker, pb.slots, on_nfs) {
+        let total = w as u64 * n as u64;
+        let claims: Vec<String> = pb
+            .rpc_ms
+            .iter()
+            .map(|ms| {
+                format!(
+                    "({total}/{s}) x {ms} ms = {}",
+                    dur(total as f64 / s as f64 * ms)
+                )
+            })
+            .collect();
+        let seq: Vec<String> = pb
+            .rpc_ms
+            .iter()
+            .map(|ms| format!("{n} x {ms} ms = {}", dur(n as f64 * ms)))
+            .collect();
+        out.push(format!(
+            "The source's arithmetic, {}, treats the {} RPCs of {w} workers as one queue drained {s} at a \
+             time. That needs {} RPCs waiting at once; with sequential calls there are at most {w} (one per \
+             worker, fewer than the {s} slots: no slot wait), and the simulation never had more than {} in \
+             flight. A revalidating request instead waits for its own {n} RPCs one after another: {}, whatever \
+             the number of workers, as long as they stay below the slot count.",
+            claims.join(" and "),
+            thousands(total),
+            thousands(total),
+            r.slots.max_rpcs_in_flight,
+            seq.join(" or ")
+        ));
+    } else if let (Some(w), Some(n)) = (pb.workers, pb.rpcs_per_worker) {
+        out.push(format!(
+            "The source counts {w} busy workers x {n} calls = {} concurrent calls; a worker's {n} calls are \
+             sequential, so at most one per busy worker is ever in progress; the simulation had at most {} \
+             workers busy, hence at most {} calls in progress.",
+            thousands(w as u64 * n as u64),
+            r.pool.max_busy_workers,
+            r.pool.max_busy_workers
+        ));
+    }
+    if let Some(ms) = pb.stall_ms {
+        out.push(format!(
+            "The source reports a stall of {}; the simulation's longest is {} and its p99 TTFB {}.",
+            dur(ms),
+            dur(r.stalls.iter().map(|s| s.duration_ms).fold(0.0, f64::max)),
+            dur(r.ttfb_ms.p99)
+        ));
+    }
+    if let Some(pct) = pb.drop_rate_pct {
+        out.push(format!(
+            "The source reports a 502 rate of about {pct}%; the simulation gives {:.4}%.",
+            r.requests.drop_rate_pct
+        ));
+    }
+    out
 }
