@@ -42,8 +42,19 @@ pub fn parent(p: &str) -> Option<&str> {
     let p = p.trim_end_matches('/');
     let i = p.rfind('/')?;
     let mut q = &p[..i];
-    while let Some(s) = q.strip_suffix("/.") {
-        q = s;
+    loop {
+        if let Some(s) = q.strip_suffix("/.") {
+            q = s;
+        } else if let Some(s) = q.strip_suffix("/..") {
+            // `..` takes the component before it along (measured:
+            // `/a/b/../c` walks `/a/b/../c`, then `/a`)
+            q = match s.rfind('/') {
+                Some(j) => &s[..j],
+                None => "",
+            };
+        } else {
+            break;
+        }
     }
     if q.is_empty() {
         None
@@ -58,11 +69,18 @@ fn basename(p: &str) -> &str {
 
 /// `p` without `.` components and repeated slashes.
 pub fn normalize(p: &str) -> String {
-    let mut out = String::with_capacity(p.len());
+    let mut parts: Vec<&str> = Vec::new();
     for c in p.split('/') {
-        if c.is_empty() || c == "." {
-            continue;
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
         }
+    }
+    let mut out = String::with_capacity(p.len());
+    for c in parts {
         out.push('/');
         out.push_str(c);
     }
@@ -79,6 +97,8 @@ fn is_ancestor(dir: &str, p: &str) -> bool {
 #[derive(Debug)]
 struct Chain {
     path: String,
+    /// The path the walk resolved to (through symlinks).
+    resolved: String,
     /// The first lstat succeeded.
     ok: bool,
     /// The walk went on to the parent (a missing path checked by
@@ -92,24 +112,43 @@ enum Item {
     Op(Op),
 }
 
-fn items(ops: &[Op]) -> Vec<Item> {
+/// Groups lstat walks into chains. A successful `readlink` of the walk's
+/// current path is a symlink: the next lstat is its target (R53:
+/// `tsrm_realpath_r` resolves an absolute link target instead of the
+/// parent); the link is recorded in `links`.
+fn items(ops: &[Op], links: &mut BTreeMap<String, String>) -> Vec<Item> {
     let mut out: Vec<Item> = Vec::new();
     let mut last: Option<String> = None;
+    let mut jump: Option<String> = None;
     for op in ops {
         if op.kind == OpKind::Lstat {
             let cont = match (&last, out.last_mut()) {
                 (Some(prev), Some(Item::Chain(c))) if op.ok() => {
-                    let yes = parent(prev) == Some(op.path.as_str());
-                    if yes {
+                    if let Some(link) = jump.take() {
+                        // the link's target
+                        links.insert(link.clone(), op.path.clone());
+                        if c.resolved == link {
+                            c.resolved = op.path.clone();
+                        } else if let Some(rest) = c.resolved.strip_prefix(&format!("{link}/")) {
+                            c.resolved = format!("{}/{rest}", op.path);
+                        }
                         c.walked = true;
+                        true
+                    } else {
+                        let yes = parent(prev) == Some(op.path.as_str());
+                        if yes {
+                            c.walked = true;
+                        }
+                        yes
                     }
-                    yes
                 }
                 _ => false,
             };
+            jump = None;
             if !cont {
                 out.push(Item::Chain(Chain {
                     path: op.path.clone(),
+                    resolved: normalize(&op.path),
                     ok: op.ok(),
                     walked: false,
                     t_us: op.t_us,
@@ -118,11 +157,16 @@ fn items(ops: &[Op]) -> Vec<Item> {
             last = Some(op.path.clone());
         } else if op.kind == OpKind::Readlink
             && last.as_deref() == Some(op.path.as_str())
-            && matches!(out.last(), Some(Item::Chain(c)) if c.path == op.path)
+            && matches!(out.last(), Some(Item::Chain(_)))
         {
-            // the symlink test of a missing path's walk (R59): part of it
+            // part of the walk: a symlink (ok), or the symlink test of a
+            // missing path's walk (ENOENT, R59)
+            if op.ok() {
+                jump = Some(op.path.clone());
+            }
         } else {
             last = None;
+            jump = None;
             out.push(Item::Op(op.clone()));
         }
     }
@@ -136,9 +180,12 @@ struct Lifter {
     pending: Vec<Chain>,
     /// Index in `out` of the compile whose fd is open, and its path.
     active: Option<(usize, String)>,
+    /// Whether an fd call has confirmed the active path.
+    active_fixed: bool,
     compiled: HashMap<String, usize>,
     probe_target: HashMap<String, String>,
     basedirs: BTreeMap<String, u32>,
+    links: BTreeMap<String, String>,
 }
 
 impl Lifter {
@@ -165,7 +212,7 @@ impl Lifter {
         let mut pr = Vec::new();
         let mut name = None;
         while let Some(c) = self.pending.last() {
-            if (c.ok || c.walked) && pr.is_empty() && (c.path == p || normalize(&c.path) == p) {
+            if (c.ok || c.walked) && pr.is_empty() && (c.path == p || c.resolved == p) {
                 if c.path != p {
                     name = Some(c.path.clone());
                 }
@@ -247,6 +294,18 @@ impl Lifter {
     fn op(&mut self, op: Op) {
         // fd calls on the script being compiled
         if let Some((idx, path)) = &self.active {
+            // fd calls show the opened file's real path (`-y`), which
+            // differs from the name opened when it has symlinks, `..` or
+            // `//`: the first fd call after the open names it
+            let fd_call = matches!(op.kind, OpKind::Fstat | OpKind::Read | OpKind::Close);
+            if fd_call && !self.active_fixed && basename(&op.path) == basename(path) {
+                if op.path != *path {
+                    self.active = Some((*idx, op.path.clone()));
+                }
+                self.active_fixed = true;
+            }
+        }
+        if let Some((idx, path)) = &self.active {
             if op.path == *path {
                 let idx = *idx;
                 match op.kind {
@@ -304,6 +363,7 @@ impl Lifter {
                     },
                 );
                 self.active = Some((idx, op.path.clone()));
+                self.active_fixed = false;
             }
             OpKind::Stat if op.path.ends_with("/.user.ini") => {
                 self.flush();
@@ -327,6 +387,7 @@ impl Lifter {
                 for _ in 0..n {
                     self.pending.push(Chain {
                         path: op.path.clone(),
+                        resolved: op.path.clone(),
                         ok: true,
                         walked: true,
                         t_us: op.t_us,
@@ -351,11 +412,18 @@ impl Lifter {
             OpKind::Open if op.ok() => {
                 // fopen/file_get_contents through the plain wrapper (R74):
                 // one expand_filepath resolution of the path (visible on a
-                // realpath cache miss), after the open_basedir check
-                let (n, _) = self.take(&op.path, false);
-                for _ in 1..n {
+                // realpath cache miss), after the open_basedir check;
+                // opendir (O_DIRECTORY) does not resolve (measured)
+                let ((n, _), resolve_as) = self.take_named(&op.path, false);
+                let own = if op.flags & Flags::O_DIRECTORY != 0 {
+                    0
+                } else {
+                    1
+                };
+                for _ in own..n {
                     self.pending.push(Chain {
                         path: op.path.clone(),
+                        resolved: op.path.clone(),
                         ok: true,
                         walked: true,
                         t_us: op.t_us,
@@ -366,6 +434,7 @@ impl Lifter {
                     op.t_us,
                     PhpOpKind::Open {
                         path: op.path,
+                        resolve_as,
                         flags: op.flags,
                     },
                 );
@@ -394,16 +463,18 @@ pub fn lift_request(
     start_us: i64,
     fpm: bool,
     cli: bool,
-) -> (Vec<PhpOp>, BTreeMap<String, u32>) {
+) -> (Vec<PhpOp>, BTreeMap<String, u32>, BTreeMap<String, String>) {
     let mut l = Lifter {
         start_us,
         fpm,
         out: Vec::new(),
         pending: Vec::new(),
         active: None,
+        active_fixed: false,
         compiled: HashMap::new(),
         probe_target: HashMap::new(),
         basedirs: BTreeMap::new(),
+        links: BTreeMap::new(),
     };
     let mut ops = ops;
     if cli {
@@ -416,7 +487,10 @@ pub fn lift_request(
         }
         ops = &ops[first..];
     }
-    for it in items(ops) {
+    let mut links = BTreeMap::new();
+    let its = items(ops, &mut links);
+    l.links = links;
+    for it in its {
         match it {
             Item::Chain(c) => {
                 // a chain of the script being compiled (php-cli resolves the
@@ -435,7 +509,7 @@ pub fn lift_request(
         }
     }
     l.flush();
-    (l.out, l.basedirs)
+    (l.out, l.basedirs, l.links)
 }
 
 /// include or include_once: what every request of the workload says about
@@ -584,13 +658,15 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let cli = requests.mode == RequestMode::Cli;
     let fpm = requests.mode == RequestMode::Fpm;
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
+    let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
     for (r, ops) in requests.requests.iter().zip(&per_req) {
         let start = r
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))
             .unwrap_or(0);
-        let (lifted, b) = lift_request(ops, start, fpm, cli);
+        let (lifted, b, l) = lift_request(ops, start, fpm, cli);
+        links.extend(l);
         for (k, v) in b {
             *basedirs.entry(k).or_default() += v;
         }
@@ -612,6 +688,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
         evidence,
+        links,
     }
 }
 
@@ -839,6 +916,8 @@ mod tests {
         assert_eq!(parent("/m/a/b.php"), Some("/m/a"));
         assert_eq!(parent("/m/./rel"), Some("/m"));
         assert_eq!(parent("/m"), None);
+        assert_eq!(parent("/m/a/../b"), Some("/m"));
+        assert_eq!(normalize("/m/a/../b//c/./d"), "/m/b/c/d");
     }
 
     #[test]
@@ -857,7 +936,7 @@ mod tests {
             op(30, Access, "/d/f.txt", false),
             op(31, Stat, "/d/f.txt", false),
         ];
-        let (l, _) = lift_request(&ops, 0, false, false);
+        let (l, _, _) = lift_request(&ops, 0, false, false);
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
             kinds[0],
@@ -892,7 +971,7 @@ mod tests {
         ops.push(op(2, Lstat, "/b", false));
         ops.push(op(3, Open, "/b/x/f.php", false));
         ops.push(op(4, Fstat, "/b/x/f.php", false));
-        let (l, b) = lift_request(&ops, 0, false, false);
+        let (l, b, _) = lift_request(&ops, 0, false, false);
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));

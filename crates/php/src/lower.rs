@@ -37,6 +37,7 @@ struct Shm {
 
 struct Ctx<'a> {
     cfg: &'a PhpConfig,
+    links: &'a BTreeMap<String, String>,
     out: Vec<Op>,
     pid: u32,
     t_us: i64,
@@ -88,6 +89,15 @@ impl Ctx<'_> {
                 }
             }
             self.emit(OpKind::Lstat, &c, Flags::AT_SYMLINK_NOFOLLOW, None);
+            if let Some(target) = self.links.get(&c) {
+                // a symlink: readlink, then the target is resolved instead
+                // of the parent (tsrm_realpath_r, absolute link)
+                self.emit(OpKind::Readlink, &c, 0, None);
+                let target = target.clone();
+                walked.push(c);
+                self.resolve(w, &target);
+                break;
+            }
             cur = parent(&c).map(str::to_string);
             walked.push(c);
         }
@@ -241,19 +251,26 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             // a php-cli process: caches of its own
             let mut wk = Worker::default();
             let mut shm = Shm::default();
-            out[i] = lower_request(r, cfg, &mut wk, &mut shm);
+            out[i] = lower_request(r, cfg, &w.links, &mut wk, &mut shm);
         } else {
             let wk = workers.entry(r.pid).or_default();
-            out[i] = lower_request(r, cfg, wk, &mut pool);
+            out[i] = lower_request(r, cfg, &w.links, wk, &mut pool);
         }
     }
     out
 }
 
-fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm) -> Vec<Op> {
+fn lower_request(
+    r: &WorkRequest,
+    cfg: &PhpConfig,
+    links: &BTreeMap<String, String>,
+    w: &mut Worker,
+    shm: &mut Shm,
+) -> Vec<Op> {
     let opcache = cfg.opcache_on(r.cli);
     let mut cx = Ctx {
         cfg,
+        links,
         out: Vec::new(),
         pid: r.pid,
         t_us: r.start_us,
@@ -398,11 +415,18 @@ fn lower_request(r: &WorkRequest, cfg: &PhpConfig, w: &mut Worker, shm: &mut Shm
                 cx.basedir_check_ex(w, path, *missing);
                 cx.emit(OpKind::Stat, path, 0, None);
             }
-            PhpOpKind::Open { path, flags } => {
+            PhpOpKind::Open {
+                path,
+                resolve_as,
+                flags,
+            } => {
                 // R74: open_basedir check, expand_filepath (realpath
-                // cache), open (measured in this order)
+                // cache), open (measured in this order); opendir does not
+                // resolve
                 cx.basedir_check(w, path);
-                cx.resolve(w, path);
+                if flags & Flags::O_DIRECTORY == 0 {
+                    cx.resolve(w, resolve_as.as_deref().unwrap_or(path));
+                }
                 cx.emit(OpKind::Open, path, *flags, None);
             }
             PhpOpKind::Write { op } => {

@@ -83,7 +83,13 @@ pub enum PhpOpKind {
     },
     /// fopen/file_get_contents of a data file (R74): open_basedir check,
     /// one resolution of the path, the `open`.
-    Open { path: String, flags: u32 },
+    Open {
+        path: String,
+        /// The name resolved when it differs from the opened path.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resolve_as: Option<String>,
+        flags: u32,
+    },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
     Write { op: Op },
     /// A filesystem call the model does not derive from PHP settings; it
@@ -166,4 +172,8 @@ pub struct Workload {
     pub schema: String,
     pub requests: Vec<WorkRequest>,
     pub evidence: Evidence,
+    /// Symlinks seen in realpath walks: link -> the path its walk went on
+    /// with (R53).
+    #[serde(default)]
+    pub links: std::collections::BTreeMap<String, String>,
 }

@@ -47,6 +47,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         schema: WORKLOAD_SCHEMA.into(),
         requests,
         evidence: Default::default(),
+        links: Default::default(),
     }
 }
 
