@@ -32,6 +32,11 @@ fn main() {
         threads = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(0);
         args.drain(i..(i + 2).min(args.len()));
     }
+    let mut block_size = Options::default().block_size;
+    if let Some(i) = args.iter().position(|a| a == "--block") {
+        block_size = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(block_size);
+        args.drain(i..(i + 2).min(args.len()));
+    }
     for arg in args {
         let path = PathBuf::from(&arg);
         let r = match statstorm_trace::input::open(&path) {
@@ -45,6 +50,7 @@ fn main() {
         let mut sink = Count::default();
         let opts = Options {
             threads,
+            block_size,
             ..Options::default()
         };
         match statstorm_trace::stream(&arg, r, &mut sink, opts) {
