@@ -41,7 +41,8 @@ pub fn is_script(p: &str) -> bool {
 pub fn parent(p: &str) -> Option<&str> {
     let p = p.trim_end_matches('/');
     let i = p.rfind('/')?;
-    let mut q = &p[..i];
+    // empty components (`a//b`) are skipped
+    let mut q = p[..i].trim_end_matches('/');
     loop {
         if let Some(s) = q.strip_suffix("/.") {
             q = s;
@@ -349,6 +350,24 @@ impl Lifter {
                     Via::Include
                 };
                 self.compiled.insert(op.path.clone(), idx);
+                // a `stat` of the script just before its compile is a file
+                // function (is_file/file_exists by an autoloader), not an
+                // OPcache validation (which never opens the script)
+                if let Some(PhpOp {
+                    kind: PhpOpKind::Revalidate { path: q, .. },
+                    ..
+                }) = self.out.last()
+                {
+                    if normalize(q) == op.path || *q == op.path {
+                        let q = q.clone();
+                        let last = self.out.len() - 1;
+                        self.out[last].kind = PhpOpKind::Stat {
+                            path: q,
+                            missing: false,
+                        };
+                    }
+                }
+                let idx = self.out.len();
                 self.push(
                     op.t_us,
                     PhpOpKind::Compile {
@@ -435,6 +454,7 @@ impl Lifter {
                     PhpOpKind::Open {
                         path: op.path,
                         resolve_as,
+                        resolves: (n > 0) as u32,
                         flags: op.flags,
                     },
                 );
@@ -596,6 +616,27 @@ fn script_facts(reqs: &mut [WorkRequest]) {
                 }
                 _ => {}
             }
+        }
+    }
+    // an open whose path was never seen resolved in any request is not a
+    // plain-wrapper fopen (glibc locale files, /dev/urandom, ...): no
+    // resolution; one seen resolved somewhere resolves every time (R74)
+    let fopened: HashSet<String> = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::Open {
+                path, resolves: 1.., ..
+            } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+        if let PhpOpKind::Open {
+            path, resolves, flags, ..
+        } = &mut o.kind
+        {
+            *resolves = (fopened.contains(path.as_str()) && *flags & Flags::O_DIRECTORY == 0) as u32;
         }
     }
     if cache_off {
@@ -917,6 +958,7 @@ mod tests {
         assert_eq!(parent("/m/./rel"), Some("/m"));
         assert_eq!(parent("/m"), None);
         assert_eq!(parent("/m/a/../b"), Some("/m"));
+        assert_eq!(parent("/m/a//b"), Some("/m/a"));
         assert_eq!(normalize("/m/a/../b//c/./d"), "/m/b/c/d");
     }
 

@@ -183,8 +183,13 @@ impl Ctx<'_> {
         for p in probes {
             self.probe(p);
         }
-        for _ in 0..resolves.max(1) {
-            self.resolve(w, name);
+        // the name, then (include_once, the entry script) the resolved
+        // path again: zend_include_or_eval resolves the name, then
+        // zend_stream_open resolves what it returned (R52, measured: a
+        // non-canonical name like `a//b.php` walks both keys)
+        self.resolve(w, name);
+        for _ in 1..resolves.max(1) {
+            self.resolve(w, path);
         }
         if self.check_open {
             self.basedir_check(w, path);
@@ -418,14 +423,18 @@ fn lower_request(
             PhpOpKind::Open {
                 path,
                 resolve_as,
+                resolves,
                 flags,
             } => {
                 // R74: open_basedir check, expand_filepath (realpath
                 // cache), open (measured in this order); opendir does not
                 // resolve
-                cx.basedir_check(w, path);
-                if flags & Flags::O_DIRECTORY == 0 {
+                if *resolves > 0 {
+                    cx.basedir_check(w, path);
                     cx.resolve(w, resolve_as.as_deref().unwrap_or(path));
+                } else if flags & Flags::O_DIRECTORY != 0 {
+                    // opendir: checked, not resolved (not measured)
+                    cx.basedir_check(w, path);
                 }
                 cx.emit(OpKind::Open, path, *flags, None);
             }

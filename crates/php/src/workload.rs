@@ -88,6 +88,10 @@ pub enum PhpOpKind {
         /// The name resolved when it differs from the opened path.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolve_as: Option<String>,
+        /// 1: resolved through the realpath cache first (plain-wrapper
+        /// fopen); 0: an open PHP does not resolve (opendir, libraries).
+        #[serde(default)]
+        resolves: u32,
         flags: u32,
     },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
