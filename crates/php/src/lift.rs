@@ -26,6 +26,13 @@ use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// Within this time after a path was lstat'ed, a lone lstat of it again
+/// cannot be a realpath-cache miss under the default TTL (120 s, R55).
+const LSTAT_REPEAT_US: i64 = 120_000_000;
+
+/// Files libsqlite3 creates and removes next to a database.
+const SQLITE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
+
 /// File name endings PHP applications include.
 const SCRIPT_EXT: &[&str] = &[
     ".php", ".inc", ".module", ".phtml", ".install", ".theme", ".profile", ".engine",
@@ -187,6 +194,8 @@ struct Lifter {
     probe_target: HashMap<String, String>,
     basedirs: BTreeMap<String, u32>,
     links: BTreeMap<String, String>,
+    /// Paths this worker lstat'ed, and when (across requests).
+    seen: HashMap<String, i64>,
 }
 
 impl Lifter {
@@ -253,12 +262,27 @@ impl Lifter {
                 PhpOpKind::PrimaryResolve {
                     path: c.path.clone(),
                 }
+            } else if !c.walked
+                && self
+                    .seen
+                    .get(&c.path)
+                    .is_some_and(|&t| c.t_us - t < LSTAT_REPEAT_US)
+            {
+                // the same path lstat'ed again by this worker while a
+                // realpath cache entry would still be fresh: PHP's lstat()
+                // family (is_link, filetype, directory iterators: R72), not
+                // a resolution
+                self.flush_probes(&mut probes);
+                PhpOpKind::Lstat {
+                    path: c.path.clone(),
+                }
             } else {
                 self.flush_probes(&mut probes);
                 PhpOpKind::Resolve {
                     path: c.path.clone(),
                 }
             };
+            self.seen.insert(c.path.clone(), c.t_us);
             self.push(c.t_us, kind);
         }
         self.flush_probes(&mut probes);
@@ -459,7 +483,11 @@ impl Lifter {
                     },
                 );
             }
-            OpKind::Unlink | OpKind::Rename | OpKind::Rmdir | OpKind::Mkdir => {
+            // SQLite's own WAL/journal files are removed by the library,
+            // not through PHP's plain wrapper: no realpath cache clear
+            OpKind::Unlink | OpKind::Rename | OpKind::Rmdir | OpKind::Mkdir
+                if !SQLITE_SUFFIXES.iter().any(|s| op.path.ends_with(s)) =>
+            {
                 self.flush();
                 let t = op.t_us;
                 self.push(t, PhpOpKind::Write { op });
@@ -483,6 +511,7 @@ pub fn lift_request(
     start_us: i64,
     fpm: bool,
     cli: bool,
+    seen: &mut HashMap<String, i64>,
 ) -> (Vec<PhpOp>, BTreeMap<String, u32>, BTreeMap<String, String>) {
     let mut l = Lifter {
         start_us,
@@ -495,6 +524,7 @@ pub fn lift_request(
         probe_target: HashMap::new(),
         basedirs: BTreeMap::new(),
         links: BTreeMap::new(),
+        seen: std::mem::take(seen),
     };
     let mut ops = ops;
     if cli {
@@ -529,6 +559,7 @@ pub fn lift_request(
         }
     }
     l.flush();
+    *seen = std::mem::take(&mut l.seen);
     (l.out, l.basedirs, l.links)
 }
 
@@ -639,6 +670,25 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             *resolves = (fopened.contains(path.as_str()) && *flags & Flags::O_DIRECTORY == 0) as u32;
         }
     }
+    // with OPcache off (scripts compiled again) nothing validates
+    // timestamps: a script stat()ed without being opened is a file
+    // function (filemtime/is_file of a script)
+    let mut compiles: HashMap<&str, u32> = HashMap::new();
+    for o in reqs.iter().flat_map(|r| &r.ops) {
+        if let PhpOpKind::Compile { path, .. } = &o.kind {
+            *compiles.entry(path.as_str()).or_default() += 1;
+        }
+    }
+    if compiles.values().any(|&n| n > 1) {
+        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
+                o.kind = PhpOpKind::Stat {
+                    path: path.clone(),
+                    missing: false,
+                };
+            }
+        }
+    }
     if cache_off {
         // every compile showed its own resolutions: nothing to guess
         return;
@@ -700,13 +750,15 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let fpm = requests.mode == RequestMode::Fpm;
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut links: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
     for (r, ops) in requests.requests.iter().zip(&per_req) {
         let start = r
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))
             .unwrap_or(0);
-        let (lifted, b, l) = lift_request(ops, start, fpm, cli);
+        let seen = seen_by_pid.entry(r.pid).or_default();
+        let (lifted, b, l) = lift_request(ops, start, fpm, cli, seen);
         links.extend(l);
         for (k, v) in b {
             *basedirs.entry(k).or_default() += v;
@@ -978,7 +1030,7 @@ mod tests {
             op(30, Access, "/d/f.txt", false),
             op(31, Stat, "/d/f.txt", false),
         ];
-        let (l, _, _) = lift_request(&ops, 0, false, false);
+        let (l, _, _) = lift_request(&ops, 0, false, false, &mut HashMap::new());
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
             kinds[0],
@@ -1013,7 +1065,7 @@ mod tests {
         ops.push(op(2, Lstat, "/b", false));
         ops.push(op(3, Open, "/b/x/f.php", false));
         ops.push(op(4, Fstat, "/b/x/f.php", false));
-        let (l, b, _) = lift_request(&ops, 0, false, false);
+        let (l, b, _) = lift_request(&ops, 0, false, false, &mut HashMap::new());
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));

@@ -415,6 +415,11 @@ fn lower_request(
                 cx.basedir_check_ex(w, path, *missing);
                 cx.emit(OpKind::Access, path, *mode, None);
             }
+            PhpOpKind::Lstat { path } => {
+                // R72 (+ R59 check first)
+                cx.basedir_check(w, path);
+                cx.emit(OpKind::Lstat, path, Flags::AT_SYMLINK_NOFOLLOW, None);
+            }
             PhpOpKind::Stat { path, missing } => {
                 // R72 (+ R59 check first)
                 cx.basedir_check_ex(w, path, *missing);

@@ -64,6 +64,8 @@ pub enum PhpOpKind {
     Resolve { path: String },
     /// A failed resolution (lstat ENOENT, nothing cached: R50/R54).
     Probe { path: String },
+    /// lstat()/is_link()/filetype() and directory iterators (R72): `lstat`.
+    Lstat { path: String },
     /// php-fpm's per-directory user ini lookup (`.user.ini`), cached per
     /// worker for `user_ini.cache_ttl` (sapi/fpm `php_cgi_ini_activate_user_config`).
     UserIni { path: String },
@@ -115,6 +117,7 @@ impl PhpOpKind {
             PhpOpKind::UserIni { path } => ("user_ini", path),
             PhpOpKind::Access { path, .. } => ("access", path),
             PhpOpKind::Stat { path, .. } => ("stat", path),
+            PhpOpKind::Lstat { path } => ("lstat", path),
             PhpOpKind::Open { path, .. } => ("open", path),
             PhpOpKind::Write { op } => ("write", &op.path),
             PhpOpKind::Raw { op } => ("raw", &op.path),
