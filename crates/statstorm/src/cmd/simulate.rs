@@ -179,19 +179,27 @@ fn render_text(sc: &Scenario, r: &Report) -> String {
         .iter()
         .map(|(k, v)| format!("{k} {}", thousands(*v)))
         .collect();
-    let threads = if p.server.threads == 0 {
-        "unlimited".to_string()
+    let busy = if p.server.threads == 0 {
+        format!(
+            "unlimited threads, {:.3} ops in service on average",
+            sv.utilisation
+        )
     } else {
-        p.server.threads.to_string()
+        format!(
+            "{} threads, utilisation {:.2}%",
+            p.server.threads,
+            sv.utilisation * 100.0
+        )
     };
-    let _ =
-        writeln!(
+    let _ = writeln!(
         o,
-        "server    rtt {} ms, {} threads, utilisation {:.2}%; ops {}; queue wait mean {} max {}",
+        "server    rtt {} ms, {busy}; ops {}; queue wait mean {} max {}",
         p.server.rtt_ms,
-        threads,
-        sv.utilisation * 100.0 / if p.server.threads == 0 { 100.0 } else { 1.0 },
-        if ops.is_empty() { "none".into() } else { ops.join(", ") },
+        if ops.is_empty() {
+            "none".into()
+        } else {
+            ops.join(", ")
+        },
         dur(sv.mean_queue_wait_ms),
         dur(sv.max_queue_wait_ms)
     );
