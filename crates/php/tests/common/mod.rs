@@ -41,8 +41,15 @@ pub fn captures() -> Vec<Capture> {
                 .unwrap_or_else(|| panic!("{name}: setting {k} unknown to PhpConfig"));
             settings.push((k.clone(), v.to_string()));
         }
+        let gz = dir.join(format!("{name}.strace.gz"));
+        let path = if gz.exists() {
+            gz
+        } else {
+            dir.join(format!("{name}.strace.zst"))
+        };
+        assert!(path.exists(), "{name}: no {name}.strace.gz or .zst in {}", dir.display());
         out.push(Capture {
-            path: dir.join(format!("{name}.strace.gz")),
+            path,
             sapi: m["sapi"].as_str().unwrap().to_string(),
             workload: m["workload"].as_str().unwrap().to_string(),
             name,
