@@ -337,18 +337,68 @@ impl Lifter {
                     OpKind::Fstat => {
                         if let PhpOpKind::Compile { fstats, .. } = &mut self.out[idx].kind {
                             *fstats += 1;
+                        } else {
+                            let t = op.t_us;
+                            self.push(t, PhpOpKind::Raw { op });
                         }
                         return;
                     }
                     OpKind::Read => {
+                        if op.bytes == 0 {
+                            // a read at end of file: a buffered fopen/
+                            // file_get_contents of the script as data (R74);
+                            // a compile reads the fstat size once and never
+                            // reads again (R51, measured)
+                            if let PhpOpKind::Compile {
+                                path,
+                                resolve_as,
+                                resolves,
+                                fstats,
+                                reads,
+                                ..
+                            } = &self.out[idx].kind
+                            {
+                                let kind = PhpOpKind::Open {
+                                    path: path.clone(),
+                                    resolve_as: resolve_as.clone(),
+                                    resolves: (*resolves).min(1),
+                                    flags: 0,
+                                };
+                                let (p, nf, nr) = (path.clone(), *fstats, *reads);
+                                let t = self.start_us + self.out[idx].t_off_us;
+                                self.out[idx].kind = kind;
+                                if self.compiled.get(&p) == Some(&idx) {
+                                    self.compiled.remove(&p);
+                                }
+                                // the fd calls taken for the compile are the
+                                // fopen's own
+                                for (k, n) in [(OpKind::Fstat, nf), (OpKind::Read, nr)] {
+                                    for _ in 0..n {
+                                        let mut o = op.clone();
+                                        o.kind = k;
+                                        o.t_us = t;
+                                        self.push(t, PhpOpKind::Raw { op: o });
+                                    }
+                                }
+                            }
+                            let t = op.t_us;
+                            self.push(t, PhpOpKind::Raw { op });
+                            return;
+                        }
                         if let PhpOpKind::Compile { reads, .. } = &mut self.out[idx].kind {
                             *reads += 1;
+                        } else {
+                            let t = op.t_us;
+                            self.push(t, PhpOpKind::Raw { op });
                         }
                         return;
                     }
                     OpKind::Close => {
                         if let PhpOpKind::Compile { keep_open, .. } = &mut self.out[idx].kind {
                             *keep_open = false;
+                        } else {
+                            let t = op.t_us;
+                            self.push(t, PhpOpKind::Raw { op });
                         }
                         self.active = None;
                         return;
