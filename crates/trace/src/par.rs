@@ -251,19 +251,23 @@ impl Parser {
         let mut err: Option<io::Error> = None;
         let mut to_parse = read_batch(&mut rd, batch, &mut err);
         let mut parsed: Vec<Parsed> = Vec::new();
+        // Merged blocks, freed on the pool rather than on this thread.
+        let mut done: Vec<Parsed> = Vec::new();
         let work_left = |a: &Vec<Chunk>, b: &Vec<Parsed>| !a.is_empty() || !b.is_empty();
         while !self.stopped && work_left(&to_parse, &parsed) {
             let mut out: Vec<Option<Parsed>> = (0..to_parse.len()).map(|_| None).collect();
             let mut next_read = Vec::new();
+            let old = std::mem::take(&mut done);
             rayon::in_place_scope(|sc| {
                 for (slot, chunk) in out.iter_mut().zip(to_parse.drain(..)) {
                     sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg)));
                 }
+                sc.spawn(move |_| drop(old));
                 for p in parsed.drain(..) {
                     if self.stopped {
                         break;
                     }
-                    self.merge(p, sink);
+                    done.push(self.merge(p, sink));
                 }
                 if err.is_none() && !self.stopped {
                     next_read = read_batch(&mut rd, batch, &mut err);
@@ -279,24 +283,26 @@ impl Parser {
         }
     }
 
-    /// The ordered stage for one parsed block.
-    fn merge<S: Sink>(&mut self, p: Parsed, sink: &mut S) {
+    /// The ordered stage for one parsed block; gives the block back to be
+    /// freed elsewhere.
+    fn merge<S: Sink>(&mut self, p: Parsed, sink: &mut S) -> Parsed {
         let Parsed::Block {
             bytes,
             last_partial,
             recs,
             strings,
-        } = p
+        } = &p
         else {
             self.too_long(sink);
-            return;
+            return p;
         };
+        let (bytes, last_partial, strings) = (&bytes[..], *last_partial, strings);
         let mut remap = vec![u32::MAX; strings.len()];
         for rec in recs {
             if self.stopped {
-                return;
+                break;
             }
-            match rec {
+            match *rec {
                 Rec::Slow { start, end } => {
                     let last = last_partial && end as usize == bytes.len();
                     self.line(&bytes[start as usize..end as usize], last, sink);
@@ -306,8 +312,9 @@ impl Parser {
                     end,
                     pid,
                     ts,
-                    mut ev,
+                    ref ev,
                 } => {
+                    let mut ev = ev.clone();
                     if !self.carry.is_empty() || self.in_summary {
                         let last = last_partial && end as usize == bytes.len();
                         self.line(&bytes[start as usize..end as usize], last, sink);
@@ -339,5 +346,6 @@ impl Parser {
                 }
             }
         }
+        p
     }
 }
