@@ -729,7 +729,30 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             *compiles.entry(path.as_str()).or_default() += 1;
         }
     }
-    if compiles.values().any(|&n| n > 1) {
+    let recompiled = compiles.values().any(|&n| n > 1);
+    // a script some request stat()ed as a file function (before its
+    // compile, or under a name that is not canonical) is stat()ed the same
+    // way in the others: not an OPcache validation
+    let file_stats: HashSet<String> = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::Stat { path, .. } if is_script(path) => Some(path.clone()),
+            PhpOpKind::Revalidate { path, .. } if normalize(path) != *path => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+        if let PhpOpKind::Revalidate { path, .. } = &o.kind {
+            if file_stats.contains(path.as_str()) {
+                o.kind = PhpOpKind::Stat {
+                    path: path.clone(),
+                    missing: false,
+                };
+            }
+        }
+    }
+    if recompiled {
         for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
             if let PhpOpKind::Revalidate { path, .. } = &o.kind {
                 o.kind = PhpOpKind::Stat {
