@@ -54,12 +54,11 @@ pub fn parent(p: &str) -> Option<&str> {
         if let Some(s) = q.strip_suffix("/.") {
             q = s;
         } else if let Some(s) = q.strip_suffix("/..") {
-            // `..` takes the component before it along (measured:
-            // `/a/b/../c` walks `/a/b/../c`, then `/a`)
-            q = match s.rfind('/') {
-                Some(j) => &s[..j],
-                None => "",
-            };
+            // `a/b/..` is resolved by resolving `a/b` and dropping its last
+            // component (measured: `/v/composer/../w` walks `/v/composer/../w`,
+            // `/v/composer`, `/v`, ...)
+            q = s;
+            break;
         } else {
             break;
         }
@@ -1082,7 +1081,7 @@ mod tests {
         assert_eq!(parent("/m/a/b.php"), Some("/m/a"));
         assert_eq!(parent("/m/./rel"), Some("/m"));
         assert_eq!(parent("/m"), None);
-        assert_eq!(parent("/m/a/../b"), Some("/m"));
+        assert_eq!(parent("/m/a/../b"), Some("/m/a"));
         assert_eq!(parent("/m/a//b"), Some("/m/a"));
         assert_eq!(normalize("/m/a/../b//c/./d"), "/m/b/c/d");
     }
