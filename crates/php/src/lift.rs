@@ -1072,7 +1072,7 @@ mod tests {
             path2: None,
             flags: 0,
             errno: err.then(|| "ENOENT".to_string()),
-            bytes: 0,
+            bytes: if kind == OpKind::Read { 100 } else { 0 },
         }
     }
 
