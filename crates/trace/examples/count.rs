@@ -6,6 +6,7 @@
 //! (`-` = stdin; threads 0 = all cores, 1 = the sequential reader path)
 
 use statstorm_trace::{Event, Interner, Options, PathId, Sink};
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Default)]
@@ -34,7 +35,10 @@ fn main() {
     }
     let mut block_size = Options::default().block_size;
     if let Some(i) = args.iter().position(|a| a == "--block") {
-        block_size = args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(block_size);
+        block_size = args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(block_size);
         args.drain(i..(i + 2).min(args.len()));
     }
     for arg in args {
@@ -55,7 +59,9 @@ fn main() {
         };
         match statstorm_trace::stream(&arg, r, &mut sink, opts) {
             Ok((st, _, strings)) => {
-                println!(
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(
+                    out,
                     "{arg}: lines {} events {} skipped {} {:?} detected {:?}",
                     st.lines, st.events, st.skipped, st.first_skips, st.detected
                 );
@@ -68,7 +74,7 @@ fn main() {
                     .collect();
                 v.sort_by(|a, b| b.cmp(a));
                 for (n, name) in v {
-                    println!("  {name} {n}");
+                    let _ = writeln!(out, "  {name} {n}");
                 }
             }
             Err(e) => {

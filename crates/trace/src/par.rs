@@ -108,6 +108,24 @@ enum Rec {
         ts: Option<RawTs>,
         ev: Event,
     },
+    /// An `<unfinished ...>` line whose `<... resumed>` line is later in
+    /// the same block, with only other pids' lines in between: the block
+    /// merged the pair (`Rec::PairEnd` holds the event).
+    PairStart {
+        start: u32,
+        end: u32,
+        pid: u32,
+        ts: Option<RawTs>,
+        pair: u32,
+    },
+    PairEnd {
+        start: u32,
+        end: u32,
+        pid: u32,
+        ts: Option<RawTs>,
+        ev: Event,
+        pair: u32,
+    },
 }
 
 enum Parsed {
@@ -116,6 +134,7 @@ enum Parsed {
         last_partial: bool,
         recs: Vec<Rec>,
         strings: Interner,
+        pairs: u32,
     },
     TooLong,
 }
@@ -126,47 +145,107 @@ struct Cfg {
     input: u16,
 }
 
-/// A plain complete syscall line, parsed without any state from earlier
-/// lines; `None` for everything the sequential parser must see (the same
-/// dispatch as `Parser::line_inner`).
-fn fast_line(dec: &mut Decoder, line: &[u8], cfg: Cfg) -> Option<(PidTok, Option<RawTs>, Event)> {
+/// What a line is, as far as a block can tell without earlier lines.
+enum Class<'a> {
+    /// A plain complete syscall line, parsed.
+    Fast(PidTok, Option<RawTs>, Event),
+    /// `PID ... name(args <unfinished ...>` with a pid column.
+    Unfinished {
+        pid: u32,
+        ts: Option<RawTs>,
+        name: &'a [u8],
+        args: &'a [u8],
+    },
+    /// `PID ... <... name resumed>tail` with a pid column.
+    Resumed {
+        pid: u32,
+        ts: Option<RawTs>,
+        name: &'a [u8],
+        tail: &'a [u8],
+    },
+    /// Everything else: left to the sequential line parser.
+    Other,
+}
+
+/// Classifies one line without any state from earlier lines, with the
+/// same dispatch as `Parser::line_inner`.
+fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
     if line.len() > cfg.max_line {
-        return None;
+        return Class::Other;
     }
     let line = match line {
         [rest @ .., b'\r'] => rest,
         l => l,
     };
     if line.ends_with(b" attached") || line.ends_with(b" detached") {
-        return None;
+        return Class::Other;
     }
     let body = args::trim(line);
     if body.is_empty() || body.starts_with(b"% time") {
-        return None;
+        return Class::Other;
     }
-    let pre = split_prefix(line).ok()?;
+    let Ok(pre) = split_prefix(line) else {
+        return Class::Other;
+    };
     let rest = pre.rest;
+    if let Some(r) = rest.strip_prefix(b"<... ") {
+        return match (pre.pid, memchr::memmem::find(r, b" resumed>")) {
+            (PidTok::Column(pid), Some(end)) if pid != 0 => Class::Resumed {
+                pid,
+                ts: pre.ts,
+                name: &r[..end],
+                tail: &r[end + 9..],
+            },
+            _ => Class::Other,
+        };
+    }
     if rest.starts_with(b"+++ ")
         || rest.starts_with(b"--- ")
-        || rest.starts_with(b"<... ")
         || rest.starts_with(b"strace: ")
         || rest.starts_with(b"[ Process PID=")
     {
-        return None;
+        return Class::Other;
     }
-    let nlen = rest
+    let Some(nlen) = rest
         .iter()
-        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))?;
+        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+    else {
+        return Class::Other;
+    };
     if nlen == 0 || rest[nlen] != b'(' {
-        return None;
+        return Class::Other;
     }
     let after = &rest[nlen + 1..];
-    if after.ends_with(b" <unfinished ...>") || after.ends_with(b"<detached ...>") {
-        return None;
+    if let Some(a) = after.strip_suffix(b" <unfinished ...>") {
+        return match pre.pid {
+            PidTok::Column(pid) if pid != 0 => Class::Unfinished {
+                pid,
+                ts: pre.ts,
+                name: &rest[..nlen],
+                args: a,
+            },
+            _ => Class::Other,
+        };
     }
-    let (argtext, ret, dur) = split_call(after)?;
-    let ev = dec.event(&rest[..nlen], argtext, Some(ret), dur, cfg.input);
-    Some((pre.pid, pre.ts, ev))
+    if after.ends_with(b"<detached ...>") {
+        return Class::Other;
+    }
+    match split_call(after) {
+        Some((argtext, ret, dur)) => {
+            let ev = dec.event(&rest[..nlen], argtext, Some(ret), dur, cfg.input);
+            Class::Fast(pre.pid, pre.ts, ev)
+        }
+        None => Class::Other,
+    }
+}
+
+/// An `<unfinished ...>` line of this block still waiting for its pair.
+struct Open {
+    rec: usize,
+    ts: Option<RawTs>,
+    /// `name(` and the arguments before `<unfinished ...>`.
+    text: Vec<u8>,
+    name_len: usize,
 }
 
 fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
@@ -178,33 +257,117 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
         } => (bytes, last_partial),
     };
     let mut dec = Decoder::new(Interner::new());
-    let mut recs = Vec::with_capacity(bytes.len() / 128 + 1);
+    let mut recs: Vec<Rec> = Vec::with_capacity(bytes.len() / 128 + 1);
+    // Pairs are merged here only when nothing between the two lines can
+    // change what the sequential parser would do with them: every line in
+    // between is a parsed call or another pid's half of a pair, all with a
+    // pid column. Anything else drops the open starts (they stay `Slow`).
+    let mut open: HashMap<u32, Open> = HashMap::new();
+    let mut pairs = 0u32;
+    let mut lines = memchr_iter(b'\n', &bytes).map(|nl| (nl, false)).chain(
+        // The last line when the input ends without a newline.
+        (bytes.last().is_some_and(|&c| c != b'\n')).then_some((bytes.len(), true)),
+    );
     let mut start = 0usize;
-    let mut one = |start: usize, end: usize, recs: &mut Vec<Rec>| {
+    #[allow(clippy::while_let_on_iterator)]
+    while let Some((end, _)) = lines.next() {
         let (s, e) = (start as u32, end as u32);
-        recs.push(match fast_line(&mut dec, &bytes[start..end], cfg) {
-            Some((pid, ts, ev)) => Rec::Fast {
-                start: s,
-                end: e,
+        let line = &bytes[start..end];
+        start = end + 1;
+        match classify(&mut dec, line, cfg) {
+            Class::Fast(pid, ts, ev) => {
+                match pid {
+                    PidTok::Column(p) => {
+                        open.remove(&p);
+                    }
+                    _ => open.clear(),
+                }
+                recs.push(Rec::Fast {
+                    start: s,
+                    end: e,
+                    pid,
+                    ts,
+                    ev,
+                });
+            }
+            Class::Unfinished {
                 pid,
                 ts,
-                ev,
-            },
-            None => Rec::Slow { start: s, end: e },
-        });
-    };
-    for nl in memchr_iter(b'\n', &bytes) {
-        one(start, nl, &mut recs);
-        start = nl + 1;
-    }
-    if start < bytes.len() {
-        one(start, bytes.len(), &mut recs);
+                name,
+                args,
+            } => {
+                let mut text = Vec::with_capacity(name.len() + 1 + args.len() + 64);
+                text.extend_from_slice(name);
+                text.push(b'(');
+                text.extend_from_slice(args);
+                open.insert(
+                    pid,
+                    Open {
+                        rec: recs.len(),
+                        ts,
+                        text,
+                        name_len: name.len(),
+                    },
+                );
+                recs.push(Rec::Slow { start: s, end: e });
+            }
+            Class::Resumed {
+                pid,
+                ts,
+                name,
+                tail,
+            } => {
+                let merged = open.remove(&pid).filter(|o| &o.text[..o.name_len] == name);
+                let Some(o) = merged else {
+                    recs.push(Rec::Slow { start: s, end: e });
+                    continue;
+                };
+                let mut text = o.text;
+                // The same joining as `Parser::resumed_line`.
+                let tail = match (text.last(), tail.first()) {
+                    (Some(b' '), Some(b' ')) => &tail[1..],
+                    _ => tail,
+                };
+                text.extend_from_slice(tail);
+                let ev = split_call(&text[o.name_len + 1..]).map(|(argtext, ret, dur)| {
+                    dec.event(&text[..o.name_len], argtext, Some(ret), dur, cfg.input)
+                });
+                let Some(ev) = ev else {
+                    recs.push(Rec::Slow { start: s, end: e });
+                    continue;
+                };
+                let Rec::Slow { start: us, end: ue } = recs[o.rec] else {
+                    unreachable!("an open start is a Slow record")
+                };
+                recs[o.rec] = Rec::PairStart {
+                    start: us,
+                    end: ue,
+                    pid,
+                    ts: o.ts,
+                    pair: pairs,
+                };
+                recs.push(Rec::PairEnd {
+                    start: s,
+                    end: e,
+                    pid,
+                    ts,
+                    ev,
+                    pair: pairs,
+                });
+                pairs += 1;
+            }
+            Class::Other => {
+                open.clear();
+                recs.push(Rec::Slow { start: s, end: e });
+            }
+        }
     }
     Parsed::Block {
         bytes,
         last_partial,
         recs,
         strings: dec.strings,
+        pairs,
     }
 }
 
@@ -283,6 +446,33 @@ impl Parser {
         }
     }
 
+    /// Maps an event's block-local string ids to the parser's interner (in
+    /// the order `Decoder::event` interns them) and pushes it.
+    fn remap_push<S: Sink>(
+        &mut self,
+        mut ev: Event,
+        strings: &Interner,
+        remap: &mut [u32],
+        sink: &mut S,
+    ) {
+        let mut m = |id: PathId| {
+            let g = &mut remap[id.0 as usize];
+            if *g == u32::MAX {
+                *g = self.dec.strings.intern(strings.bytes(id)).0;
+            }
+            PathId(*g)
+        };
+        ev.name = m(ev.name);
+        if let Ret::Err(Errno(e)) = ev.ret {
+            ev.ret = Ret::Err(Errno(m(e)));
+        }
+        ev.ret_path = ev.ret_path.map(&mut m);
+        ev.fd_path = ev.fd_path.map(&mut m);
+        ev.path = ev.path.map(&mut m);
+        ev.path2 = ev.path2.map(&mut m);
+        self.push_event(&ev, sink);
+    }
+
     /// The ordered stage for one parsed block; gives the block back to be
     /// freed elsewhere.
     fn merge<S: Sink>(&mut self, p: Parsed, sink: &mut S) -> Parsed {
@@ -291,12 +481,16 @@ impl Parser {
             last_partial,
             recs,
             strings,
+            pairs,
         } = &p
         else {
             self.too_long(sink);
             return p;
         };
         let (bytes, last_partial, strings) = (&bytes[..], *last_partial, strings);
+        // Start line and time of each merged pair; `None` when the start
+        // had to go through the line parser (then so does the end).
+        let mut starts: Vec<Option<(u64, Option<i64>)>> = vec![None; *pairs as usize];
         let mut remap = vec![u32::MAX; strings.len()];
         for rec in recs {
             if self.stopped {
@@ -326,23 +520,54 @@ impl Parser {
                     ev.ts_us = ts.map(|t| self.resolve_ts(t));
                     ev.line = self.line_no;
                     self.stats.syscall_lines += 1;
-                    // Same interning order as `Decoder::event`.
-                    let mut m = |id: PathId| {
-                        let g = &mut remap[id.0 as usize];
-                        if *g == u32::MAX {
-                            *g = self.dec.strings.intern(strings.bytes(id)).0;
-                        }
-                        PathId(*g)
-                    };
-                    ev.name = m(ev.name);
-                    if let Ret::Err(Errno(e)) = ev.ret {
-                        ev.ret = Ret::Err(Errno(m(e)));
+                    self.remap_push(ev, strings, &mut remap, sink);
+                }
+                Rec::PairStart {
+                    start,
+                    end,
+                    pid,
+                    ts,
+                    pair,
+                } => {
+                    if !self.carry.is_empty() || self.in_summary {
+                        let last = last_partial && end as usize == bytes.len();
+                        self.line(&bytes[start as usize..end as usize], last, sink);
+                        continue;
                     }
-                    ev.ret_path = ev.ret_path.map(&mut m);
-                    ev.fd_path = ev.fd_path.map(&mut m);
-                    ev.path = ev.path.map(&mut m);
-                    ev.path2 = ev.path2.map(&mut m);
-                    self.push_event(&ev, sink);
+                    self.line_no += 1;
+                    self.stats.lines += 1;
+                    let pid = self.resolve_pid(PidTok::Column(pid));
+                    let t = ts.map(|t| self.resolve_ts(t));
+                    self.stats.unfinished_lines += 1;
+                    if let Some(old) = self.pending.remove(&pid) {
+                        self.never_resumed(pid, old, sink);
+                    }
+                    starts[pair as usize] = Some((self.line_no, t));
+                }
+                Rec::PairEnd {
+                    start,
+                    end,
+                    pid,
+                    ts,
+                    ref ev,
+                    pair,
+                } => {
+                    let Some((line, t)) = starts[pair as usize] else {
+                        let last = last_partial && end as usize == bytes.len();
+                        self.line(&bytes[start as usize..end as usize], last, sink);
+                        continue;
+                    };
+                    self.line_no += 1;
+                    self.stats.lines += 1;
+                    let mut ev = ev.clone();
+                    ev.pid = self.resolve_pid(PidTok::Column(pid));
+                    if let Some(ts) = ts {
+                        self.resolve_ts(ts);
+                    }
+                    ev.ts_us = t;
+                    ev.line = line;
+                    self.stats.resumed_lines += 1;
+                    self.remap_push(ev, strings, &mut remap, sink);
                 }
             }
         }
