@@ -111,6 +111,9 @@ struct Chain {
     /// The walk went on to the parent (a missing path checked by
     /// open_basedir is walked up anyway, R59).
     walked: bool,
+    /// The parent was lstat'ed before by this worker (a lone lstat of a
+    /// path whose parent never was cannot be a realpath-cache miss).
+    parent_seen: bool,
     t_us: i64,
 }
 
@@ -123,7 +126,11 @@ enum Item {
 /// current path is a symlink: the next lstat is its target (R53:
 /// `tsrm_realpath_r` resolves an absolute link target instead of the
 /// parent); the link is recorded in `links`.
-fn items(ops: &[Op], links: &mut BTreeMap<String, String>) -> Vec<Item> {
+fn items(
+    ops: &[Op],
+    links: &mut BTreeMap<String, String>,
+    walked_before: &mut HashSet<String>,
+) -> Vec<Item> {
     let mut out: Vec<Item> = Vec::new();
     let mut last: Option<String> = None;
     let mut jump: Option<String> = None;
@@ -158,9 +165,11 @@ fn items(ops: &[Op], links: &mut BTreeMap<String, String>) -> Vec<Item> {
                     resolved: normalize(&op.path),
                     ok: op.ok(),
                     walked: false,
+                    parent_seen: parent(&op.path).is_none_or(|q| walked_before.contains(q)),
                     t_us: op.t_us,
                 }));
             }
+            walked_before.insert(op.path.clone());
             last = Some(op.path.clone());
         } else if op.kind == OpKind::Readlink
             && last.as_deref() == Some(op.path.as_str())
@@ -279,6 +288,7 @@ impl Lifter {
                 self.flush_probes(&mut probes);
                 PhpOpKind::Resolve {
                     path: c.path.clone(),
+                    lone: !c.walked && !c.parent_seen,
                 }
             };
             self.seen.insert(c.path.clone(), c.t_us);
@@ -482,6 +492,7 @@ impl Lifter {
                         resolved: op.path.clone(),
                         ok: true,
                         walked: true,
+                        parent_seen: true,
                         t_us: op.t_us,
                     });
                 }
@@ -518,6 +529,7 @@ impl Lifter {
                         resolved: op.path.clone(),
                         ok: true,
                         walked: true,
+                        parent_seen: true,
                         t_us: op.t_us,
                     });
                 }
@@ -561,6 +573,7 @@ pub fn lift_request(
     fpm: bool,
     cli: bool,
     seen: &mut HashMap<String, i64>,
+    walked_before: &mut HashSet<String>,
 ) -> (Vec<PhpOp>, BTreeMap<String, u32>, BTreeMap<String, String>) {
     let mut l = Lifter {
         start_us,
@@ -587,7 +600,7 @@ pub fn lift_request(
         ops = &ops[first..];
     }
     let mut links = BTreeMap::new();
-    let its = items(ops, &mut links);
+    let its = items(ops, &mut links, walked_before);
     l.links = links;
     for it in its {
         match it {
@@ -762,6 +775,15 @@ fn script_facts(reqs: &mut [WorkRequest]) {
         }
     }
     if cache_off {
+        // without realpath cache every resolution walks up to the root: a
+        // lone lstat is PHP's lstat() (R72), not a resolution
+        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+            if let PhpOpKind::Resolve { path, lone: true } = &o.kind {
+                if parent(path).is_some() {
+                    o.kind = PhpOpKind::Lstat { path: path.clone() };
+                }
+            }
+        }
         // every compile showed its own resolutions: nothing to guess
         return;
     }
@@ -823,6 +845,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
+    let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
     for (r, ops) in requests.requests.iter().zip(&per_req) {
         let start = r
@@ -830,7 +853,8 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
             .or_else(|| ops.first().map(|o| o.t_us))
             .unwrap_or(0);
         let seen = seen_by_pid.entry(r.pid).or_default();
-        let (lifted, b, l) = lift_request(ops, start, fpm, cli, seen);
+        let wb = walked_by_pid.entry(r.pid).or_default();
+        let (lifted, b, l) = lift_request(ops, start, fpm, cli, seen, wb);
         links.extend(l);
         for (k, v) in b {
             *basedirs.entry(k).or_default() += v;
@@ -1102,7 +1126,7 @@ mod tests {
             op(30, Access, "/d/f.txt", false),
             op(31, Stat, "/d/f.txt", false),
         ];
-        let (l, _, _) = lift_request(&ops, 0, false, false, &mut HashMap::new());
+        let (l, _, _) = lift_request(&ops, 0, false, false, &mut HashMap::new(), &mut HashSet::new());
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
             kinds[0],
@@ -1137,7 +1161,7 @@ mod tests {
         ops.push(op(2, Lstat, "/b", false));
         ops.push(op(3, Open, "/b/x/f.php", false));
         ops.push(op(4, Fstat, "/b/x/f.php", false));
-        let (l, b, _) = lift_request(&ops, 0, false, false, &mut HashMap::new());
+        let (l, b, _) = lift_request(&ops, 0, false, false, &mut HashMap::new(), &mut HashSet::new());
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));

@@ -330,6 +330,18 @@ fn lower_request(
                         }
                         Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
                         Via::Main => cx.revalidate(w, shm, path, None),
+                        // revalidate_path=1: *_once names go through the
+                        // original resolver (include_path candidates,
+                        // realpath cache) but are not opened (measured)
+                        Via::Once if cfg.revalidate_path => {
+                            for p in probes {
+                                cx.probe(p);
+                            }
+                            cx.resolve(w, name);
+                            if first {
+                                cx.revalidate(w, shm, path, None);
+                            }
+                        }
                         Via::Once if first => cx.revalidate(w, shm, path, None),
                         Via::Once => {}
                     }
@@ -379,7 +391,8 @@ fn lower_request(
                 // syscall — measured: except a name found through
                 // include_path in the request that compiled the script,
                 // where the original resolver runs again
-                let fresh = added.contains_key(path.as_str()) && !probes.is_empty();
+                let fresh = (added.contains_key(path.as_str()) || cfg.revalidate_path)
+                    && !probes.is_empty();
                 if opcache && shm.scripts.contains_key(path) && !fresh {
                     // already validated by the first *_once of the request
                 } else {
@@ -391,7 +404,7 @@ fn lower_request(
                     }
                 }
             }
-            PhpOpKind::PrimaryResolve { path } | PhpOpKind::Resolve { path } => {
+            PhpOpKind::PrimaryResolve { path } | PhpOpKind::Resolve { path, .. } => {
                 cx.resolve(w, path);
             }
             PhpOpKind::Probe { path } => cx.probe(path),

@@ -61,7 +61,13 @@ pub enum PhpOpKind {
     PrimaryResolve { path: String },
     /// A realpath resolution not tied to an include (realpath(), fopen's
     /// expand_filepath, ...).
-    Resolve { path: String },
+    Resolve {
+        path: String,
+        /// A single lstat whose parent this worker never walked (a
+        /// resolution only if the parent was cached under another name).
+        #[serde(default)]
+        lone: bool,
+    },
     /// A failed resolution (lstat ENOENT, nothing cached: R50/R54).
     Probe { path: String },
     /// lstat()/is_link()/filetype() and directory iterators (R72): `lstat`.
@@ -112,7 +118,7 @@ impl PhpOpKind {
             PhpOpKind::OnceRepeat { probes, .. } if !probes.is_empty() => ("probe", &probes[0]),
             PhpOpKind::OnceRepeat { path, .. } => ("once", path),
             PhpOpKind::PrimaryResolve { path } => ("primary", path),
-            PhpOpKind::Resolve { path } => ("resolve", path),
+            PhpOpKind::Resolve { path, .. } => ("resolve", path),
             PhpOpKind::Probe { path } => ("probe", path),
             PhpOpKind::UserIni { path } => ("user_ini", path),
             PhpOpKind::Access { path, .. } => ("access", path),
