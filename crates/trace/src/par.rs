@@ -262,7 +262,7 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
     // change what the sequential parser would do with them: every line in
     // between is a parsed call or another pid's half of a pair, all with a
     // pid column. Anything else drops the open starts (they stay `Slow`).
-    let mut open: HashMap<u32, Open> = HashMap::new();
+    let mut open: HashMap<u32, Open, crate::event::FastHash> = HashMap::default();
     let mut pairs = 0u32;
     let mut lines = memchr_iter(b'\n', &bytes).map(|nl| (nl, false)).chain(
         // The last line when the input ends without a newline.
