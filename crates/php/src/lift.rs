@@ -134,7 +134,34 @@ fn items(
     let mut out: Vec<Item> = Vec::new();
     let mut last: Option<String> = None;
     let mut jump: Option<String> = None;
+    let mut prev_lstat: Option<Op> = None;
     for op in ops {
+        // a root-first walk (`/var`, `/var/lib`, ...) is not PHP's (PHP
+        // walks deepest first, R53): libsqlite3's unixFullPathname and the
+        // like; replayed as recorded
+        if op.kind == OpKind::Lstat && op.ok() {
+            if let (Some(prev), Some(Item::Chain(c))) = (&prev_lstat, out.last()) {
+                if parent(&op.path) == Some(prev.path.as_str())
+                    && !c.walked
+                    && c.path == prev.path
+                {
+                    let prev = prev.clone();
+                    out.pop();
+                    out.push(Item::Op(prev));
+                }
+            }
+            if let Some(Item::Op(p)) = out.last() {
+                if p.kind == OpKind::Lstat && parent(&op.path) == Some(p.path.as_str()) {
+                    out.push(Item::Op(op.clone()));
+                    prev_lstat = Some(op.clone());
+                    last = None;
+                    continue;
+                }
+            }
+            prev_lstat = Some(op.clone());
+        } else {
+            prev_lstat = None;
+        }
         if op.kind == OpKind::Lstat {
             let cont = match (&last, out.last_mut()) {
                 (Some(prev), Some(Item::Chain(c))) if op.ok() => {
