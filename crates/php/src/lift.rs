@@ -141,9 +141,7 @@ fn items(
         // like; replayed as recorded
         if op.kind == OpKind::Lstat && op.ok() {
             if let (Some(prev), Some(Item::Chain(c))) = (&prev_lstat, out.last()) {
-                if parent(&op.path) == Some(prev.path.as_str())
-                    && !c.walked
-                    && c.path == prev.path
+                if parent(&op.path) == Some(prev.path.as_str()) && !c.walked && c.path == prev.path
                 {
                     let prev = prev.clone();
                     out.pop();
@@ -746,17 +744,23 @@ fn script_facts(reqs: &mut [WorkRequest]) {
         .flat_map(|r| &r.ops)
         .filter_map(|o| match &o.kind {
             PhpOpKind::Open {
-                path, resolves: 1.., ..
+                path,
+                resolves: 1..,
+                ..
             } => Some(path.clone()),
             _ => None,
         })
         .collect();
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
         if let PhpOpKind::Open {
-            path, resolves, flags, ..
+            path,
+            resolves,
+            flags,
+            ..
         } = &mut o.kind
         {
-            *resolves = (fopened.contains(path.as_str()) && *flags & Flags::O_DIRECTORY == 0) as u32;
+            *resolves =
+                (fopened.contains(path.as_str()) && *flags & Flags::O_DIRECTORY == 0) as u32;
         }
     }
     // with OPcache off (scripts compiled again) nothing validates
@@ -769,6 +773,38 @@ fn script_facts(reqs: &mut [WorkRequest]) {
         }
     }
     let recompiled = compiles.values().any(|&n| n > 1);
+    // a script "validated" in nearly every request while most cached
+    // scripts are validated in few (revalidate_freq > 0 windows, R64) is
+    // stat()ed by the application itself (filemtime of a config file)
+    let active: usize = reqs.iter().filter(|r| !r.ops.is_empty()).count();
+    let mut reval_reqs: HashMap<String, usize> = HashMap::new();
+    for r in reqs.iter() {
+        let mut here: HashSet<&str> = HashSet::new();
+        for o in &r.ops {
+            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
+                here.insert(path);
+            }
+        }
+        for p in here {
+            *reval_reqs.entry(p.to_string()).or_default() += 1;
+        }
+    }
+    // over every cached script, validated or not
+    let mut counts: Vec<usize> = compiles
+        .keys()
+        .map(|p| reval_reqs.get(*p).copied().unwrap_or(0))
+        .collect();
+    counts.sort_unstable();
+    let median = counts.get(counts.len() / 2).copied().unwrap_or(0);
+    let app_stats: HashSet<String> = if active >= 4 && median * 2 <= active {
+        reval_reqs
+            .iter()
+            .filter(|(_, &n)| n * 5 >= active * 4)
+            .map(|(p, _)| p.clone())
+            .collect()
+    } else {
+        HashSet::new()
+    };
     // a script some request stat()ed as a file function (before its
     // compile, or under a name that is not canonical) is stat()ed the same
     // way in the others: not an OPcache validation
@@ -780,6 +816,7 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             PhpOpKind::Revalidate { path, .. } if normalize(path) != *path => Some(path.clone()),
             _ => None,
         })
+        .chain(app_stats)
         .collect();
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
         if let PhpOpKind::Revalidate { path, .. } = &o.kind {
@@ -1153,7 +1190,14 @@ mod tests {
             op(30, Access, "/d/f.txt", false),
             op(31, Stat, "/d/f.txt", false),
         ];
-        let (l, _, _) = lift_request(&ops, 0, false, false, &mut HashMap::new(), &mut HashSet::new());
+        let (l, _, _) = lift_request(
+            &ops,
+            0,
+            false,
+            false,
+            &mut HashMap::new(),
+            &mut HashSet::new(),
+        );
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
             kinds[0],
@@ -1188,7 +1232,14 @@ mod tests {
         ops.push(op(2, Lstat, "/b", false));
         ops.push(op(3, Open, "/b/x/f.php", false));
         ops.push(op(4, Fstat, "/b/x/f.php", false));
-        let (l, b, _) = lift_request(&ops, 0, false, false, &mut HashMap::new(), &mut HashSet::new());
+        let (l, b, _) = lift_request(
+            &ops,
+            0,
+            false,
+            false,
+            &mut HashMap::new(),
+            &mut HashSet::new(),
+        );
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));

@@ -47,7 +47,11 @@ pub fn captures() -> Vec<Capture> {
         } else {
             dir.join(format!("{name}.strace.zst"))
         };
-        assert!(path.exists(), "{name}: no {name}.strace.gz or .zst in {}", dir.display());
+        assert!(
+            path.exists(),
+            "{name}: no {name}.strace.gz or .zst in {}",
+            dir.display()
+        );
         out.push(Capture {
             path,
             sapi: m["sapi"].as_str().unwrap().to_string(),
