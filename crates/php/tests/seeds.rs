@@ -211,11 +211,21 @@ fn seed000_model_one_stat_per_script_per_window_across_the_pool() {
 /// puts the validations in the same requests.
 #[test]
 fn seed000_real_php() {
+    seed000_real("fpm-tree-rf2");
+}
+
+/// The same on WordPress (the seed's application), revalidate_freq=2.
+#[test]
+fn seed000_real_wordpress() {
+    seed000_real("fpm-wordpress-rf2");
+}
+
+fn seed000_real(name: &str) {
     let caps = captures();
     let c = caps
         .iter()
-        .find(|c| c.name == "fpm-tree-rf2")
-        .expect("capture fpm-tree-rf2");
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("capture {name}"));
     let trace = statstorm_trace::read_path(&c.path).unwrap();
     let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
     let real = statstorm_php::lift::request_ops(&trace, &reqs);
