@@ -34,7 +34,7 @@
 //! event, memory bounded by pids and requests); [`split_requests`] is the
 //! batch form built on it.
 
-use crate::event::{Event, Interner, Kind, PathId, Ret};
+use crate::event::{Event, FastHash, Interner, Kind, PathId, Ret};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -189,7 +189,7 @@ enum FdUse {
 #[derive(Clone, Debug, Default)]
 struct PidState {
     unit: u32,
-    fds: HashMap<i32, FdUse>,
+    fds: HashMap<i32, FdUse, FastHash>,
     /// Process (thread group) this pid belongs to for the cli rule: the pid
     /// that created it, unless it exec'd.
     parent: Option<u32>,
@@ -247,7 +247,7 @@ pub struct Splitter {
     /// Per-pid state, in order of first appearance; `pid_index` maps a pid
     /// to its slot and `last` caches the previous event's pid.
     pids: Vec<PidState>,
-    pid_index: HashMap<u32, usize>,
+    pid_index: HashMap<u32, usize, FastHash>,
     last: Option<(u32, usize)>,
     units: Vec<Unit>,
     names: Vec<NameClass>,
@@ -297,7 +297,7 @@ impl Splitter {
     pub fn new() -> Self {
         Splitter {
             pids: Vec::new(),
-            pid_index: HashMap::new(),
+            pid_index: HashMap::default(),
             last: None,
             units: Vec::new(),
             names: Vec::new(),

@@ -11,6 +11,7 @@ mod findings;
 pub use findings::Finding;
 
 use serde::Serialize;
+use statstorm_trace::event::FastHash;
 use statstorm_trace::request::{Plan, RequestKind, RequestMode, Splitter, UnitId};
 use statstorm_trace::{Event, Flags, Interner, Kind, PathId};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -81,7 +82,7 @@ struct UnitAgg {
     repeats: u64,
     metadata_time_us: u64,
     /// Paths stat'ed in this unit (dropped when the unit ends).
-    seen: HashSet<PathId>,
+    seen: HashSet<PathId, FastHash>,
 }
 
 /// Streaming aggregation of a trace.
@@ -89,18 +90,18 @@ pub struct Analyzer {
     splitter: Splitter,
     kinds: Vec<NameAgg>,
     kind_name: Vec<Option<PathId>>,
-    other: HashMap<u32, NameAgg>,
+    other: HashMap<u32, NameAgg, FastHash>,
     /// Slot in `paths` of each path id (`u32::MAX`: none yet): an array
     /// index per event instead of a hash lookup.
     path_slot: Vec<u32>,
     paths: Vec<(u32, PathAgg)>,
     procs: Vec<ProcAgg>,
-    proc_index: HashMap<u32, usize>,
+    proc_index: HashMap<u32, usize, FastHash>,
     last_pid: Option<(u32, usize)>,
     units: Vec<UnitAgg>,
-    per_sec: HashMap<i64, u64>,
+    per_sec: HashMap<i64, u64, FastHash>,
     cur_sec: Option<(i64, u64)>,
-    walks_by_file: HashMap<u32, (u64, u64)>,
+    walks_by_file: HashMap<u32, (u64, u64), FastHash>,
     walks_deepest_first: u64,
     walks_shallowest_first: u64,
     events: u64,
@@ -182,16 +183,16 @@ impl Analyzer {
             splitter: Splitter::new(),
             kinds: vec![NameAgg::default(); Kind::ALL.len() + 1],
             kind_name: vec![None; Kind::ALL.len() + 1],
-            other: HashMap::new(),
+            other: HashMap::default(),
             path_slot: Vec::new(),
             paths: Vec::new(),
             procs: Vec::new(),
-            proc_index: HashMap::new(),
+            proc_index: HashMap::default(),
             last_pid: None,
             units: Vec::new(),
-            per_sec: HashMap::new(),
+            per_sec: HashMap::default(),
             cur_sec: None,
-            walks_by_file: HashMap::new(),
+            walks_by_file: HashMap::default(),
             walks_deepest_first: 0,
             walks_shallowest_first: 0,
             events: 0,
@@ -234,7 +235,7 @@ impl Analyzer {
         i
     }
 
-    fn close_run(&mut self, pi: usize, strings: &Interner) {
+    fn close_run(&mut self, pi: usize) {
         let run = std::mem::take(&mut self.procs[pi].run);
         let unit = self.procs[pi].unit;
         if run.len < 2 {
@@ -243,7 +244,6 @@ impl Analyzer {
         let (Some(first), Some(last)) = (run.first, run.prev) else {
             return;
         };
-        let _ = strings;
         let resolved = if run.dir < 0 {
             self.walks_deepest_first += 1;
             first
@@ -352,9 +352,9 @@ impl Analyzer {
         if prev_unit != unit as u32 {
             // The pid moved to a new unit: its walk ends, and the old unit's
             // path set is no longer needed.
-            self.close_run(pi, strings);
+            self.close_run(pi);
             if let Some(u) = self.units.get_mut(prev_unit as usize) {
-                u.seen = HashSet::new();
+                u.seen = HashSet::default();
             }
             self.procs[pi].unit = unit as u32;
         }
@@ -425,7 +425,7 @@ impl Analyzer {
                         run.prev = Some(p);
                     }
                     None => {
-                        self.close_run(pi, strings);
+                        self.close_run(pi);
                         self.procs[pi].run = Run {
                             len: 1,
                             first: Some(p),
@@ -435,12 +435,25 @@ impl Analyzer {
                     }
                 }
             } else {
-                self.close_run(pi, strings);
+                self.close_run(pi);
             }
         } else if !ev.kind.is_readlink() {
             // A symlink component is readlink()ed inside the walk (R53).
             if self.procs[pi].run.len > 0 {
-                self.close_run(pi, strings);
+                self.close_run(pi);
+            }
+        }
+    }
+
+    /// A process ended (`+++ exited ...+++` / `+++ killed ...+++`): its
+    /// walk ends and its request piece's path set is dropped, so memory
+    /// follows the live processes, not all processes ever seen.
+    pub fn exit(&mut self, pid: u32) {
+        if let Some(&pi) = self.proc_index.get(&pid) {
+            self.close_run(pi);
+            let unit = self.procs[pi].unit;
+            if let Some(u) = self.units.get_mut(unit as usize) {
+                u.seen = HashSet::default();
             }
         }
     }
@@ -448,7 +461,7 @@ impl Analyzer {
     /// Ends the stream and builds the profile.
     pub fn finish(mut self, strings: &Interner, input: InputInfo, top: usize) -> Profile {
         for pi in 0..self.procs.len() {
-            self.close_run(pi, strings);
+            self.close_run(pi);
         }
         if let Some((cs, n)) = self.cur_sec.take() {
             *self.per_sec.entry(cs).or_insert(0) += n;

@@ -56,6 +56,9 @@ impl Sink for AnalyzeSink<'_> {
         self.a.push(ev, strings);
         true
     }
+    fn exit(&mut self, exit: &statstorm_trace::Exit) {
+        self.a.exit(exit.pid);
+    }
 }
 
 /// Counts bytes read and ticks a progress bar (only when stderr is a
