@@ -18,10 +18,7 @@ pub const MAX_WORKERS: u32 = (1 << 20) - 1;
 
 const EV_ARRIVAL: u8 = 0;
 const EV_STEP_DONE: u8 = 1;
-const EV_AT_SERVER: u8 = 2;
-const EV_SERVICE_DONE: u8 = 3;
 const EV_REPLY: u8 = 4;
-const EV_TOKEN: u8 = 5;
 const EV_EVICT_START: u8 = 6;
 
 const K_CPU: u8 = 0;
@@ -62,8 +59,6 @@ struct Worker {
     req_time_s: i64,
     /// When the current RPC was issued, or the current lock wait began.
     t_mark: u64,
-    srv_enq: u64,
-    srv_blocked: u64,
     keyed_ops: u32,
     rpcs: u32,
     comp: [u64; 8],
@@ -129,15 +124,12 @@ struct Engine<'a> {
     // server
     rtt_out: u64,
     rtt_back: u64,
-    free_threads: u32,
-    srv_queue: VecDeque<u32>,
+    /// Times at which each nfsd thread becomes free (empty: unlimited).
+    thread_free: BinaryHeap<Reverse<u64>>,
     bucket: Option<(u128, u128, u128)>, // (tokens, burst, rate per ns) in bucket units
     bucket_t: u64,
     when_empty: WhenEmpty,
     throttled: Option<CDist>,
-    token_pending: bool,
-    blocked_since: Option<u64>,
-    blocked_total: u64,
     token_min: u128,
     // local fs
     local_op: u64,
@@ -154,10 +146,9 @@ struct Engine<'a> {
     n_sys: u64,
     area_sys: u128,
     sojourn_sum: u128,
-    n_srv: u64,
-    area_srv: u128,
-    srv_time_sum: u128,
-    srv_done: u64,
+    area_rpc: u128,
+    rpc_time_sum: u128,
+    rpcs_done: u64,
     slot_wait_sum: u128,
     slot_wait_max: u64,
     slot_waited: u64,
@@ -353,12 +344,7 @@ impl<'a> Engine<'a> {
             slot_queue: 0,
             rtt_out: rtt / 2,
             rtt_back: rtt - rtt / 2,
-            free_threads: if p.server.threads == 0 {
-                u32::MAX
-            } else {
-                p.server.threads
-            },
-            srv_queue: VecDeque::new(),
+            thread_free: (0..p.server.threads).map(|_| Reverse(0)).collect(),
             token_min: bucket.map(|b| b.0).unwrap_or(0),
             bucket,
             bucket_t: 0,
@@ -374,9 +360,6 @@ impl<'a> Engine<'a> {
                 .as_ref()
                 .and_then(|i| i.throttled_service.as_ref())
                 .map(|d| d.compile()),
-            token_pending: false,
-            blocked_since: None,
-            blocked_total: 0,
             local_op: (p.local_fs.op_us * 1e3).round() as u64,
             cycle_len: p.local_fs.eviction_length.compile(),
             block_p: p.local_fs.block_probability,
@@ -390,10 +373,9 @@ impl<'a> Engine<'a> {
             n_sys: 0,
             area_sys: 0,
             sojourn_sum: 0,
-            n_srv: 0,
-            area_srv: 0,
-            srv_time_sum: 0,
-            srv_done: 0,
+            area_rpc: 0,
+            rpc_time_sum: 0,
+            rpcs_done: 0,
             slot_wait_sum: 0,
             slot_wait_max: 0,
             slot_waited: 0,
@@ -484,7 +466,7 @@ impl<'a> Engine<'a> {
             self.events += 1;
             let dt = (t - self.now) as u128;
             self.area_sys += self.n_sys as u128 * dt;
-            self.area_srv += self.n_srv as u128 * dt;
+            self.area_rpc += self.rpcs_in_flight as u128 * dt;
             self.now = t;
             while t >= next_row {
                 self.open_row(next_row);
@@ -493,13 +475,7 @@ impl<'a> Engine<'a> {
             match kind {
                 EV_ARRIVAL => self.on_arrival(t, id),
                 EV_STEP_DONE => self.step_done(id, t),
-                EV_AT_SERVER => self.at_server(id, t),
-                EV_SERVICE_DONE => self.service_done(id, t),
                 EV_REPLY => self.reply(id, t),
-                EV_TOKEN => {
-                    self.token_pending = false;
-                    self.dispatch(t);
-                }
                 EV_EVICT_START => self.evict_start(t),
                 _ => unreachable!("unknown event kind {kind}"),
             }
@@ -731,25 +707,82 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The RPC holds its slots and goes out. Every RPC reaches the server
+    /// `rtt/2` after it is sent, so RPCs reach the server in the order they
+    /// are sent; the server is FIFO, so each RPC's start of service is known
+    /// now: the later of its arrival, the first free thread and (queue mode)
+    /// the next token. Only the reply is an event.
     fn send(&mut self, w: u32, t: u64) {
         let wk = &mut self.workers[w as usize];
         let wait = t - wk.t_mark;
         wk.comp[C_SLOT] += wait;
-        wk.comp[C_RPC] += self.rtt_out + self.rtt_back;
         if wait > 0 {
             self.slot_waited += 1;
             self.slot_wait_sum += wait as u128;
             self.slot_wait_max = self.slot_wait_max.max(wait);
         }
-        if self.rtt_out == 0 {
-            self.at_server(w, t);
-        } else {
-            self.schedule(t + self.rtt_out, EV_AT_SERVER, w);
+        let arrive = t + self.rtt_out;
+        // R46: the first of `threads` nfsd threads to become free.
+        let thread_at = match self.thread_free.pop() {
+            Some(Reverse(free)) => arrive.max(free),
+            None => arrive,
+        };
+        let mut start = thread_at;
+        let mut throttled = false;
+        if let Some((tok, burst, rate)) = self.bucket {
+            let base = thread_at.max(self.bucket_t);
+            let mut tok = (tok + (base - self.bucket_t) as u128 * rate).min(burst);
+            let mut at = base;
+            if tok >= TOKEN {
+                tok -= TOKEN;
+                start = thread_at;
+            } else if self.when_empty == WhenEmpty::Queue {
+                let wait = (TOKEN - tok).div_ceil(rate) as u64;
+                at = base + wait;
+                tok = tok + wait as u128 * rate - TOKEN;
+                start = at;
+            } else {
+                throttled = true;
+                at = self.bucket_t.max(thread_at);
+            }
+            self.bucket = Some((tok, burst, rate));
+            self.bucket_t = at;
+            self.token_min = self.token_min.min(tok);
         }
+        let op = self.rpc_ops[self.workers[w as usize].rpc as usize] as usize;
+        let service = if throttled {
+            self.throttled_ops += 1;
+            self.throttled
+                .expect("validated: slow mode has a throttled service")
+                .sample(&mut self.rng_srv)
+        } else {
+            self.op_service[op].sample(&mut self.rng_srv)
+        };
+        if self.p.server.threads > 0 {
+            self.thread_free.push(Reverse(start + service));
+        }
+        let wk = &mut self.workers[w as usize];
+        wk.comp[C_SRVQ] += thread_at - arrive;
+        wk.comp[C_IOPS] += start - thread_at;
+        if throttled {
+            wk.comp[C_IOPS] += service;
+        } else {
+            wk.comp[C_RPC] += service;
+        }
+        wk.comp[C_RPC] += self.rtt_out + self.rtt_back;
+        let qwait = start - arrive;
+        self.srvq_sum += qwait as u128;
+        self.srvq_max = self.srvq_max.max(qwait);
+        self.srvq_n += 1;
+        self.busy_ns += service as u128;
+        self.ops[op] += 1;
+        self.schedule(start + service + self.rtt_back, EV_REPLY, w);
     }
 
     fn reply(&mut self, w: u32, t: u64) {
         self.rpcs_in_flight -= 1;
+        self.rpcs_done += 1;
+        self.rpc_time_sum += (t - self.workers[w as usize].t_mark) as u128;
         let c = self.workers[w as usize].conn as usize;
         if let Some(w2) = self.conn_wait[c].pop_front() {
             self.queued_slot(-1);
@@ -773,101 +806,6 @@ impl<'a> Engine<'a> {
         } else {
             self.step_done(w, t);
         }
-    }
-
-    // ---- server: FIFO queue, `threads` at a time (R46), IOPS token bucket.
-
-    #[inline]
-    fn blocked_at(&self, t: u64) -> u64 {
-        self.blocked_total + self.blocked_since.map(|s| t - s).unwrap_or(0)
-    }
-
-    fn at_server(&mut self, w: u32, t: u64) {
-        self.n_srv += 1;
-        let b = self.blocked_at(t);
-        let wk = &mut self.workers[w as usize];
-        wk.srv_enq = t;
-        wk.srv_blocked = b;
-        self.srv_queue.push_back(w);
-        self.dispatch(t);
-    }
-
-    fn dispatch(&mut self, t: u64) {
-        while self.free_threads > 0 && !self.srv_queue.is_empty() {
-            let mut throttled = false;
-            if let Some((tok, burst, rate)) = self.bucket {
-                let dt = (t - self.bucket_t) as u128;
-                let mut tok = (tok + dt * rate).min(burst);
-                self.bucket_t = t;
-                if tok >= TOKEN {
-                    tok -= TOKEN;
-                } else if self.when_empty == WhenEmpty::Queue {
-                    self.bucket = Some((tok, burst, rate));
-                    if self.blocked_since.is_none() {
-                        self.blocked_since = Some(t);
-                    }
-                    if !self.token_pending {
-                        self.token_pending = true;
-                        let need = TOKEN - tok;
-                        let wait = need.div_ceil(rate) as u64;
-                        self.schedule(t + wait, EV_TOKEN, 0);
-                    }
-                    return;
-                } else {
-                    throttled = true;
-                }
-                self.token_min = self.token_min.min(tok);
-                self.bucket = Some((tok, burst, rate));
-            }
-            if let Some(s) = self.blocked_since.take() {
-                self.blocked_total += t - s;
-            }
-            let w = self.srv_queue.pop_front().expect("queue is not empty");
-            if self.free_threads != u32::MAX {
-                self.free_threads -= 1;
-            }
-            let b = self.blocked_total;
-            let wk = &self.workers[w as usize];
-            let qwait = t - wk.srv_enq;
-            let token_wait = (b - wk.srv_blocked).min(qwait);
-            let op = self.rpc_ops[wk.rpc as usize] as usize;
-            let service = if throttled {
-                self.throttled_ops += 1;
-                self.throttled
-                    .expect("validated: slow mode has a throttled service")
-                    .sample(&mut self.rng_srv)
-            } else {
-                self.op_service[op].sample(&mut self.rng_srv)
-            };
-            let wk = &mut self.workers[w as usize];
-            wk.comp[C_IOPS] += token_wait;
-            wk.comp[C_SRVQ] += qwait - token_wait;
-            if throttled {
-                wk.comp[C_IOPS] += service;
-            } else {
-                wk.comp[C_RPC] += service;
-            }
-            self.srvq_sum += qwait as u128;
-            self.srvq_max = self.srvq_max.max(qwait);
-            self.srvq_n += 1;
-            self.busy_ns += service as u128;
-            self.ops[op] += 1;
-            self.schedule(t + service, EV_SERVICE_DONE, w);
-        }
-    }
-
-    fn service_done(&mut self, w: u32, t: u64) {
-        // u32::MAX stands for unlimited threads and stays there.
-        self.free_threads = self.free_threads.saturating_add(1);
-        self.n_srv -= 1;
-        self.srv_done += 1;
-        self.srv_time_sum += (t - self.workers[w as usize].srv_enq) as u128;
-        if self.rtt_back == 0 {
-            self.reply(w, t);
-        } else {
-            self.schedule(t + self.rtt_back, EV_REPLY, w);
-        }
-        self.dispatch(t);
     }
 
     // ---- local filesystem with eviction cycles.
@@ -1019,7 +957,7 @@ impl<'a> Engine<'a> {
             },
             littles_law: vec![
                 little("pool", self.area_sys, self.served, self.sojourn_sum),
-                little("server", self.area_srv, self.srv_done, self.srv_time_sum),
+                little("rpcs", self.area_rpc, self.rpcs_done, self.rpc_time_sum),
             ],
             series,
             engine: EngineOut {

@@ -190,6 +190,8 @@ pub struct ValidationOut {
 
 /// Little's law, L = X W, from two independent accountings: L is the time
 /// average of a counter kept at every event, W the mean of per-item times.
+/// `name` is `pool` (requests, backlog wait included) or `rpcs` (issued to
+/// answered, slot wait included).
 #[derive(Clone, Debug, Serialize)]
 pub struct LittleCheck {
     pub name: &'static str,

@@ -82,7 +82,7 @@ fn determinism_same_seed_same_bytes() {
 }
 
 #[test]
-fn littles_law_holds_for_pool_and_server() {
+fn littles_law_holds_for_pool_and_rpcs() {
     let p = busy_params(0);
     let r = simulate_requests(&[rpc_request(60, 5.0)], &p, 9).unwrap();
     for l in &r.littles_law {
