@@ -118,7 +118,19 @@ pub fn findings(p: &Profile) -> Vec<Finding> {
             ),
         });
     }
-    if let (Some(share), Some(w)) = (t.metadata_share_of_requests, t.request_wall_us) {
+    let over = |x: Option<f64>| x.is_some_and(|v| v > 1.0);
+    if over(t.metadata_share_of_requests) || over(t.metadata_share_of_wall) {
+        // One process's calls cannot overlap: more call time than elapsed
+        // time means the timestamps or durations were not recorded together.
+        out.push(Finding {
+            id: "inconsistent_times",
+            text: format!(
+                "call durations add up to more than the elapsed time ({} us of metadata calls in {} us of traced wall time): the timestamps and -T durations of this trace do not agree, so time shares are not reported",
+                t.metadata_time_us.unwrap_or(0),
+                t.traced_wall_us.unwrap_or(0)
+            ),
+        });
+    } else if let (Some(share), Some(w)) = (t.metadata_share_of_requests, t.request_wall_us) {
         let inside: u64 = p.requests.iter().filter_map(|r| r.metadata_time_us).sum();
         out.push(Finding {
             id: "time_share",

@@ -1145,6 +1145,26 @@ mod tests {
     }
 
     #[test]
+    fn time_share_and_inconsistent_times() {
+        let mut b = B::new();
+        for _ in 0..10 {
+            b.push(3, "stat", Some("/srv/x.php"), 0, None);
+        }
+        // 10 calls of 10 us, 100 us apart: 100 us of 910 us.
+        let p = b.profile();
+        assert_eq!(p.totals.metadata_time_us, Some(100));
+        assert_eq!(p.totals.traced_wall_us, Some(910));
+        assert!(p.findings.iter().any(|f| f.id == "time_share"));
+        // Durations longer than the spacing cannot come from one process.
+        for e in &mut b.ev {
+            e.dur_us = Some(1000);
+        }
+        let p = b.profile();
+        assert!(p.findings.iter().any(|f| f.id == "inconsistent_times"));
+        assert!(!p.findings.iter().any(|f| f.id == "time_share"));
+    }
+
+    #[test]
     fn whole_trace_fallback_and_empty() {
         let mut b = B::new();
         b.push(7, "stat", Some("/data/x"), 0, None);
