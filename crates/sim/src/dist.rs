@@ -35,7 +35,8 @@ impl Dist {
 
     /// Checks the parameters; `what` names the field in the message.
     pub fn validate(&self, what: &str) -> Result<(), String> {
-        let ok = |v: f64| v.is_finite() && v >= 0.0;
+        // At most 10^9 ms (11.6 days): keeps nanosecond sums far from u64 overflow.
+        let ok = |v: f64| v.is_finite() && (0.0..=MAX_MS).contains(&v);
         let good = match *self {
             Dist::Fixed { ms } => ok(ms),
             Dist::Exp { mean_ms } => ok(mean_ms),
@@ -58,6 +59,9 @@ impl Dist {
         }
     }
 }
+
+/// Longest duration a parameter may take, in milliseconds.
+pub const MAX_MS: f64 = 1e9;
 
 /// Milliseconds (f64) to integer nanoseconds, rounded.
 pub fn ms_to_ns(ms: f64) -> u64 {

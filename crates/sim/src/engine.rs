@@ -290,6 +290,35 @@ impl<'a> Engine<'a> {
                 }
             }
             replay.sort();
+            let last = replay.last().map(|r| r.0).unwrap_or(0) as f64 / 1e9;
+            if last / p.series_step_s > 1e7 {
+                return Err(format!(
+                    "series_step_s = {} gives more than 10 million rows up to the last start ({last} s)",
+                    p.series_step_s
+                ));
+            }
+            if let Some(r) = reqs
+                .iter()
+                .find(|r| r.start_ns.is_some_and(|t| t > 10_000_000_000_000_000))
+            {
+                return Err(format!("a request starts after 1e7 s: {:?}", r.start_ns));
+            }
+        }
+        for (i, r) in reqs.iter().enumerate() {
+            let cpu: u128 = r
+                .steps
+                .iter()
+                .map(|s| {
+                    if let Step::Cpu { ns } = s {
+                        *ns as u128
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            if cpu > 1_000_000_000_000_000_000 {
+                return Err(format!("request {i} has more than 1e9 s of CPU time"));
+            }
         }
         let n = p.pool.max_children;
         let workers_for_stamps = match p.validation.scope {

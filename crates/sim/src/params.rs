@@ -260,6 +260,18 @@ impl Params {
             Arrivals::Replay => {}
         }
         nonneg(self.duration_s, "duration_s")?;
+        if self.duration_s > 1e7 {
+            return Err(format!(
+                "duration_s must be at most 1e7 s, got {}",
+                self.duration_s
+            ));
+        }
+        if self.duration_s / self.series_step_s > 1e7 {
+            return Err(format!(
+                "series_step_s = {} gives more than 10 million rows over duration_s = {}",
+                self.series_step_s, self.duration_s
+            ));
+        }
         if self.pool.max_children == 0 || self.pool.max_children > crate::engine::MAX_WORKERS {
             return Err(format!(
                 "pool.max_children must be 1..={}, got {}",
@@ -277,6 +289,12 @@ impl Params {
             return Err("transport.xprt_slots must be >= 1".into());
         }
         nonneg(self.server.rtt_ms, "server.rtt_ms")?;
+        if self.server.rtt_ms > crate::dist::MAX_MS {
+            return Err(format!(
+                "server.rtt_ms must be at most {} ms",
+                crate::dist::MAX_MS
+            ));
+        }
         self.server.service.validate("server.service")?;
         for o in &self.server.op_service {
             o.service
@@ -299,6 +317,9 @@ impl Params {
             }
         }
         nonneg(self.local_fs.op_us, "local_fs.op_us")?;
+        if self.local_fs.op_us > crate::dist::MAX_MS * 1e3 {
+            return Err("local_fs.op_us is too large".into());
+        }
         nonneg(self.local_fs.eviction_every_s, "local_fs.eviction_every_s")?;
         let q = self.local_fs.block_probability;
         if !(0.0..=1.0).contains(&q) {
@@ -403,5 +424,50 @@ impl QuickParams {
             },
             ..Params::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_params_map_onto_the_model() {
+        let q = QuickParams {
+            iops: 500.0,
+            burst: None,
+            slots: 16,
+            ..QuickParams::default()
+        };
+        let p = q.to_params();
+        p.validate().unwrap();
+        assert_eq!(p.pool.max_children, 50);
+        assert_eq!(p.transport.session_slots, 16);
+        let i = p.server.iops.unwrap();
+        assert_eq!(
+            (i.rate_per_s, i.burst, i.when_empty),
+            (500.0, 500.0, WhenEmpty::Queue)
+        );
+        assert!(QuickParams {
+            iops: 0.0,
+            ..QuickParams::default()
+        }
+        .to_params()
+        .server
+        .iops
+        .is_none());
+    }
+
+    #[test]
+    fn absurd_values_are_refused() {
+        let mut p = Params {
+            duration_s: 3600.0,
+            series_step_s: 1e-9,
+            ..Params::default()
+        };
+        assert!(p.validate().unwrap_err().contains("series_step_s"));
+        p.series_step_s = 1.0;
+        p.server.service = Dist::fixed_ms(1e300);
+        assert!(p.validate().unwrap_err().contains("server.service"));
     }
 }

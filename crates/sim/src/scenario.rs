@@ -239,6 +239,11 @@ impl Scenario {
                         "workload.cpu_ms must be >= 0, got {cpu_ms}"
                     )));
                 }
+                if *includes > 1_000_000 {
+                    return Err(invalid(format!(
+                        "workload.includes must be at most 1000000, got {includes}"
+                    )));
+                }
                 if *fs == Fs::Nfs && rpcs.is_empty() && *validate_timestamps {
                     return Err(invalid(
                         "workload.rpcs: name the RPCs of one stat() on NFS, e.g. [\"GETATTR\"]"

@@ -224,3 +224,42 @@ fn simulate_bad_scenario_names_file_and_line() {
     assert_eq!(code, 2);
     assert!(err.contains("missing.toml"), "{err}");
 }
+
+#[test]
+fn simulate_requests_file_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("reqs.json"),
+        r#"{"schema": "statstorm.requests/1", "requests": [
+            {"start_s": 0.0, "steps": [{"cpu_ms": 5}, {"rpcs": ["LOOKUP", "GETATTR"]}, {"rpcs": []}]},
+            {"start_s": 0.001, "steps": [{"rpcs": ["GETATTR"]}, {"cpu_ms": 1}]}
+        ]}"#,
+    )
+    .unwrap();
+    let sc = dir.path().join("s.toml");
+    std::fs::write(
+        &sc,
+        "name = \"replay\"\nduration_s = 1\n[arrivals]\nkind = \"replay\"\n[workload]\nkind = \"file\"\n\
+         file = \"reqs.json\"\n[pool]\nmax_children = 1\nlisten_backlog = 1\n[transport]\nsession_slots = 1\n\
+         [server]\nrtt_ms = 1.0\nservice = { kind = \"fixed\", ms = 1.0 }\n",
+    )
+    .unwrap();
+    let (out, err, code) = run(&[sc.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    // One worker: the second request waits in the backlog for the first
+    // (5 ms CPU + 2 RPCs x 2 ms = 9 ms), then runs 2 + 1 ms.
+    assert_eq!(v["requests"]["served"], 2);
+    assert_eq!(f(&v["ttfb_ms"]["max"]), 11.0);
+    assert_eq!(v["server"]["ops"]["GETATTR"], 2);
+    assert_eq!(v["server"]["ops"]["LOOKUP"], 1);
+    // A bad requests file is named with its line.
+    std::fs::write(
+        dir.path().join("reqs.json"),
+        "{\"schema\": \"statstorm.requests/1\",\n \"requests\": [}",
+    )
+    .unwrap();
+    let (_, err, code) = run(&[sc.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("reqs.json") && err.contains("line 2"), "{err}");
+}
