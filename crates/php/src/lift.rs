@@ -706,10 +706,19 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             }
         }
     }
-    let cache_off = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .any(|o| matches!(&o.kind, PhpOpKind::Compile { via: Via::Once, .. }));
+    let cache_off = reqs.iter().flat_map(|r| &r.ops).any(|o| {
+        // a canonical name resolved twice: the second walk of the same
+        // key shows only without realpath cache (`a//b.php` shows two
+        // walks anyway: two keys)
+        matches!(
+            &o.kind,
+            PhpOpKind::Compile {
+                via: Via::Once,
+                resolve_as: None,
+                ..
+            }
+        )
+    });
     let mut facts: HashMap<String, Via> = HashMap::new();
     for r in reqs.iter() {
         for o in &r.ops {
@@ -994,9 +1003,10 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
             continue;
         }
         let tpl = &snapshot[t];
+        let own = |o: &PhpOp| matches!(o.kind, PhpOpKind::Raw { .. });
         let keys = |ops: &[PhpOp]| -> Vec<(String, String)> {
             ops.iter()
-                .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
+                .filter(|o| !own(o))
                 .map(|o| {
                     let (a, b) = o.kind.key();
                     (a.to_string(), b.to_string())
@@ -1011,18 +1021,8 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
             .map(|(a, b)| (a.as_str(), b.as_str()))
             .collect();
         if m.len() <= t2.len() && is_subsequence(&m, &t2) {
-            let mut ops: Vec<PhpOp> = tpl
-                .ops
-                .iter()
-                .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
-                .cloned()
-                .collect();
-            ops.extend(
-                r.ops
-                    .iter()
-                    .filter(|o| matches!(o.kind, PhpOpKind::Raw { .. }))
-                    .cloned(),
-            );
+            let mut ops: Vec<PhpOp> = tpl.ops.iter().filter(|o| !own(o)).cloned().collect();
+            ops.extend(r.ops.iter().filter(|o| own(o)).cloned());
             ops.sort_by_key(|o| o.t_off_us);
             r.ops = ops;
             r.script = Some(s);
@@ -1124,11 +1124,22 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
             "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
         ));
     }
-    let cache_off = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .any(|o| matches!(&o.kind, PhpOpKind::Compile { via: Via::Once, .. }));
-    ev.complete = !includes || (cache_off && recompiled > 0 && reval_times.is_empty());
+    let cache_off = reqs.iter().flat_map(|r| &r.ops).any(|o| {
+        // a canonical name resolved twice: the second walk of the same
+        // key shows only without realpath cache (`a//b.php` shows two
+        // walks anyway: two keys)
+        matches!(
+            &o.kind,
+            PhpOpKind::Compile {
+                via: Via::Once,
+                resolve_as: None,
+                ..
+            }
+        )
+    });
+    // with OPcache off (scripts compiled again) script stats cannot be
+    // validations: the application's own
+    ev.complete = !includes || (cache_off && recompiled > 0);
     if !ev.complete {
         ev.notes.push(
             "caches hid part of the includes (include vs include_once, repeated include_once): predictions toward realpath_cache_size=0 or open_basedir undercount; record with both caches off for full information"

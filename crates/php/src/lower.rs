@@ -342,7 +342,16 @@ fn lower_request(
                                 cx.revalidate(w, shm, path, None);
                             }
                         }
-                        Via::Once if first => cx.revalidate(w, shm, path, None),
+                        // a name that is not the script's path (`a//b.php`,
+                        // `..`, a symlink) is not the key it was cached
+                        // under: the name is resolved first (realpath
+                        // cache), then found by its path (measured)
+                        Via::Once if first => {
+                            if resolve_as.is_some() {
+                                cx.resolve(w, name);
+                            }
+                            cx.revalidate(w, shm, path, None)
+                        }
                         Via::Once => {}
                     }
                 } else {
