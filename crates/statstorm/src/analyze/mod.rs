@@ -44,7 +44,7 @@ struct PathAgg {
     enoent: u64,
     errors: u64,
     /// (name id, count).
-    by_name: Vec<(u32, u64)>,
+    by_name: Counts,
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +74,7 @@ struct Run {
 
 #[derive(Default, Clone, Debug)]
 struct UnitAgg {
-    by_name: Vec<(u32, u64)>,
+    by_name: Counts,
     metadata: u64,
     enoent: u64,
     walks: u64,
@@ -131,6 +131,46 @@ fn bump(v: &mut Vec<(u32, u64)>, key: u32) {
         }
     }
     v.push((key, 1));
+}
+
+/// Calls per name id for one path or request piece: up to three names
+/// inline (most paths see one to three syscalls), the rest in `more`, so
+/// the common case allocates nothing. An inline counter that reaches
+/// `u32::MAX` continues in `more` under the same key; readers sum.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    inline: [(u32, u32); 3],
+    n: u8,
+    more: Vec<(u32, u64)>,
+}
+
+impl Counts {
+    #[inline]
+    fn bump(&mut self, key: u32) {
+        for e in &mut self.inline[..self.n as usize] {
+            if e.0 == key {
+                if e.1 < u32::MAX {
+                    e.1 += 1;
+                    return;
+                }
+                bump(&mut self.more, key);
+                return;
+            }
+        }
+        if (self.n as usize) < self.inline.len() {
+            self.inline[self.n as usize] = (key, 1);
+            self.n += 1;
+        } else {
+            bump(&mut self.more, key);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.inline[..self.n as usize]
+            .iter()
+            .map(|&(k, c)| (k, c as u64))
+            .chain(self.more.iter().copied())
+    }
 }
 
 /// The lstat-like calls that make up a realpath walk (R53: `tsrm_realpath_r`
@@ -320,7 +360,7 @@ impl Analyzer {
             if enoent {
                 pa.enoent += 1;
             }
-            bump(&mut pa.by_name, ev.name.0);
+            pa.by_name.bump(ev.name.0);
         }
 
         // Time series.
@@ -383,7 +423,7 @@ impl Analyzer {
         // Unit (request piece).
         {
             let u = &mut self.units[unit];
-            bump(&mut u.by_name, ev.name.0);
+            u.by_name.bump(ev.name.0);
             if metadata {
                 u.metadata += 1;
                 u.metadata_time_us += ev.dur_us.unwrap_or(0);
@@ -659,9 +699,9 @@ pub struct Profile {
     pub findings: Vec<Finding>,
 }
 
-fn names_map(v: &[(u32, u64)], strings: &Interner) -> BTreeMap<String, u64> {
+fn names_map(v: impl IntoIterator<Item = (u32, u64)>, strings: &Interner) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
-    for &(id, n) in v {
+    for (id, n) in v {
         *m.entry(strings.str(PathId(id)).into_owned()).or_insert(0) += n;
     }
     m
@@ -784,7 +824,7 @@ fn build_profile(
         e.0 += pa.calls;
         e.1 += pa.enoent;
         e.2 += 1;
-        for &(n, c) in &pa.by_name {
+        for (n, c) in pa.by_name.iter() {
             match e.3.iter_mut().find(|x| x.0 == n) {
                 Some(x) => x.1 += c,
                 None => e.3.push((n, c)),
@@ -802,7 +842,7 @@ fn build_profile(
             calls: pa.calls,
             errors: pa.errors,
             enoent: pa.enoent,
-            by_syscall: names_map(&pa.by_name, strings),
+            by_syscall: names_map(pa.by_name.iter(), strings),
         })
         .collect();
     let dirs: Vec<DirRow> = dir_rows
@@ -813,7 +853,7 @@ fn build_profile(
             calls: *c,
             enoent: *en,
             distinct_paths: *dp,
-            by_syscall: names_map(bn, strings),
+            by_syscall: names_map(bn.iter().copied(), strings),
         })
         .collect();
 
@@ -872,7 +912,7 @@ fn build_profile(
             if let Some(t) = &mut row.metadata_time_us {
                 *t += u.metadata_time_us;
             }
-            for (k, v) in names_map(&u.by_name, strings) {
+            for (k, v) in names_map(u.by_name.iter(), strings) {
                 *row.by_syscall.entry(k).or_insert(0) += v;
             }
         }
@@ -1065,6 +1105,21 @@ mod tests {
     }
 
     const NF: u32 = Flags::AT_SYMLINK_NOFOLLOW;
+
+    #[test]
+    fn counts_inline_and_overflow() {
+        let mut c = Counts::default();
+        for k in [1, 2, 1, 3, 4, 4, 1] {
+            c.bump(k);
+        }
+        let mut v: Vec<(u32, u64)> = c.iter().collect();
+        v.sort();
+        assert_eq!(v, vec![(1, 3), (2, 1), (3, 1), (4, 2)]);
+        c.inline[0].1 = u32::MAX;
+        c.bump(1);
+        let total: u64 = c.iter().filter(|e| e.0 == 1).map(|e| e.1).sum();
+        assert_eq!(total, u32::MAX as u64 + 1);
+    }
 
     #[test]
     fn parent_and_dir() {

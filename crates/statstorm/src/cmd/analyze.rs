@@ -283,20 +283,17 @@ pub fn run(args: Args) -> Result<i32> {
         }
         return Ok(2);
     }
-    let out = match args.format {
-        Format::Json => {
-            let mut s = serde_json::to_string(&profile)?;
-            s.push('\n');
-            s
-        }
-        Format::Text => render::profile::text(&profile, args.top),
-        Format::Md => render::profile::markdown(&profile, args.top),
-    };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let res = match args.format {
+        // Streamed: no copy of the whole document in memory.
+        Format::Json => serde_json::to_writer(&mut stdout, &profile)
+            .map_err(std::io::Error::from)
+            .and_then(|_| stdout.write_all(b"\n")),
+        Format::Text => stdout.write_all(render::profile::text(&profile, args.top).as_bytes()),
+        Format::Md => stdout.write_all(render::profile::markdown(&profile, args.top).as_bytes()),
+    }
+    .and_then(|_| stdout.flush());
+    if let Err(e) = res {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e.into());
         }
