@@ -1152,6 +1152,12 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
         ));
         ev.inferred.push(("open_basedir".into(), dir.clone()));
         ev.inferred.push(("realpath_cache_size".into(), "0".into()));
+    } else if cache_off {
+        ev.notes.push(
+            "include_once walked its own name twice: no realpath cache (realpath_cache_size=0)"
+                .into(),
+        );
+        ev.inferred.push(("realpath_cache_size".into(), "0".into()));
     }
     ev
 }

@@ -136,6 +136,9 @@ fn recorded_settings_are_inferred_when_not_given() {
     assert_eq!(v["recorded"]["settings"]["opcache.enable"], "0");
     let notes = v["notes"].to_string();
     assert!(notes.contains("inferred from the trace"), "{notes}");
+    let v = predict_json(&[fixture("fpm-tree-rp0").to_str().unwrap()]);
+    assert_eq!(v["recorded"]["settings"]["realpath_cache_size"], "0");
+    assert_eq!(v["recorded"]["settings"]["opcache.enable"], "0");
     let v = predict_json(&[fixture("fpm-tree-rf0").to_str().unwrap()]);
     assert_eq!(v["recorded"]["settings"]["opcache.enable"], "1");
     assert_eq!(v["recorded"]["settings"]["opcache.revalidate_freq"], "0");
