@@ -45,6 +45,9 @@ struct PathAgg {
     errors: u64,
     /// (name id, count).
     by_name: Counts,
+    /// Realpath walks that resolved this path, and their lstat calls.
+    walks: u64,
+    walk_lstats: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -101,7 +104,6 @@ pub struct Analyzer {
     units: Vec<UnitAgg>,
     per_sec: HashMap<i64, u64, FastHash>,
     cur_sec: Option<(i64, u64)>,
-    walks_by_file: HashMap<u32, (u64, u64), FastHash>,
     walks_deepest_first: u64,
     walks_shallowest_first: u64,
     events: u64,
@@ -232,7 +234,6 @@ impl Analyzer {
             units: Vec::new(),
             per_sec: HashMap::default(),
             cur_sec: None,
-            walks_by_file: HashMap::default(),
             walks_deepest_first: 0,
             walks_shallowest_first: 0,
             events: 0,
@@ -291,9 +292,13 @@ impl Analyzer {
             self.walks_shallowest_first += 1;
             last
         };
-        let e = self.walks_by_file.entry(resolved.0).or_insert((0, 0));
-        e.0 += 1;
-        e.1 += run.len as u64;
+        // The resolved path was lstat'ed, so it has a slot.
+        if let Some(&slot) = self.path_slot.get(resolved.0 as usize) {
+            if let Some((_, pa)) = self.paths.get_mut(slot as usize) {
+                pa.walks += 1;
+                pa.walk_lstats += run.len as u64;
+            }
+        }
         if let Some(u) = self.units.get_mut(unit as usize) {
             u.walks += 1;
             u.walk_lstats += run.len as u64;
@@ -920,10 +925,15 @@ fn build_profile(
     }
 
     // Realpath walks by file.
-    let mut wf: Vec<(&u32, &(u64, u64))> = a.walks_by_file.iter().collect();
-    wf.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
-    let walks: u64 = a.walks_by_file.values().map(|v| v.0).sum();
-    let walk_lstats: u64 = a.walks_by_file.values().map(|v| v.1).sum();
+    let mut wf: Vec<(u32, u64, u64)> = a
+        .paths
+        .iter()
+        .filter(|(_, pa)| pa.walks > 0)
+        .map(|(id, pa)| (*id, pa.walks, pa.walk_lstats))
+        .collect();
+    wf.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    let walks: u64 = wf.iter().map(|v| v.1).sum();
+    let walk_lstats: u64 = wf.iter().map(|v| v.2).sum();
     let realpath = Realpath {
         walks,
         lstats: walk_lstats,
@@ -932,7 +942,7 @@ fn build_profile(
         by_file: wf
             .iter()
             .take(top)
-            .map(|(&id, &(w, l))| WalkFile {
+            .map(|&(id, w, l)| WalkFile {
                 path: strings.str(PathId(id)).into_owned(),
                 walks: w,
                 lstats: l,
