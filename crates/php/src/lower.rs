@@ -11,7 +11,7 @@
 
 use crate::config::PhpConfig;
 use crate::lift::parent;
-use crate::workload::{PhpOpKind, Via, WorkRequest, Workload};
+use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
 use std::collections::{BTreeMap, HashMap};
@@ -244,247 +244,276 @@ impl Ctx<'_> {
 }
 
 /// The syscalls of every request of `w` under `cfg`, in request order.
+///
+/// php-fpm requests are replayed together in time order (each operation at
+/// its request's start + offset), so requests that overlap on different
+/// workers share the pool's OPcache stamps as they did: several workers can
+/// find the same stamp expired before any of them renews it (R64's race).
+/// php-cli processes have caches of their own.
 pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
-    let mut order: Vec<usize> = (0..w.requests.len()).collect();
-    order.sort_by_key(|&i| (w.requests[i].start_us, i));
     let mut workers: HashMap<u32, Worker> = HashMap::new();
     let mut pool = Shm::default();
-    let mut out: Vec<Vec<Op>> = vec![Vec::new(); w.requests.len()];
-    for i in order {
+    let mut states: Vec<ReqState> = w
+        .requests
+        .iter()
+        .map(|r| ReqState {
+            cx: Ctx {
+                cfg,
+                links: &w.links,
+                out: Vec::new(),
+                pid: r.pid,
+                t_us: r.start_us,
+                req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
+                check_open: true,
+            },
+            included: HashMap::new(),
+            added: HashMap::new(),
+            opcache: cfg.opcache_on(r.cli),
+        })
+        .collect();
+    // (time, request order, op) for every php-fpm operation
+    let mut order: Vec<usize> = (0..w.requests.len()).collect();
+    order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    let mut events: Vec<(i64, usize, usize, usize)> = Vec::new();
+    for (rank, &i) in order.iter().enumerate() {
         let r = &w.requests[i];
         if r.cli {
-            // a php-cli process: caches of its own
+            // a php-cli process: caches of its own, replayed alone
             let mut wk = Worker::default();
             let mut shm = Shm::default();
-            out[i] = lower_request(r, cfg, &w.links, &mut wk, &mut shm);
-        } else {
-            let wk = workers.entry(r.pid).or_default();
-            out[i] = lower_request(r, cfg, &w.links, wk, &mut pool);
+            for o in &r.ops {
+                lower_op(o, r, &mut states[i], &mut wk, &mut shm);
+            }
+            continue;
+        }
+        for (j, o) in r.ops.iter().enumerate() {
+            events.push((r.start_us + o.t_off_us, rank, i, j));
         }
     }
-    out
+    events.sort_unstable();
+    for (_, _, i, j) in events {
+        let r = &w.requests[i];
+        let wk = workers.entry(r.pid).or_default();
+        lower_op(&r.ops[j], r, &mut states[i], wk, &mut pool);
+    }
+    states.into_iter().map(|s| s.cx.out).collect()
 }
 
-fn lower_request(
-    r: &WorkRequest,
-    cfg: &PhpConfig,
-    links: &BTreeMap<String, String>,
-    w: &mut Worker,
-    shm: &mut Shm,
-) -> Vec<Op> {
-    let opcache = cfg.opcache_on(r.cli);
-    let mut cx = Ctx {
-        cfg,
-        links,
-        out: Vec::new(),
-        pid: r.pid,
-        t_us: r.start_us,
-        req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
-        check_open: true,
-    };
-    // included_files of this request (R52)
-    let mut included: HashMap<&str, ()> = HashMap::new();
-    // scripts this request put into OPcache
-    let mut added: HashMap<&str, ()> = HashMap::new();
-    for o in &r.ops {
-        cx.t_us = r.start_us + o.t_off_us;
-        match &o.kind {
-            PhpOpKind::Compile {
-                path,
-                resolve_as,
-                probes,
-                via,
-                resolves,
-                fstats,
-                reads,
-                keep_open,
-            } => {
-                let name = resolve_as.as_deref().unwrap_or(path);
-                let first = included.insert(path, ()).is_none();
-                if opcache && shm.scripts.contains_key(path) {
-                    // R62/R63: a cached key costs no file-system call to
-                    // find or open the script, only the R64 validation; a
-                    // *_once script already included costs nothing
-                    match via {
-                        // R62 with revalidate_path=1 (measured): the name is
-                        // resolved and the file opened to learn its real
-                        // path — open, fstat, close, no read — and the
-                        // timestamp comes from that handle (no stat)
-                        Via::Include if cfg.revalidate_path => {
-                            for p in probes {
-                                cx.probe(p);
-                            }
+/// The state of one request while it is replayed.
+struct ReqState<'a> {
+    cx: Ctx<'a>,
+    /// included_files of this request (R52)
+    included: HashMap<String, ()>,
+    /// scripts this request put into OPcache
+    added: HashMap<String, ()>,
+    opcache: bool,
+}
+
+fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: &mut Shm) {
+    let ReqState {
+        cx,
+        included,
+        added,
+        opcache,
+    } = st;
+    let opcache = *opcache;
+    let cfg = cx.cfg;
+    cx.t_us = r.start_us + o.t_off_us;
+    match &o.kind {
+        PhpOpKind::Compile {
+            path,
+            resolve_as,
+            probes,
+            via,
+            resolves,
+            fstats,
+            reads,
+            keep_open,
+        } => {
+            let name = resolve_as.as_deref().unwrap_or(path);
+            let first = included.insert(path.clone(), ()).is_none();
+            if opcache && shm.scripts.contains_key(path) {
+                // R62/R63: a cached key costs no file-system call to
+                // find or open the script, only the R64 validation; a
+                // *_once script already included costs nothing
+                match via {
+                    // R62 with revalidate_path=1 (measured): the name is
+                    // resolved and the file opened to learn its real
+                    // path — open, fstat, close, no read — and the
+                    // timestamp comes from that handle (no stat)
+                    Via::Include if cfg.revalidate_path => {
+                        for p in probes {
+                            cx.probe(p);
+                        }
+                        cx.resolve(w, name);
+                        cx.basedir_check(w, path);
+                        cx.emit(OpKind::Open, path, 0, None);
+                        cx.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+                        cx.emit(OpKind::Close, path, 0, None);
+                        let due = cfg.validate_timestamps
+                            && (cfg.revalidate_freq == 0
+                                || shm.scripts.get(path.as_str()).copied().unwrap_or(i64::MIN)
+                                    < cx.req_s);
+                        if due {
+                            shm.scripts
+                                .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                        }
+                    }
+                    Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
+                    Via::Main => cx.revalidate(w, shm, path, None),
+                    // revalidate_path=1: *_once names go through the
+                    // original resolver (include_path candidates,
+                    // realpath cache) but are not opened (measured)
+                    Via::Once if cfg.revalidate_path => {
+                        for p in probes {
+                            cx.probe(p);
+                        }
+                        cx.resolve(w, name);
+                        if first {
+                            cx.revalidate(w, shm, path, None);
+                        }
+                    }
+                    // a name that is not the script's path (`a//b.php`,
+                    // `..`, a symlink) is not the key it was cached
+                    // under: the name is resolved first (realpath
+                    // cache), then found by its path (measured)
+                    Via::Once if first => {
+                        if resolve_as.is_some() {
                             cx.resolve(w, name);
-                            cx.basedir_check(w, path);
-                            cx.emit(OpKind::Open, path, 0, None);
-                            cx.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
-                            cx.emit(OpKind::Close, path, 0, None);
-                            let due = cfg.validate_timestamps
-                                && (cfg.revalidate_freq == 0
-                                    || shm.scripts.get(path.as_str()).copied().unwrap_or(i64::MIN)
-                                        < cx.req_s);
-                            if due {
-                                shm.scripts
-                                    .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
-                            }
                         }
-                        Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
-                        Via::Main => cx.revalidate(w, shm, path, None),
-                        // revalidate_path=1: *_once names go through the
-                        // original resolver (include_path candidates,
-                        // realpath cache) but are not opened (measured)
-                        Via::Once if cfg.revalidate_path => {
-                            for p in probes {
-                                cx.probe(p);
-                            }
-                            cx.resolve(w, name);
-                            if first {
-                                cx.revalidate(w, shm, path, None);
-                            }
-                        }
-                        // a name that is not the script's path (`a//b.php`,
-                        // `..`, a symlink) is not the key it was cached
-                        // under: the name is resolved first (realpath
-                        // cache), then found by its path (measured)
-                        Via::Once if first => {
-                            if resolve_as.is_some() {
-                                cx.resolve(w, name);
-                            }
-                            cx.revalidate(w, shm, path, None)
-                        }
-                        Via::Once => {}
+                        cx.revalidate(w, shm, path, None)
                     }
-                } else {
-                    // R51/R52: include resolves once; *_once resolves, then
-                    // opens with a second resolution (a cache hit unless the
-                    // cache is off); the entry script as recorded
-                    cx.check_open = !(r.cli && *via == Via::Main);
-                    // the entry script: two resolutions (php-fpm and php-cli,
-                    // measured with realpath_cache_size=0)
-                    let _ = resolves;
-                    let n = match via {
-                        Via::Main => 2,
-                        Via::Include => 1,
-                        Via::Once => 2,
-                    };
-                    cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open);
-                    if opcache && (shm.scripts.len() as u64) < cfg.max_accelerated_files {
-                        added.insert(path, ());
-                        shm.scripts
-                            .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
-                    }
+                    Via::Once => {}
                 }
-            }
-            PhpOpKind::Revalidate { path, resolves } => {
-                included.insert(path, ());
-                if opcache && shm.scripts.contains_key(path) {
-                    let r = (*resolves > 0).then_some((path.as_str(), &[][..]));
-                    cx.revalidate(w, shm, path, r);
-                } else {
-                    // not cached under this config: compiled (R51), with the
-                    // read pattern measured for small scripts
-                    cx.compile(w, path, path, &[], 1, 1, 1, false);
-                    if opcache {
-                        added.insert(path, ());
-                        shm.scripts
-                            .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
-                    }
+            } else {
+                // R51/R52: include resolves once; *_once resolves, then
+                // opens with a second resolution (a cache hit unless the
+                // cache is off); the entry script as recorded
+                cx.check_open = !(r.cli && *via == Via::Main);
+                // the entry script: two resolutions (php-fpm and php-cli,
+                // measured with realpath_cache_size=0)
+                let _ = resolves;
+                let n = match via {
+                    Via::Main => 2,
+                    Via::Include => 1,
+                    Via::Once => 2,
+                };
+                cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open);
+                if opcache && (shm.scripts.len() as u64) < cfg.max_accelerated_files {
+                    added.insert(path.clone(), ());
+                    shm.scripts
+                        .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
                 }
-            }
-            PhpOpKind::OnceRepeat {
-                path,
-                probes,
-                resolves,
-            } => {
-                // R63: OPcache resolves *_once names from the key, no
-                // syscall — measured: except a name found through
-                // include_path in the request that compiled the script,
-                // where the original resolver runs again
-                let fresh = (added.contains_key(path.as_str()) || cfg.revalidate_path)
-                    && !probes.is_empty();
-                if opcache && shm.scripts.contains_key(path) && !fresh {
-                    // already validated by the first *_once of the request
-                } else {
-                    for p in probes {
-                        cx.probe(p);
-                    }
-                    for _ in 0..(*resolves).max(1) {
-                        cx.resolve(w, path);
-                    }
-                }
-            }
-            PhpOpKind::PrimaryResolve { path } | PhpOpKind::Resolve { path, .. } => {
-                cx.resolve(w, path);
-            }
-            PhpOpKind::Probe { path } => cx.probe(path),
-            PhpOpKind::UserIni { path } => {
-                // php_cgi_ini_activate_user_config: per worker, per
-                // directory, re-read after user_ini.cache_ttl
-                let now = cx.req_s;
-                let due = w.user_ini.get(path).map_or(true, |&exp| exp < now);
-                if due && !r.cli {
-                    cx.emit(OpKind::Stat, path, 0, Some("ENOENT"));
-                    w.user_ini
-                        .insert(path.clone(), now + cfg.user_ini_cache_ttl as i64);
-                }
-            }
-            PhpOpKind::Access {
-                path,
-                mode,
-                missing,
-            } => {
-                // R71 (+ R59 check first)
-                cx.basedir_check_ex(w, path, *missing);
-                cx.emit(OpKind::Access, path, *mode, None);
-            }
-            PhpOpKind::Lstat { path } => {
-                // R72 (+ R59 check first)
-                cx.basedir_check(w, path);
-                cx.emit(OpKind::Lstat, path, Flags::AT_SYMLINK_NOFOLLOW, None);
-            }
-            PhpOpKind::Stat { path, missing } => {
-                // R72 (+ R59 check first)
-                cx.basedir_check_ex(w, path, *missing);
-                cx.emit(OpKind::Stat, path, 0, None);
-            }
-            PhpOpKind::Open {
-                path,
-                resolve_as,
-                resolves,
-                flags,
-            } => {
-                // R74: open_basedir check, expand_filepath (realpath
-                // cache), open (measured in this order); opendir does not
-                // resolve
-                if *resolves > 0 {
-                    cx.basedir_check(w, path);
-                    cx.resolve(w, resolve_as.as_deref().unwrap_or(path));
-                } else if flags & Flags::O_DIRECTORY != 0 {
-                    // opendir: checked, not resolved (not measured)
-                    cx.basedir_check(w, path);
-                }
-                cx.emit(OpKind::Open, path, *flags, None);
-            }
-            PhpOpKind::Write { op } => {
-                let mut op = op.clone();
-                op.t_us = cx.t_us;
-                op.pid = r.pid;
-                if op.ok() && matches!(op.kind, OpKind::Unlink | OpKind::Rename | OpKind::Rmdir) {
-                    // R57: the whole realpath cache of the process
-                    w.realpath.clear();
-                    w.realpath_bytes = 0;
-                }
-                cx.out.push(op);
-            }
-            PhpOpKind::Raw { op } => {
-                let mut op = op.clone();
-                op.t_us = cx.t_us;
-                op.pid = r.pid;
-                cx.out.push(op);
             }
         }
+        PhpOpKind::Revalidate { path, resolves } => {
+            included.insert(path.clone(), ());
+            if opcache && shm.scripts.contains_key(path) {
+                let r = (*resolves > 0).then_some((path.as_str(), &[][..]));
+                cx.revalidate(w, shm, path, r);
+            } else {
+                // not cached under this config: compiled (R51), with the
+                // read pattern measured for small scripts
+                cx.compile(w, path, path, &[], 1, 1, 1, false);
+                if opcache {
+                    added.insert(path.clone(), ());
+                    shm.scripts
+                        .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                }
+            }
+        }
+        PhpOpKind::OnceRepeat {
+            path,
+            probes,
+            resolves,
+        } => {
+            // R63: OPcache resolves *_once names from the key, no
+            // syscall — measured: except a name found through
+            // include_path in the request that compiled the script,
+            // where the original resolver runs again
+            let fresh =
+                (added.contains_key(path.as_str()) || cfg.revalidate_path) && !probes.is_empty();
+            if opcache && shm.scripts.contains_key(path) && !fresh {
+                // already validated by the first *_once of the request
+            } else {
+                for p in probes {
+                    cx.probe(p);
+                }
+                for _ in 0..(*resolves).max(1) {
+                    cx.resolve(w, path);
+                }
+            }
+        }
+        PhpOpKind::PrimaryResolve { path } | PhpOpKind::Resolve { path, .. } => {
+            cx.resolve(w, path);
+        }
+        PhpOpKind::Probe { path } => cx.probe(path),
+        PhpOpKind::UserIni { path } => {
+            // php_cgi_ini_activate_user_config: per worker, per
+            // directory, re-read after user_ini.cache_ttl
+            let now = cx.req_s;
+            let due = w.user_ini.get(path).map_or(true, |&exp| exp < now);
+            if due && !r.cli {
+                cx.emit(OpKind::Stat, path, 0, Some("ENOENT"));
+                w.user_ini
+                    .insert(path.clone(), now + cfg.user_ini_cache_ttl as i64);
+            }
+        }
+        PhpOpKind::Access {
+            path,
+            mode,
+            missing,
+        } => {
+            // R71 (+ R59 check first)
+            cx.basedir_check_ex(w, path, *missing);
+            cx.emit(OpKind::Access, path, *mode, None);
+        }
+        PhpOpKind::Lstat { path } => {
+            // R72 (+ R59 check first)
+            cx.basedir_check(w, path);
+            cx.emit(OpKind::Lstat, path, Flags::AT_SYMLINK_NOFOLLOW, None);
+        }
+        PhpOpKind::Stat { path, missing } => {
+            // R72 (+ R59 check first)
+            cx.basedir_check_ex(w, path, *missing);
+            cx.emit(OpKind::Stat, path, 0, None);
+        }
+        PhpOpKind::Open {
+            path,
+            resolve_as,
+            resolves,
+            flags,
+        } => {
+            // R74: open_basedir check, expand_filepath (realpath
+            // cache), open (measured in this order); opendir does not
+            // resolve
+            if *resolves > 0 {
+                cx.basedir_check(w, path);
+                cx.resolve(w, resolve_as.as_deref().unwrap_or(path));
+            } else if flags & Flags::O_DIRECTORY != 0 {
+                // opendir: checked, not resolved (not measured)
+                cx.basedir_check(w, path);
+            }
+            cx.emit(OpKind::Open, path, *flags, None);
+        }
+        PhpOpKind::Write { op } => {
+            let mut op = op.clone();
+            op.t_us = cx.t_us;
+            op.pid = r.pid;
+            if op.ok() && matches!(op.kind, OpKind::Unlink | OpKind::Rename | OpKind::Rmdir) {
+                // R57: the whole realpath cache of the process
+                w.realpath.clear();
+                w.realpath_bytes = 0;
+            }
+            cx.out.push(op);
+        }
+        PhpOpKind::Raw { op } => {
+            let mut op = op.clone();
+            op.t_us = cx.t_us;
+            op.pid = r.pid;
+            cx.out.push(op);
+        }
     }
-    cx.out
 }
 
 /// Per-syscall call counts, named as strace names them on x86-64.

@@ -265,3 +265,22 @@ fn seed000_real(name: &str) {
         assert_eq!(n(r), n(m), "request {i}: validations");
     }
 }
+
+/// Overlapping requests on two workers share the pool's stamps in time
+/// order: the worker whose include comes first validates, the other finds
+/// the renewed stamp (R64, R69), whatever order the requests started in.
+#[test]
+fn overlapping_requests_share_stamps_in_time_order() {
+    let x = "/w/x.php";
+    let t0 = 1_700_000_000_000_000i64;
+    let mut a = request(1, t0 + 10_000_000, vec![include(x)]);
+    a.ops[0].t_off_us = 1_000; // includes x at +10.001 s
+    let mut b = request(2, t0 + 10_000_500, vec![include(x)]);
+    b.ops[0].t_off_us = 200; // includes x at +10.0007 s, before a does
+    let warm = request(1, t0, vec![include(x)]);
+    let w = workload(vec![warm, a, b]);
+    let out = lower(&w, &cfg(&["opcache.revalidate_freq=2"]));
+    let stats = |ops: &[Op]| ops.iter().filter(|o| o.kind == OpKind::Stat).count();
+    assert_eq!(stats(&out[1]), 0, "a finds the stamp b renewed");
+    assert_eq!(stats(&out[2]), 1, "b validates first");
+}
