@@ -19,9 +19,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
     match simulate_requests(&sc.requests, &sc.params, seed) {
         Ok(r) => {
-            println!(
+            // A closed pipe (`| head`) ends the output quietly.
+            let _ = writeln!(
+                out,
                 "{}: arrived {} served {} dropped {} ({:.4}%); ttfb ms p50 {} p90 {} p99 {} max {} mean {}",
                 sc.name,
                 r.requests.arrived,
@@ -34,7 +38,8 @@ fn main() {
                 r.ttfb_ms.max,
                 r.ttfb_ms.mean
             );
-            println!(
+            let _ = writeln!(
+                out,
                 "stalls {}; busy max {}; backlog max {}; blocked calls {}; events {}",
                 r.stalls.len(),
                 r.pool.max_busy_workers,
@@ -43,7 +48,8 @@ fn main() {
                 r.engine.events
             );
             for s in r.stalls.iter().take(8) {
-                println!(
+                let _ = writeln!(
+                    out,
                     "  {:>8.1} s {:>9.1} ms {:>5} req {:>4} dropped {}",
                     s.start_s, s.duration_ms, s.requests, s.dropped, s.cause
                 );

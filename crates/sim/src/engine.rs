@@ -18,6 +18,7 @@ pub const MAX_WORKERS: u32 = (1 << 20) - 1;
 
 const EV_ARRIVAL: u8 = 0;
 const EV_STEP_DONE: u8 = 1;
+const EV_RESUME: u8 = 2;
 const EV_REPLY: u8 = 4;
 const EV_EVICT_START: u8 = 6;
 
@@ -137,6 +138,7 @@ struct Engine<'a> {
     block_p: f64,
     block: CDist,
     cycle_end: u64,
+    next_evict: u64,
     // statistics
     events: u64,
     arrived: u64,
@@ -394,6 +396,7 @@ impl<'a> Engine<'a> {
             block_p: p.local_fs.block_probability,
             block: p.local_fs.block.compile(),
             cycle_end: 0,
+            next_evict: u64::MAX,
             events: 0,
             arrived: 0,
             served: 0,
@@ -449,6 +452,7 @@ impl<'a> Engine<'a> {
             let t = e.evict_gap();
             if t < e.horizon {
                 e.schedule(t, EV_EVICT_START, 0);
+                e.next_evict = t;
             }
         }
         Ok(e)
@@ -504,6 +508,7 @@ impl<'a> Engine<'a> {
             match kind {
                 EV_ARRIVAL => self.on_arrival(t, id),
                 EV_STEP_DONE => self.step_done(id, t),
+                EV_RESUME => self.advance(id, t),
                 EV_REPLY => self.reply(id, t),
                 EV_EVICT_START => self.evict_start(t),
                 _ => unreachable!("unknown event kind {kind}"),
@@ -583,38 +588,64 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs worker `w` from its current step until it must wait.
-    fn advance(&mut self, w: u32, t: u64) {
+    ///
+    /// Steps that touch nothing shared run ahead of the clock without an
+    /// event: CPU time, and local calls while no eviction cycle can start
+    /// before them (`next_evict`). A step that needs the shared state as of
+    /// its own time (an RPC, the end of the request, a stale validation stamp,
+    /// a local call at or past the next eviction) is resumed by an event at
+    /// that time. A fresh stamp may be read ahead: stamps only move forward
+    /// while no request runs longer than `revalidate_freq`.
+    fn advance(&mut self, w: u32, t0: u64) {
+        let now = self.now;
+        let mut t = t0;
+        let freq = self.p.validation.freq_s;
         loop {
             let wk = &self.workers[w as usize];
             if wk.step == self.spec_hi[wk.spec as usize] {
-                self.finish(w, t);
+                if t > now {
+                    self.schedule(t, EV_RESUME, w);
+                } else {
+                    self.finish(w, t);
+                }
                 return;
             }
             let s = self.steps[wk.step as usize];
             if s.kind == K_CPU {
-                self.workers[w as usize].comp[C_CPU] += s.val;
-                self.schedule(t + s.val, EV_STEP_DONE, w);
+                let wk = &mut self.workers[w as usize];
+                wk.comp[C_CPU] += s.val;
+                wk.step += 1;
+                t += s.val;
+                continue;
+            }
+            let mut check = false;
+            if s.key != NO_KEY && freq > 0 {
+                // R64: skipped while revalidate_freq > 0 and stamp >= request_time.
+                let idx = self.stamp_index(w, s.key);
+                if wk.req_time_s <= self.stamps[idx] {
+                    self.skipped += 1;
+                    self.workers[w as usize].step += 1;
+                    continue;
+                }
+                check = true;
+            }
+            let real_time = s.kind == K_RPC || check || t >= self.next_evict;
+            if real_time && t > now {
+                self.schedule(t, EV_RESUME, w);
                 return;
             }
             if s.key != NO_KEY {
-                // R64: skipped while revalidate_freq > 0 and stamp >= request_time.
-                let idx = self.stamp_index(w, s.key);
-                let wk = &mut self.workers[w as usize];
-                if self.p.validation.freq_s > 0 && wk.req_time_s <= self.stamps[idx] {
-                    self.skipped += 1;
-                    wk.step += 1;
-                    continue;
-                }
                 self.performed += 1;
-                wk.validating = true;
-                if wk.keyed_ops == 0 {
+                let wk = &mut self.workers[w as usize];
+                wk.validating = check;
+                wk.keyed_ops += 1;
+                if wk.keyed_ops == 1 {
                     self.validating_now += 1;
                     self.max_validating = self.max_validating.max(self.validating_now);
                     let v = self.validating_now;
                     let r = self.row();
                     r.validating_max = r.validating_max.max(v);
                 }
-                self.workers[w as usize].keyed_ops += 1;
             }
             if s.kind == K_RPC {
                 if s.lo == s.hi {
@@ -626,8 +657,14 @@ impl<'a> Engine<'a> {
                 return;
             }
             // K_LOCAL
-            self.local(w, t);
-            return;
+            let cost = self.local(w, t);
+            if check {
+                // The stamp is written when the call completes, at that time.
+                self.schedule(t + cost, EV_STEP_DONE, w);
+                return;
+            }
+            self.finish_step(w);
+            t += cost;
         }
     }
 
@@ -839,7 +876,8 @@ impl<'a> Engine<'a> {
 
     // ---- local filesystem with eviction cycles.
 
-    fn local(&mut self, w: u32, t: u64) {
+    /// A local call issued at `t`; returns its duration.
+    fn local(&mut self, w: u32, t: u64) -> u64 {
         self.local_ops += 1;
         let mut cost = self.local_op;
         if t < self.cycle_end && self.rng_loc.gen::<f64>() < self.block_p {
@@ -850,7 +888,7 @@ impl<'a> Engine<'a> {
             cost += sleep;
         }
         self.workers[w as usize].comp[C_LOCAL] += self.local_op;
-        self.schedule(t + cost, EV_STEP_DONE, w);
+        cost
     }
 
     fn evict_start(&mut self, t: u64) {
@@ -860,6 +898,9 @@ impl<'a> Engine<'a> {
         let next = t + self.evict_gap();
         if next < self.horizon {
             self.schedule(next, EV_EVICT_START, 0);
+            self.next_evict = next;
+        } else {
+            self.next_evict = u64::MAX;
         }
     }
 
