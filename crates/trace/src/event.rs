@@ -7,7 +7,6 @@
 //! by the number of lines.
 
 use serde::Serialize;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
 /// A fast non-cryptographic hash for interned strings (the multiply-rotate
@@ -67,43 +66,180 @@ pub struct PathId(pub u32);
 
 /// Interned byte strings. Paths are kept as raw bytes: strace prints what the
 /// kernel saw, which need not be UTF-8.
-#[derive(Default, Debug, Clone)]
+///
+/// Layout: every string once, back to back in one arena (`ends[i]` is the
+/// end of string `i`, which starts where string `i - 1` ends), its 64-bit
+/// hash kept beside it, and an open-addressing table of `u64` slots
+/// (`hash tag << 32 | id + 1`, 0 = empty, linear probing, at most half
+/// full). A lookup hashes once, compares 32-bit tags in the table and
+/// touches the arena only when a tag matches; a new string costs one copy
+/// into the arena and no allocation of its own.
+#[derive(Default, Clone)]
 pub struct Interner {
-    map: HashMap<Box<[u8]>, u32, FastHash>,
-    strings: Vec<Box<[u8]>>,
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    hashes: Vec<u64>,
+    table: Vec<u64>,
+}
+
+impl std::fmt::Debug for Interner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Interner")
+            .field("strings", &self.ends.len())
+            .field("bytes", &self.arena.len())
+            .finish()
+    }
+}
+
+/// The interner's string hash: FxHash words (see [`FastHasher`]) seeded with
+/// the length, then a final avalanche so that both the low bits (table
+/// index) and the high bits (tag) depend on every byte.
+#[inline]
+pub(crate) fn hash_bytes(s: &[u8]) -> u64 {
+    let mut h = FastHasher(0);
+    h.add(s.len() as u64);
+    h.write(s);
+    let mut x = h.0;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x
 }
 
 impl Interner {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Returns the id of `s`, adding it if new.
-    pub fn intern(&mut self, s: &[u8]) -> PathId {
-        if let Some(&id) = self.map.get(s) {
+
+    #[inline]
+    fn span(&self, id: usize) -> (usize, usize) {
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        (start, self.ends[id])
+    }
+
+    /// The slot holding `s` (hash `h`), or the empty slot where it goes.
+    #[inline]
+    fn find(&self, s: &[u8], h: u64) -> (usize, Option<u32>) {
+        let mask = self.table.len() - 1;
+        let tag = h >> 32;
+        let mut i = h as usize & mask;
+        loop {
+            let e = self.table[i];
+            if e == 0 {
+                return (i, None);
+            }
+            if e >> 32 == tag {
+                let id = (e as u32).wrapping_sub(1);
+                let (a, b) = self.span(id as usize);
+                if &self.arena[a..b] == s {
+                    return (i, Some(id));
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let n = (self.table.len() * 2).max(1024);
+        let mut t = vec![0u64; n];
+        let mask = n - 1;
+        for (id, &h) in self.hashes.iter().enumerate() {
+            let mut i = h as usize & mask;
+            while t[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            t[i] = (h >> 32) << 32 | (id as u64 + 1);
+        }
+        self.table = t;
+    }
+
+    /// [`Interner::intern`] with the string's [`hash_bytes`] already known.
+    #[inline]
+    pub(crate) fn intern_hashed(&mut self, s: &[u8], h: u64) -> PathId {
+        if self.table.is_empty() {
+            self.grow();
+        }
+        let (slot, found) = self.find(s, h);
+        if let Some(id) = found {
             return PathId(id);
         }
-        let id = self.strings.len() as u32;
-        let b: Box<[u8]> = s.into();
-        self.strings.push(b.clone());
-        self.map.insert(b, id);
+        let id = self.ends.len() as u32;
+        assert!(id < u32::MAX - 1, "more than 2^32 - 2 distinct strings");
+        self.arena.extend_from_slice(s);
+        self.ends.push(self.arena.len());
+        self.hashes.push(h);
+        self.table[slot] = (h >> 32) << 32 | (id as u64 + 1);
+        if self.ends.len() * 2 > self.table.len() {
+            self.grow();
+        }
         PathId(id)
     }
+
+    /// Returns the id of `s`, adding it if new.
+    #[inline]
+    pub fn intern(&mut self, s: &[u8]) -> PathId {
+        self.intern_hashed(s, hash_bytes(s))
+    }
+
+    /// Interns string `id` of `other` here, reusing its stored hash.
+    #[inline]
+    pub(crate) fn intern_from(&mut self, other: &Interner, id: PathId) -> PathId {
+        let i = id.0 as usize;
+        self.intern_hashed(other.bytes(id), other.hashes[i])
+    }
+
     /// Looks `s` up without adding it.
     pub fn get(&self, s: &[u8]) -> Option<PathId> {
-        self.map.get(s).map(|&i| PathId(i))
+        if self.table.is_empty() {
+            return None;
+        }
+        self.find(s, hash_bytes(s)).1.map(PathId)
     }
+    #[inline]
     pub fn bytes(&self, id: PathId) -> &[u8] {
-        &self.strings[id.0 as usize]
+        let (a, b) = self.span(id.0 as usize);
+        &self.arena[a..b]
     }
     /// Lossy UTF-8 view, for reports.
     pub fn str(&self, id: PathId) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(self.bytes(id))
     }
     pub fn len(&self) -> usize {
-        self.strings.len()
+        self.ends.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.strings.is_empty()
+        self.ends.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod interner_tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_dense_and_stable_across_growth() {
+        let mut t = Interner::new();
+        let words: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| format!("/srv/www/site{}/f{}.php", i % 97, i).into_bytes())
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(t.intern(w), PathId(i as u32));
+        }
+        assert_eq!(t.intern(b""), PathId(5000));
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(t.intern(w), PathId(i as u32));
+            assert_eq!(t.get(w), Some(PathId(i as u32)));
+            assert_eq!(t.bytes(PathId(i as u32)), &w[..]);
+        }
+        assert_eq!(t.get(b""), Some(PathId(5000)));
+        assert_eq!(t.get(b"/nope"), None);
+        assert_eq!(Interner::new().get(b"x"), None);
+        assert_eq!(t.len(), 5001);
+        let mut u = Interner::new();
+        let b = u.intern(b"b");
+        assert_eq!(u.intern_from(&t, PathId(3)), PathId(1));
+        assert_eq!(u.bytes(PathId(1)), &words[3][..]);
+        assert_eq!(u.intern(b"b"), b);
     }
 }
 

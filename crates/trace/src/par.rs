@@ -458,7 +458,7 @@ impl Parser {
         let mut m = |id: PathId| {
             let g = &mut remap[id.0 as usize];
             if *g == u32::MAX {
-                *g = self.dec.strings.intern(strings.bytes(id)).0;
+                *g = self.dec.strings.intern_from(strings, id).0;
             }
             PathId(*g)
         };
