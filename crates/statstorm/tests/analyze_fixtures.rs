@@ -420,3 +420,41 @@ fn regenerated_with_real_php_matches_construction() {
         assert_eq!(json_counts(&v), awk_counts(&text), "{name}: awk");
     }
 }
+
+/// The request split against the NFS lab's own bookkeeping: every php-fpm
+/// series trace in `../shared/fixtures/nfs-lab` (a worker traced for a
+/// whole series of requests) has one request per lab run in `runs.jsonl`,
+/// each starting inside that run's measured `start`..`end` window.
+#[test]
+fn request_split_matches_nfs_lab_runs() {
+    let lab = repo().join("../shared/fixtures/nfs-lab");
+    let runs = std::fs::read_to_string(lab.join("runs.jsonl"))
+        .unwrap_or_else(|e| panic!("{}: {e}", lab.join("runs.jsonl").display()));
+    let mut by_file: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for line in runs.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let Some(f) = r["strace"].as_str() else {
+            continue;
+        };
+        if r["kind"] != "cli" && f.contains("series") {
+            by_file
+                .entry(f.to_string())
+                .or_default()
+                .push((r["start"].as_f64().unwrap(), r["end"].as_f64().unwrap()));
+        }
+    }
+    assert!(by_file.len() >= 10, "lab series files: {}", by_file.len());
+    for (f, windows) in &by_file {
+        let v = analyze(&lab.join(f));
+        assert_eq!(v["request_split"]["mode"], "fpm", "{f}");
+        let reqs = v["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), windows.len(), "{f}: requests vs lab runs");
+        for (s, e) in windows {
+            let inside = reqs.iter().any(|q| {
+                let t = q["start_us"].as_i64().unwrap() as f64;
+                t >= s * 1e6 && t <= e * 1e6
+            });
+            assert!(inside, "{f}: no request starts in the lab run {s}..{e}");
+        }
+    }
+}
