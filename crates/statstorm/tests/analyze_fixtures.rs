@@ -349,6 +349,7 @@ fn sample_runs_and_says_what_it_is() {
         "{text}"
     );
     assert!(text.contains("open_basedir"), "{text}");
+    assert!(text.contains("the realpath cache keeps nothing"), "{text}");
 }
 
 #[test]

@@ -61,14 +61,34 @@ pub fn findings(p: &Profile) -> Vec<Finding> {
         });
     }
     if t.walk_lstats as f64 / md >= NOTABLE_SHARE {
+        let rp = &p.realpath;
         let avg = t.walk_lstats as f64 / t.realpath_walks.max(1) as f64;
+        // Which failure of the realpath cache the walks show.
+        // With a working cache a file is walked at most once per process
+        // (R54): any real share of re-walks means it keeps nothing.
+        let why = if rp.rewalks * 10 >= rp.walks {
+            format!(
+                "{} of them resolve a file already resolved in the same request, so the realpath cache keeps nothing: open_basedir is set (it disables the cache, R58) or realpath_cache_size is 0 or too small (R54)",
+                rp.rewalks
+            )
+        } else if p.requests.len() >= 3 && rp.requests_with_walks * 2 >= p.requests.len() as u64 {
+            format!(
+                "{} of {} requests walk again: cache entries expire between requests (realpath_cache_ttl, R54) or workers are recycled (pm.max_requests) and start cold",
+                rp.requests_with_walks,
+                p.requests.len()
+            )
+        } else {
+            "each file is resolved about once: a cold realpath cache (the first request of a process), not a cache failure".to_string()
+        };
         out.push(Finding {
             id: "realpath_walks",
             text: format!(
-                "{} of metadata calls are realpath walks ({} walks, {:.1} lstat per walk on successive prefixes of one path): PHP's realpath cache is cold, too small, expiring (realpath_cache_size/_ttl) or disabled by open_basedir (R53, R54, R58)",
+                "{} of metadata calls are realpath walks ({} walks of {} files, {:.1} lstat per walk on successive prefixes of one path, R53); {}",
                 pct(t.walk_lstats as f64 / md),
                 t.realpath_walks,
-                avg
+                rp.files,
+                avg,
+                why
             ),
         });
     }

@@ -84,8 +84,12 @@ struct UnitAgg {
     walk_lstats: u64,
     repeats: u64,
     metadata_time_us: u64,
+    /// Walks of a file already walked in this unit.
+    rewalks: u64,
     /// Paths stat'ed in this unit (dropped when the unit ends).
     seen: HashSet<PathId, FastHash>,
+    /// Files resolved by a walk in this unit (dropped when the unit ends).
+    walked: HashSet<PathId, FastHash>,
 }
 
 /// Streaming aggregation of a trace.
@@ -302,6 +306,9 @@ impl Analyzer {
         if let Some(u) = self.units.get_mut(unit as usize) {
             u.walks += 1;
             u.walk_lstats += run.len as u64;
+            if !u.walked.insert(resolved) {
+                u.rewalks += 1;
+            }
         }
     }
 
@@ -400,6 +407,7 @@ impl Analyzer {
             self.close_run(pi);
             if let Some(u) = self.units.get_mut(prev_unit as usize) {
                 u.seen = HashSet::default();
+                u.walked = HashSet::default();
             }
             self.procs[pi].unit = unit as u32;
         }
@@ -499,6 +507,7 @@ impl Analyzer {
             let unit = self.procs[pi].unit;
             if let Some(u) = self.units.get_mut(unit as usize) {
                 u.seen = HashSet::default();
+                u.walked = HashSet::default();
             }
         }
     }
@@ -659,6 +668,13 @@ pub struct WalkFile {
 pub struct Realpath {
     pub walks: u64,
     pub lstats: u64,
+    /// Distinct files resolved by walks.
+    pub files: u64,
+    /// Walks of a file already walked earlier in the same request (by the
+    /// same process): the realpath cache kept nothing (R54, R58).
+    pub rewalks: u64,
+    /// Requests with at least one walk.
+    pub requests_with_walks: u64,
     pub deepest_first: u64,
     pub shallowest_first: u64,
     /// Top resolved files by walks.
@@ -937,6 +953,9 @@ fn build_profile(
     let realpath = Realpath {
         walks,
         lstats: walk_lstats,
+        files: wf.len() as u64,
+        rewalks: a.units.iter().map(|u| u.rewalks).sum(),
+        requests_with_walks: requests.iter().filter(|r| r.realpath_walks > 0).count() as u64,
         deepest_first: a.walks_deepest_first,
         shallowest_first: a.walks_shallowest_first,
         by_file: wf
@@ -1190,6 +1209,27 @@ mod tests {
         assert_eq!(f.calls, 3);
         let d = p.dirs.iter().find(|r| r.dir == "/m/a/b").unwrap();
         assert_eq!((d.calls, d.distinct_paths), (4, 2));
+        // Two walks of two files: a cold cache, not a failing one.
+        assert_eq!((p.realpath.files, p.realpath.rewalks), (2, 0));
+        let f = p
+            .findings
+            .iter()
+            .find(|f| f.id == "realpath_walks")
+            .unwrap();
+        assert!(f.text.contains("cold realpath cache"), "{}", f.text);
+        // The same walk again in the same request: the cache kept nothing.
+        for q in ["/m/a/b/f.php", "/m/a/b", "/m/a", "/m"] {
+            b.push(1, "newfstatat", Some(q), NF, None);
+        }
+        b.push(1, "openat", Some("/m/a/b/f.php"), 0, None);
+        let p = b.profile();
+        assert_eq!(p.realpath.rewalks, 1);
+        let f = p
+            .findings
+            .iter()
+            .find(|f| f.id == "realpath_walks")
+            .unwrap();
+        assert!(f.text.contains("keeps nothing"), "{}", f.text);
     }
 
     #[test]
