@@ -197,6 +197,8 @@ struct PidState {
     /// tuple when the path is unknown).
     exec: Option<Option<bool>>,
     boundaries: u32,
+    /// This pid touched a PHP-only path (script, php.ini).
+    php: bool,
 }
 
 /// Syscall classes the splitter needs beyond [`Kind`], by name id.
@@ -251,8 +253,8 @@ pub struct Splitter {
     last: Option<(u32, usize)>,
     units: Vec<Unit>,
     names: Vec<NameClass>,
-    /// Path ids already checked for PHP evidence (bit per id).
-    php_checked: Vec<u64>,
+    /// Per path id: 0 not checked, 1 not a PHP path, 2 a PHP path.
+    php_class: Vec<u8>,
     php_evidence: bool,
     events: u64,
     first_pid: Option<u32>,
@@ -301,7 +303,7 @@ impl Splitter {
             last: None,
             units: Vec::new(),
             names: Vec::new(),
-            php_checked: Vec::new(),
+            php_class: Vec::new(),
             php_evidence: false,
             events: 0,
             first_pid: None,
@@ -329,18 +331,16 @@ impl Splitter {
         self.names[i]
     }
 
-    fn check_php_path(&mut self, p: PathId, strings: &Interner) {
+    /// Whether `p` is a path only PHP touches (cached per path id).
+    fn is_php(&mut self, p: PathId, strings: &Interner) -> bool {
         let i = p.0 as usize;
-        let (w, bit) = (i / 64, 1u64 << (i % 64));
-        if w >= self.php_checked.len() {
-            self.php_checked.resize(w + 1, 0);
+        if i >= self.php_class.len() {
+            self.php_class.resize(i + 1, 0);
         }
-        if self.php_checked[w] & bit == 0 {
-            self.php_checked[w] |= bit;
-            if is_php_path(strings.bytes(p)) {
-                self.php_evidence = true;
-            }
+        if self.php_class[i] == 0 {
+            self.php_class[i] = if is_php_path(strings.bytes(p)) { 2 } else { 1 };
         }
+        self.php_class[i] == 2
     }
 
     fn new_unit(&mut self, pid: u32, start: Start, start_us: Option<i64>) -> u32 {
@@ -392,10 +392,11 @@ impl Splitter {
         } else {
             NameClass::Plain
         };
-        if !self.php_evidence {
+        if !self.pids[si].php {
             if let Some(p) = ev.path {
-                if ev.kind.is_metadata() || class == NameClass::Exec {
-                    self.check_php_path(p, strings);
+                if (ev.kind.is_metadata() || class == NameClass::Exec) && self.is_php(p, strings) {
+                    self.php_evidence = true;
+                    self.pids[si].php = true;
                 }
             }
         }
@@ -463,6 +464,7 @@ impl Splitter {
                     let php = ev.path.map(|p| is_php_binary(strings.bytes(p)));
                     if php == Some(true) {
                         self.php_evidence = true;
+                        self.pids[si].php = true;
                     }
                     let st = &mut self.pids[si];
                     st.exec = Some(php);
@@ -568,6 +570,13 @@ impl Splitter {
                 p
             };
             let mut root_req: HashMap<u32, u32> = HashMap::new();
+            // Process groups that touched PHP paths.
+            let mut php_roots: HashMap<u32, bool> = HashMap::new();
+            for (&pid, &i) in &self.pid_index {
+                if self.pids[i].php {
+                    php_roots.insert(root_of(pid), true);
+                }
+            }
             let mut non_php = 0usize;
             // Units in first-event order so requests come out stable.
             let mut order: Vec<usize> = (0..self.units.len())
@@ -578,7 +587,15 @@ impl Splitter {
                 let u = &self.units[i];
                 let root = root_of(u.pid);
                 let exec = self.pid_index.get(&root).and_then(|&i| self.pids[i].exec);
-                if exec == Some(Some(false)) {
+                // A process that exec'd another program is a request only
+                // if it runs PHP: by the exec'd path when strace shows it,
+                // else by the PHP paths it touched.
+                let runs_php = match exec {
+                    Some(Some(php)) => php,
+                    Some(None) => php_roots.contains_key(&root),
+                    None => true,
+                };
+                if !runs_php {
                     non_php += 1;
                     continue;
                 }
@@ -805,6 +822,19 @@ mod tests {
         assert_eq!(r.requests[0].events, vec![0, 1, 2, 3, 4, 7]);
         assert_eq!(r.requests[1].pid, 5);
         assert_eq!(r.requests[1].events, vec![8, 9]);
+        // As the parser gives it: execve without its path. A child that
+        // execs and touches no PHP path is left out; one that opens a
+        // script is a request of its own.
+        b.push(1, "clone", None, None, None, 6);
+        b.push(6, "execve", None, None, None, 0);
+        b.push(6, "openat", Some("/usr/lib/x.so"), None, None, 3);
+        b.push(1, "clone", None, None, None, 7);
+        b.push(7, "execve", None, None, None, 0);
+        b.push(7, "openat", Some("/srv/worker.php"), None, None, 3);
+        let r = split_requests(&b.ev, &b.s);
+        let pids: Vec<u32> = r.requests.iter().map(|q| q.pid).collect();
+        assert_eq!(pids, vec![1, 5, 7], "{r:?}");
+        assert_eq!(r.requests[0].events, vec![0, 1, 2, 3, 4, 7, 10, 13]);
     }
 
     #[test]
