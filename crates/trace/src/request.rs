@@ -25,7 +25,8 @@
 //!   children it creates (`clone`, `clone3`, `fork`, `vfork` returning the
 //!   child's pid), except children that `execve` something else: such a
 //!   child starts a process of its own, which is a request only if it runs
-//!   PHP (when strace shows the exec'd path; see [`Mode::Cli`]).
+//!   PHP: by the exec'd binary's name when the event carries it, else by
+//!   the PHP paths (`*.php`, `php.ini`, `/etc/php/`) its process touches.
 //! - **Neither.** Without FastCGI boundaries and without sign of PHP (an
 //!   `execve` of a `php*` binary, a `*.php` path or a `php.ini`), the whole
 //!   trace is one request, and [`Requests::note`] says so.
