@@ -552,9 +552,9 @@ impl Splitter {
                 });
             }
             note = format!(
-                "php-fpm: {} requests in {} workers, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
-                reqs.len(),
-                workers,
+                "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
+                plural(reqs.len(), "request"),
+                plural(workers, "worker"),
                 head_events
             );
         } else if self.php_evidence {
@@ -619,8 +619,8 @@ impl Splitter {
                 unit_request[i] = Some(r);
             }
             note = format!(
-                "php-cli: {} requests, one per PHP process (with its children that do not exec); {} processes running another program left out",
-                reqs.len(),
+                "php-cli: {}, one per PHP process (with its children that do not exec); {} processes running another program left out",
+                plural(reqs.len(), "request"),
                 non_php
             );
         } else {
@@ -661,6 +661,14 @@ impl Splitter {
             requests,
             unit_request,
         }
+    }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

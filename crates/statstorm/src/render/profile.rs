@@ -191,8 +191,9 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
         let max = md.iter().copied().max().unwrap_or(0);
         let walks: u64 = p.requests.iter().map(|r| r.realpath_walks).sum();
         let mut b = vec![Block::Line(format!(
-            "{} requests: {:.1} metadata calls per request on average (max {}), {:.1} realpath walks and {:.1} repeated stats per request",
+            "{} request{}: {:.1} metadata calls per request on average (max {}), {:.1} realpath walks and {:.1} repeated stats per request",
             p.requests.len(),
+            if p.requests.len() == 1 { "" } else { "s" },
             mean,
             max,
             walks as f64 / n,
