@@ -31,6 +31,8 @@ struct BlockReader<R> {
     discarding: bool,
     eof: bool,
     bytes: u64,
+    /// Buffers of merged blocks, reused for the next blocks.
+    free: Vec<Vec<u8>>,
 }
 
 impl<R: Read> BlockReader<R> {
@@ -39,20 +41,21 @@ impl<R: Read> BlockReader<R> {
         loop {
             while !self.eof && self.buf.len() < want {
                 let old = self.buf.len();
-                self.buf.resize(old + self.read_size, 0);
-                let n = loop {
-                    match self.r.read(&mut self.buf[old..]) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => {
-                            self.buf.truncate(old);
-                            return Err(e);
-                        }
+                // Reads into the spare capacity (no zeroing of the buffer
+                // first); retries `Interrupted`.
+                self.buf.reserve(self.read_size);
+                let res = (&mut self.r)
+                    .take(self.read_size as u64)
+                    .read_to_end(&mut self.buf);
+                let n = match res {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(e);
                     }
                 };
-                self.buf.truncate(old + n);
                 self.bytes += n as u64;
-                if n == 0 {
+                if n < self.read_size {
                     self.eof = true;
                 }
                 if self.discarding {
@@ -66,10 +69,14 @@ impl<R: Read> BlockReader<R> {
                 }
             }
             if let Some(i) = memrchr(b'\n', &self.buf) {
-                let rest = self.buf[i + 1..].to_vec();
+                // The next block starts in a recycled buffer (its pages are
+                // already mapped) with the partial line after the cut.
+                let mut rest = self.free.pop().unwrap_or_default();
+                rest.clear();
+                rest.extend_from_slice(&self.buf[i + 1..]);
                 self.buf.truncate(i + 1);
                 let bytes = std::mem::replace(&mut self.buf, rest);
-                self.buf.reserve(self.block_size);
+                self.buf.reserve(self.block_size + self.read_size);
                 return Ok(Some(Chunk::Data {
                     bytes,
                     last_partial: false,
@@ -409,6 +416,7 @@ impl Parser {
             discarding: false,
             eof: false,
             bytes: 0,
+            free: Vec::new(),
         };
         let batch = (rayon::current_num_threads() * 4).max(2);
         let mut err: Option<io::Error> = None;
@@ -420,7 +428,14 @@ impl Parser {
         while !self.stopped && work_left(&to_parse, &parsed) {
             let mut out: Vec<Option<Parsed>> = (0..to_parse.len()).map(|_| None).collect();
             let mut next_read = Vec::new();
-            let old = std::mem::take(&mut done);
+            let mut old = std::mem::take(&mut done);
+            for p in &mut old {
+                if let Parsed::Block { bytes, .. } = p {
+                    if rd.free.len() < 2 * batch {
+                        rd.free.push(std::mem::take(bytes));
+                    }
+                }
+            }
             rayon::in_place_scope(|sc| {
                 for (slot, chunk) in out.iter_mut().zip(to_parse.drain(..)) {
                     sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg)));
