@@ -28,9 +28,9 @@ mod hist;
 mod params;
 mod report;
 mod request;
-pub mod scenario;
+pub mod requests_file;
 
-pub use dist::{ms_to_ns, Dist};
+pub use dist::{ms_to_ns, Dist, MAX_MS};
 pub use engine::{simulate_requests, MAX_WORKERS};
 pub use params::{
     Arrivals, Iops, LocalFs, OpService, Params, Pool, QuickParams, Recurrence, Scope, Server,

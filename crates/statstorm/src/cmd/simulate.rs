@@ -7,8 +7,10 @@
 //!
 //! Exit codes: 0 simulated; 2 the scenario could not be read or is invalid.
 
+mod scenario;
+
 use anyhow::{Context, Result};
-use statstorm_sim::scenario::{Fs, Published, Scenario, Workload};
+use scenario::{Fs, Published, Scenario, Workload};
 use statstorm_sim::{simulate_requests, Arrivals, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;

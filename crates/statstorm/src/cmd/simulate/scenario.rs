@@ -1,5 +1,7 @@
 //! Scenario files: a TOML description of the workload, the pool, the
-//! transport and the server, turned into [`Params`] and [`RequestSpec`]s.
+//! transport and the server, turned into the simulator's `Params` and
+//! `RequestSpec`s. The PHP vocabulary (includes, OPcache revalidation) lives
+//! here, in the command; the simulator knows requests and RPCs only.
 //!
 //! ```toml
 //! name = "example"
@@ -21,34 +23,15 @@
 //! service = { kind = "fixed", ms = 1.0 }
 //! ```
 //!
-//! A requests file (`kind = "file"`) is JSON with schema
-//! `statstorm.requests/1`: `{"schema": "statstorm.requests/1", "requests":
-//! [{"start_s": 0.25, "steps": [{"cpu_ms": 1.5}, {"rpcs": ["LOOKUP",
-//! "GETATTR"]}, {"local": true}]}]}`; `start_s` is used with
-//! `arrivals.kind = "replay"`.
+//! A requests file (`kind = "file"`) is a `statstorm.requests/1` JSON file
+//! ([`statstorm_sim::requests_file`]).
 
-use crate::params::{Arrivals, LocalFs, Params, Pool, Scope, Server, Transport, Validation};
-use crate::request::{RequestSpec, Step};
 use serde::{Deserialize, Serialize};
+use statstorm_sim::requests_file::{load_requests, FileError as ScenarioError};
+use statstorm_sim::{
+    Arrivals, LocalFs, Params, Pool, RequestSpec, Scope, Server, Transport, Validation,
+};
 use std::path::{Path, PathBuf};
-
-/// Schema of a requests file.
-pub const REQUESTS_SCHEMA: &str = "statstorm.requests/1";
-
-/// What went wrong reading a scenario; the message names the file (and the
-/// line where the parser knows it).
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
-}
 
 /// Which filesystem answers the timestamp checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,39 +152,6 @@ pub struct Scenario {
     pub published: Option<Published>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RequestsFile {
-    schema: String,
-    requests: Vec<FileRequest>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileRequest {
-    #[serde(default)]
-    start_s: Option<f64>,
-    steps: Vec<FileStep>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum FileStep {
-    Cpu {
-        cpu_ms: f64,
-    },
-    Rpcs {
-        rpcs: Vec<String>,
-        #[serde(default)]
-        key: Option<u32>,
-    },
-    Local {
-        local: bool,
-        #[serde(default)]
-        key: Option<u32>,
-    },
-}
-
 impl Scenario {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -255,7 +205,7 @@ impl Scenario {
                     scope: *scope,
                     initial_stamp_s: None,
                 };
-                let cpu_ns = crate::dist::ms_to_ns(*cpu_ms);
+                let cpu_ns = statstorm_sim::ms_to_ns(*cpu_ms);
                 // R64: validate_timestamps=0 never stats a cached script.
                 let n = if *validate_timestamps { *includes } else { 0 };
                 vec![RequestSpec::includes(
@@ -293,65 +243,6 @@ impl Scenario {
             published: f.published,
         })
     }
-}
-
-/// Reads a `statstorm.requests/1` file.
-pub fn load_requests(path: &Path) -> Result<Vec<RequestSpec>, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let f: RequestsFile = serde_json::from_str(&text).map_err(|e| ScenarioError::Parse {
-        path: path.to_path_buf(),
-        message: format!("line {} column {}: {e}", e.line(), e.column()),
-    })?;
-    let invalid = |message: String| ScenarioError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
-    if f.schema != REQUESTS_SCHEMA {
-        return Err(invalid(format!(
-            "schema is \"{}\", expected \"{REQUESTS_SCHEMA}\"",
-            f.schema
-        )));
-    }
-    let mut out = Vec::with_capacity(f.requests.len());
-    for (i, r) in f.requests.into_iter().enumerate() {
-        let start_ns = match r.start_s {
-            Some(s) if s.is_finite() && s >= 0.0 => Some((s * 1e9).round() as u64),
-            Some(s) => {
-                return Err(invalid(format!(
-                    "requests[{i}].start_s must be >= 0, got {s}"
-                )))
-            }
-            None => None,
-        };
-        let mut steps = Vec::with_capacity(r.steps.len());
-        for (j, s) in r.steps.into_iter().enumerate() {
-            steps.push(match s {
-                FileStep::Cpu { cpu_ms } if cpu_ms.is_finite() && cpu_ms >= 0.0 => Step::Cpu {
-                    ns: crate::dist::ms_to_ns(cpu_ms),
-                },
-                FileStep::Cpu { cpu_ms } => {
-                    return Err(invalid(format!(
-                        "requests[{i}].steps[{j}].cpu_ms must be >= 0, got {cpu_ms}"
-                    )))
-                }
-                FileStep::Rpcs { rpcs, key } => Step::Rpcs { ops: rpcs, key },
-                FileStep::Local { local: true, key } => Step::Local { key },
-                FileStep::Local { local: false, .. } => {
-                    return Err(invalid(format!(
-                        "requests[{i}].steps[{j}]: \"local\" must be true"
-                    )))
-                }
-            });
-        }
-        out.push(RequestSpec { start_ns, steps });
-    }
-    if out.is_empty() {
-        return Err(invalid("no requests".into()));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
