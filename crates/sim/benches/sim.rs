@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 fn hour_of_pool() -> (u64, u64, u64, f64) {
-    let req = RequestSpec::includes(20_000_000, 180, &["GETATTR".to_string()], false, false);
+    let req = RequestSpec::interleaved(20_000_000, 180, &["GETATTR".to_string()], false, false);
     let p = Params {
         arrivals: Arrivals::Poisson { rate_per_s: 100.0 },
         duration_s: 3600.0,

@@ -10,7 +10,7 @@
 //! use statstorm_sim::{simulate_requests, Arrivals, Params, RequestSpec};
 //!
 //! // 180 sequential GETATTRs of 2 ms each per request, 2 requests/s, 50 workers.
-//! let req = RequestSpec::includes(45_000_000, 180, &["GETATTR".to_string()], false, false);
+//! let req = RequestSpec::interleaved(45_000_000, 180, &["GETATTR".to_string()], false, false);
 //! let mut p = Params::default();
 //! p.arrivals = Arrivals::Poisson { rate_per_s: 2.0 };
 //! p.pool.max_children = 50;

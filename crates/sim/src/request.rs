@@ -33,9 +33,15 @@ pub struct RequestSpec {
 
 impl RequestSpec {
     /// A request of `cpu_ns` CPU time spread evenly around `n` filesystem
-    /// calls, call `i` having key `Some(i)` when `keyed`: the shape of a PHP
-    /// page that includes `n` scripts.
-    pub fn includes(cpu_ns: u64, n: u32, rpcs: &[String], local: bool, keyed: bool) -> RequestSpec {
+    /// calls (each the RPCs `rpcs`, or one local call when `local`), call `i`
+    /// having key `Some(i)` when `keyed`.
+    pub fn interleaved(
+        cpu_ns: u64,
+        n: u32,
+        rpcs: &[String],
+        local: bool,
+        keyed: bool,
+    ) -> RequestSpec {
         let chunks = n as u64 + 1;
         let mut steps = Vec::with_capacity(2 * n as usize + 1);
         let mut spent = 0;
@@ -81,8 +87,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn includes_spreads_cpu_exactly() {
-        let r = RequestSpec::includes(45_000_000, 180, &["GETATTR".into()], false, true);
+    fn interleaved_spreads_cpu_exactly() {
+        let r = RequestSpec::interleaved(45_000_000, 180, &["GETATTR".into()], false, true);
         let cpu: u64 = r
             .steps
             .iter()

@@ -6,7 +6,7 @@ use statstorm_sim::{
 };
 
 fn rpc_request(n: u32, cpu_ms: f64) -> RequestSpec {
-    RequestSpec::includes(
+    RequestSpec::interleaved(
         (cpu_ms * 1e6) as u64,
         n,
         &["GETATTR".to_string()],

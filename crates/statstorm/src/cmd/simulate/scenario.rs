@@ -208,7 +208,7 @@ impl Scenario {
                 let cpu_ns = statstorm_sim::ms_to_ns(*cpu_ms);
                 // R64: validate_timestamps=0 never stats a cached script.
                 let n = if *validate_timestamps { *includes } else { 0 };
-                vec![RequestSpec::includes(
+                vec![RequestSpec::interleaved(
                     cpu_ns,
                     n,
                     rpcs,
