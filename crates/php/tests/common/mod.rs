@@ -22,10 +22,20 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/php")
 }
 
+/// The committed captures (tests/fixtures/php).
 pub fn captures() -> Vec<Capture> {
-    let dir = fixtures();
-    let text = std::fs::read_to_string(dir.join("manifest.jsonl"))
-        .expect("tests/fixtures/php/manifest.jsonl (run scripts/php-harness)");
+    captures_in(&fixtures())
+}
+
+/// The captures listed in `dir/manifest.jsonl` (written by
+/// `scripts/php-harness --out dir`).
+pub fn captures_in(dir: &std::path::Path) -> Vec<Capture> {
+    let text = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap_or_else(|e| {
+        panic!(
+            "{}/manifest.jsonl: {e} (run scripts/php-harness)",
+            dir.display()
+        )
+    });
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let m: serde_json::Value =
@@ -95,4 +105,195 @@ pub fn fmt(c: &Counts) -> String {
         .map(|k| format!("{}={}", &k[..4], c.get(*k).copied().unwrap_or(0)))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Per-request tolerance of the round trip for WordPress and MediaWiki, as
+/// a share of the checked calls (the synthetic workloads must be exact).
+pub const ROUND_TRIP_APP_TOLERANCE: f64 = 0.01;
+/// Per-request tolerance of cross-config predictions: 2% for the synthetic
+/// workloads, 5% for WordPress and MediaWiki.
+pub const CROSS_TOLERANCE: f64 = 0.02;
+pub const CROSS_APP_TOLERANCE: f64 = 0.05;
+
+pub fn is_app(workload: &str) -> bool {
+    matches!(workload, "wordpress" | "mediawiki")
+}
+
+fn sum(c: &Counts) -> u64 {
+    CHECKED
+        .iter()
+        .map(|k| c.get(*k).copied().unwrap_or(0))
+        .sum()
+}
+
+/// The outcome of the round trip over a set of captures.
+pub struct RoundTrip {
+    pub requests: usize,
+    /// Application requests that differ within the tolerance.
+    pub differences: Vec<String>,
+    /// Requests that differ beyond it (any difference for the synthetic
+    /// workloads).
+    pub failures: Vec<String>,
+}
+
+/// Lowers each capture's lifted workload under the settings it was
+/// recorded with and compares every request with the recorded counts.
+pub fn round_trip(caps: &[Capture], loaded: &[Loaded]) -> RoundTrip {
+    let mut out = RoundTrip {
+        requests: 0,
+        differences: Vec::new(),
+        failures: Vec::new(),
+    };
+    for (c, l) in caps.iter().zip(loaded) {
+        let lowered = statstorm_php::lower(&l.workload, &c.config);
+        assert_eq!(lowered.len(), l.real.len(), "{}: request count", c.name);
+        for (i, (ops, real)) in lowered.iter().zip(&l.real).enumerate() {
+            out.requests += 1;
+            let pred = checked(&count_by_syscall(ops));
+            if &pred == real {
+                continue;
+            }
+            let diff: u64 = pred
+                .iter()
+                .map(|(k, v)| v.abs_diff(real.get(k).copied().unwrap_or(0)))
+                .sum();
+            let share = diff as f64 / sum(real).max(1) as f64;
+            let line = format!(
+                "{} request {i} (pid {}): real [{}] model [{}] ({:.2}%)",
+                c.name,
+                l.workload.requests[i].pid,
+                fmt(real),
+                fmt(&pred),
+                share * 100.0
+            );
+            if is_app(&c.workload) && share <= ROUND_TRIP_APP_TOLERANCE {
+                out.differences.push(line);
+            } else {
+                out.failures.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// The outcome of the cross-config predictions over a set of captures.
+pub struct Cross {
+    /// One line per ordered pair: predicted and real totals, worst request.
+    pub rows: Vec<String>,
+    /// Requests of asserted pairs beyond the tolerance.
+    pub failures: Vec<String>,
+    pub pairs: usize,
+    /// Pairs from complete sources, not listed as known gaps.
+    pub asserted: usize,
+}
+
+/// From the capture under config X, predicts the capture under config Y
+/// (same workload and SAPI) at Y's request times and workers (X's
+/// requests re-timed onto Y's, so that only the settings differ) and
+/// compares per request with the real capture under Y. Pairs whose source
+/// is complete (`evidence.complete`) and not in `known_gaps` (source,
+/// target, reason) are asserted.
+pub fn cross(caps: &[Capture], loaded: &[Loaded], known_gaps: &[(&str, &str, &str)]) -> Cross {
+    let mut out = Cross {
+        rows: Vec::new(),
+        failures: Vec::new(),
+        pairs: 0,
+        asserted: 0,
+    };
+    for (xi, x) in caps.iter().enumerate() {
+        for (yi, y) in caps.iter().enumerate() {
+            if xi == yi || x.sapi != y.sapi || x.workload != y.workload {
+                continue;
+            }
+            let (lx, ly) = (&loaded[xi], &loaded[yi]);
+            assert_eq!(
+                lx.workload.requests.len(),
+                ly.workload.requests.len(),
+                "{} and {} differ in request count",
+                x.name,
+                y.name
+            );
+            out.pairs += 1;
+            let mut w = lx.workload.clone();
+            for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
+                rx.pid = ry.pid;
+                rx.start_us = ry.start_us;
+                rx.end_us = ry.end_us;
+                rx.request_time_us = ry.request_time_us;
+            }
+            let pred = statstorm_php::lower(&w, &y.config);
+            let tol = if is_app(&x.workload) {
+                CROSS_APP_TOLERANCE
+            } else {
+                CROSS_TOLERANCE
+            };
+            let known = known_gaps
+                .iter()
+                .find(|(a, b, _)| *a == x.name && *b == y.name);
+            let asserted = lx.workload.evidence.complete && known.is_none();
+            let mut worst = 0.0f64;
+            let (mut sp, mut sr) = (0u64, 0u64);
+            for (i, (ops, real)) in pred.iter().zip(&ly.real).enumerate() {
+                let p = checked(&count_by_syscall(ops));
+                let (tp, tr) = (sum(&p), sum(real));
+                sp += tp;
+                sr += tr;
+                let err = if tr == 0 {
+                    if tp == 0 {
+                        0.0
+                    } else {
+                        1.0
+                    }
+                } else {
+                    (tp as f64 - tr as f64).abs() / tr as f64
+                };
+                worst = worst.max(err);
+                if err > tol && asserted {
+                    out.failures.push(format!(
+                        "{} -> {} request {i}: predicted [{}] real [{}]",
+                        x.name,
+                        y.name,
+                        fmt(&p),
+                        fmt(real)
+                    ));
+                }
+            }
+            if asserted {
+                out.asserted += 1;
+            }
+            out.rows.push(format!(
+                "{:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}%{}",
+                x.name,
+                y.name,
+                sp,
+                sr,
+                worst * 100.0,
+                match (lx.workload.evidence.complete, known) {
+                    (false, _) => "  (source incomplete: not asserted)".to_string(),
+                    (true, Some((_, _, why))) => format!("  (known gap, not asserted: {why})"),
+                    (true, None) => String::new(),
+                }
+            ));
+        }
+    }
+    out
+}
+
+/// Prints the cross table and its summary.
+pub fn print_cross(c: &Cross) {
+    println!("checked calls (newfstatat+openat+access+readlink), summed over requests:");
+    for r in &c.rows {
+        println!("{r}");
+    }
+    println!(
+        "{} pairs, {} from complete sources (asserted), {} request mismatches beyond {}% ({}% for applications) among them",
+        c.pairs,
+        c.asserted,
+        c.failures.len(),
+        CROSS_TOLERANCE * 100.0,
+        CROSS_APP_TOLERANCE * 100.0
+    );
+    for f in &c.failures {
+        println!("{f}");
+    }
 }
