@@ -54,10 +54,15 @@ fn plain(path: &Path, dir: &Path) -> PathBuf {
             .read_to_end(&mut s)
             .unwrap();
         s
+    } else if raw.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        zstd::stream::decode_all(&raw[..]).unwrap()
     } else {
         raw
     };
-    let out = dir.join(path.file_name().unwrap()).with_extension("txt");
+    let out = dir.join(format!(
+        "{}.plain",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     std::fs::write(&out, text).unwrap();
     out
 }
@@ -248,18 +253,50 @@ pub fn check_manifest(v: &Value, m: &Value, what: &str) {
     assert!(sum_walks <= v["totals"]["realpath_walks"].as_u64().unwrap());
 }
 
-/// Every committed trace: the count of each syscall name equals awk's.
+/// Every strace log committed anywhere in the repository.
+fn all_committed_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+                continue;
+            }
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            let trace = n.contains(".strace")
+                || (n.ends_with(".txt") && !n.starts_with("README"))
+                || n.ends_with(".txt.gz")
+                || n.ends_with(".txt.zst")
+                || n.rsplit_once('.').is_some_and(|(b, pid)| {
+                    b.ends_with("trace") && pid.bytes().all(|c| c.is_ascii_digit())
+                });
+            if trace && !n.ends_with(".json") {
+                out.push(p);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(&repo().join("tests/fixtures"), &mut v);
+    walk(&repo().join("crates/trace/tests/fixtures"), &mut v);
+    v.sort();
+    v
+}
+
+/// Every committed trace (this crate's fixtures, the seeds' excerpts, the
+/// PHP model's captures, the parser's format fixtures): the count of each
+/// syscall name equals awk's. Pure `strace -c` tables (no call lines) are
+/// checked in `seed_004_summary_tables`.
 #[test]
 fn every_fixture_matches_awk_counts() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut files = fixtures("tests/fixtures/strace");
-    files.extend(fixtures("tests/fixtures/seeds"));
+    let files = all_committed_traces();
+    assert!(files.len() >= 40, "{} traces", files.len());
     for f in files {
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        if name.contains("strace-c") {
-            continue; // summary tables: see seed_004_summary_tables
-        }
+        let name = f.strip_prefix(repo()).unwrap_or(&f).display().to_string();
         let v = analyze(&f);
+        if v["input"]["events"] == 0 && v["input"]["summary_rows"].as_u64().unwrap() > 0 {
+            continue; // a summary table only
+        }
         let text = plain(&f, tmp.path());
         let awk = awk_counts(&text);
         let got = json_counts(&v);
