@@ -25,6 +25,17 @@ impl Sink for Count {
     }
 }
 
+/// CPU seconds (user + system) used so far by the calling thread, from
+/// `/proc/thread-self/stat` (clock ticks of 10 ms); `None` off Linux.
+fn thread_cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn main() {
     let mut code = 0;
     let mut threads = 0;
@@ -65,6 +76,11 @@ fn main() {
                     "{arg}: lines {} events {} skipped {} {:?} detected {:?}",
                     st.lines, st.events, st.skipped, st.first_skips, st.detected
                 );
+                // The calling thread reads, merges and runs the sink: the
+                // serial part of the parallel path.
+                if let Some(c) = thread_cpu_s() {
+                    eprintln!("{arg}: calling thread cpu_s {c:.2}");
+                }
                 let mut v: Vec<(u64, String)> = sink
                     .by_name
                     .iter()

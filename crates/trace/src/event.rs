@@ -188,6 +188,17 @@ impl Interner {
         self.intern_hashed(other.bytes(id), other.hashes[i])
     }
 
+    /// Looks string `id` of `other` up here without adding it, reusing its
+    /// stored hash.
+    #[inline]
+    pub(crate) fn get_from(&self, other: &Interner, id: PathId) -> Option<PathId> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let i = id.0 as usize;
+        self.find(other.bytes(id), other.hashes[i]).1.map(PathId)
+    }
+
     /// Looks `s` up without adding it.
     pub fn get(&self, s: &[u8]) -> Option<PathId> {
         if self.table.is_empty() {

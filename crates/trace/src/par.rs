@@ -142,6 +142,11 @@ enum Parsed {
         recs: Vec<Rec>,
         strings: Interner,
         pairs: u32,
+        /// Block-local string id -> the parser's id, `u32::MAX` while
+        /// unknown: filled on the pool for strings the parser's interner
+        /// already held before the block's merge ([`resolve`]), the rest
+        /// in the merge.
+        remap: Vec<u32>,
     },
     TooLong,
 }
@@ -375,6 +380,23 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
         recs,
         strings: dec.strings,
         pairs,
+        remap: Vec::new(),
+    }
+}
+
+/// Looks a parsed block's strings up in the parser's interner (read-only,
+/// on the pool): ids of strings already there are final, so the merge
+/// interns only the strings new to the parser, in the same order as the
+/// sequential parser would.
+fn resolve(p: &mut Parsed, global: &Interner) {
+    if let Parsed::Block { strings, remap, .. } = p {
+        *remap = (0..strings.len() as u32)
+            .map(|i| {
+                global
+                    .get_from(strings, PathId(i))
+                    .map_or(u32::MAX, |g| g.0)
+            })
+            .collect();
     }
 }
 
@@ -436,6 +458,8 @@ impl Parser {
                     }
                 }
             }
+            // The pool parses batch k+1 while this thread merges batch k
+            // (the only writer of the parser's interner) ...
             rayon::in_place_scope(|sc| {
                 for (slot, chunk) in out.iter_mut().zip(to_parse.drain(..)) {
                     sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg)));
@@ -447,11 +471,20 @@ impl Parser {
                     }
                     done.push(self.merge(p, sink));
                 }
-                if err.is_none() && !self.stopped {
+            });
+            parsed = out.into_iter().flatten().collect();
+            // ... then looks batch k+1's strings up in the interner while
+            // this thread reads batch k+2.
+            let global = &self.dec.strings;
+            let stopped = self.stopped;
+            rayon::in_place_scope(|sc| {
+                for p in parsed.iter_mut() {
+                    sc.spawn(move |_| resolve(p, global));
+                }
+                if err.is_none() && !stopped {
                     next_read = read_batch(&mut rd, batch, &mut err);
                 }
             });
-            parsed = out.into_iter().flatten().collect();
             to_parse = next_read;
         }
         self.stats.bytes += rd.bytes;
@@ -490,14 +523,15 @@ impl Parser {
 
     /// The ordered stage for one parsed block; gives the block back to be
     /// freed elsewhere.
-    fn merge<S: Sink>(&mut self, p: Parsed, sink: &mut S) -> Parsed {
+    fn merge<S: Sink>(&mut self, mut p: Parsed, sink: &mut S) -> Parsed {
         let Parsed::Block {
             bytes,
             last_partial,
             recs,
             strings,
             pairs,
-        } = &p
+            remap,
+        } = &mut p
         else {
             self.too_long(sink);
             return p;
@@ -506,7 +540,8 @@ impl Parser {
         // Start line and time of each merged pair; `None` when the start
         // had to go through the line parser (then so does the end).
         let mut starts: Vec<Option<(u64, Option<i64>)>> = vec![None; *pairs as usize];
-        let mut remap = vec![u32::MAX; strings.len()];
+        let strings = &*strings;
+        let remap = &mut remap[..];
         for rec in recs {
             if self.stopped {
                 break;
@@ -535,7 +570,7 @@ impl Parser {
                     ev.ts_us = ts.map(|t| self.resolve_ts(t));
                     ev.line = self.line_no;
                     self.stats.syscall_lines += 1;
-                    self.remap_push(ev, strings, &mut remap, sink);
+                    self.remap_push(ev, strings, remap, sink);
                 }
                 Rec::PairStart {
                     start,
@@ -582,7 +617,7 @@ impl Parser {
                     ev.ts_us = t;
                     ev.line = line;
                     self.stats.resumed_lines += 1;
-                    self.remap_push(ev, strings, &mut remap, sink);
+                    self.remap_push(ev, strings, remap, sink);
                 }
             }
         }
