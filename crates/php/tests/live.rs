@@ -20,11 +20,9 @@
 //! harness overruns its time limit.
 
 mod common;
+use common::harness::run_harness;
 use common::*;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The captures made: name globs for `--only`.
 const CAPTURES: &[&str] = &[
@@ -37,159 +35,10 @@ const CAPTURES: &[&str] = &[
 /// over 7.6 s each); beyond this it is killed and the test fails.
 const HARNESS_LIMIT: Duration = Duration::from_secs(150);
 
-fn require(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-        || ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-            .iter()
-            .any(|d| Path::new(d).join(tool).is_file());
-    assert!(
-        found,
-        "{tool} is missing: the live PHP test needs it (Debian: apt-get install php-cli php-fpm libfcgi-bin strace gzip zstd)"
-    );
-}
-
-/// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().unwrap().port()
-}
-
-/// The harness in its own process group (strace, cgi-fcgi, php-fpm);
-/// dropping it before it finished stops it and its pool.
-struct Harness {
-    child: Child,
-    /// The harness's TMPDIR (its work directory goes there).
-    work: PathBuf,
-    done: bool,
-}
-
-impl Harness {
-    /// Stops the harness: TERM lets it stop its pool (its EXIT trap); then
-    /// KILL for its process group and for the pool, which php-fpm moves to
-    /// a session of its own (the master's pid file under `work`).
-    fn stop(&mut self) {
-        let pid = self.child.id();
-        let _ = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let mut groups = vec![pid.to_string()];
-        for e in std::fs::read_dir(&self.work)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if let Ok(p) = std::fs::read_to_string(e.path().join("fpm.pid")) {
-                groups.push(p.trim().to_string());
-            }
-        }
-        for g in groups {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{g}")])
-                .stderr(Stdio::null())
-                .status();
-        }
-        let _ = self.child.wait();
-        self.done = true;
-    }
-
-    /// Waits for the harness; kills the group past `limit`.
-    fn wait(&mut self, limit: Duration) -> Result<(), String> {
-        let deadline = Instant::now() + limit;
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(st)) => {
-                    self.done = true;
-                    return if st.success() {
-                        Ok(())
-                    } else {
-                        Err(format!("scripts/php-harness exited with {st}"))
-                    };
-                }
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(100))
-                }
-                Ok(None) => {
-                    self.stop();
-                    return Err(format!(
-                        "scripts/php-harness ran past {} s and was killed",
-                        limit.as_secs()
-                    ));
-                }
-                Err(e) => return Err(format!("waiting for scripts/php-harness: {e}")),
-            }
-        }
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        if !self.done {
-            self.stop();
-        }
-    }
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn live_harness_round_trip_and_cross_config() {
-    for tool in ["php", "php-fpm8.2", "cgi-fcgi", "strace", "gzip", "zstd"] {
-        require(tool);
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("statstorm-php-live.")
-        .tempdir()
-        .expect("temporary directory");
-    let out = tmp.path().join("captures");
-    let lab = tmp.path().join("lab");
-    let port = free_port();
-    let log = tmp.path().join("harness.log");
-    let log_file = std::fs::File::create(&log).expect("harness log");
-    let work = tmp.path().join("work");
-    std::fs::create_dir(&work).expect("work directory");
-    let t0 = Instant::now();
-    let mut h = Harness {
-        child: Command::new(repo_root().join("scripts/php-harness"))
-            .arg("--out")
-            .arg(&out)
-            .arg("--lab")
-            .arg(&lab)
-            .args(["--port", &port.to_string()])
-            .args(["--only", &CAPTURES.join(",")])
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("harness log"))
-            .stderr(log_file)
-            .env("TMPDIR", &work)
-            .process_group(0)
-            .spawn()
-            .expect("start scripts/php-harness"),
-        work,
-        done: false,
-    };
-    let res = h.wait(HARNESS_LIMIT);
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    if let Err(e) = res {
-        panic!("{e}; its output:\n{log_text}");
-    }
-    println!(
-        "harness: {:.1} s, port {port}, {}",
-        t0.elapsed().as_secs_f64(),
-        out.display()
-    );
-    print!("{log_text}");
-
+    let run = run_harness(CAPTURES, false, HARNESS_LIMIT);
+    let out = run.out.clone();
     let caps = captures_in(&out);
     let names: Vec<&str> = caps.iter().map(|c| c.name.as_str()).collect();
     let mut want = CAPTURES.to_vec();

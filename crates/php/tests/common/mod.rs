@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod harness;
+
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::PhpConfig;
 use statstorm_trace::request::split_requests;
