@@ -170,6 +170,21 @@ pub(crate) fn decode_string(s: &[u8], out: &mut Vec<u8>) -> Option<bool> {
     Some(truncated)
 }
 
+/// [`decode_string`] without the copy when the string has no escape: the
+/// decoded bytes are then a slice of `s`, else of `out`.
+#[inline]
+pub(crate) fn decode_string_ref<'a>(s: &'a [u8], out: &'a mut Vec<u8>) -> Option<(&'a [u8], bool)> {
+    if s.first() != Some(&b'"') {
+        return None;
+    }
+    let j = 1 + memchr2(b'"', b'\\', &s[1..])?;
+    if s[j] == b'"' {
+        return Some((&s[1..j], s[j + 1..].starts_with(b"...")));
+    }
+    let trunc = decode_string(s, out)?;
+    Some((&out[..], trunc))
+}
+
 #[inline]
 fn hexval(c: u8) -> Option<u8> {
     match c {
@@ -284,6 +299,21 @@ pub(crate) fn decode_deco(d: &[u8], out: &mut Vec<u8>) {
         d
     };
     unescape(d, out);
+}
+
+/// [`decode_deco`] without the copy when the decoration has no escape.
+#[inline]
+pub(crate) fn decode_deco_ref<'a>(d: &'a [u8], out: &'a mut Vec<u8>) -> &'a [u8] {
+    let e = if d.first() == Some(&b'/') && d.last() == Some(&b'>') {
+        memrchr(b'<', d).unwrap_or(d.len())
+    } else {
+        d.len()
+    };
+    if memchr::memchr(b'\\', &d[..e]).is_none() {
+        return &d[..e];
+    }
+    decode_deco(d, out);
+    &out[..]
 }
 
 /// Parses a decimal (optionally negative) or `0x` hex integer.
@@ -432,6 +462,29 @@ mod tests {
         let mut out = Vec::new();
         decode_deco(b"/dev/null<char 1:3>", &mut out);
         assert_eq!(out, b"/dev/null");
+        for d in [
+            &b"/dev/null<char 1:3>"[..],
+            b"/a\\x62c",
+            b"TCP:[1->2]",
+            b"/p<x>y>",
+        ] {
+            let mut o2 = Vec::new();
+            decode_deco(d, &mut out);
+            assert_eq!(decode_deco_ref(d, &mut o2), &out[..]);
+        }
+        for s in [
+            &br#""abc"..."#[..],
+            br#""a\"b""#,
+            br#""a\x62""#,
+            b"\"",
+            b"x",
+            b"\"abc",
+        ] {
+            let mut o2 = Vec::new();
+            let a = decode_string(s, &mut out).map(|t| (out.clone(), t));
+            let b = decode_string_ref(s, &mut o2).map(|(v, t)| (v.to_vec(), t));
+            assert_eq!(a, b, "{}", String::from_utf8_lossy(s));
+        }
         assert_eq!(parse_i64(b"0x7f4bec616000"), Some(0x7f4bec616000));
         assert_eq!(parse_secs_us(b"0.000016"), Some(16));
         assert_eq!(parse_secs_us(b"1.5"), Some(1_500_000));

@@ -1049,8 +1049,8 @@ impl Decoder {
         }
         ev.ret = Ret::Ok(v);
         if let Some(d) = deco {
-            args::decode_deco(d, &mut self.scratch);
-            ev.ret_path = Some(self.strings.intern(&self.scratch));
+            let d = args::decode_deco_ref(d, &mut self.scratch);
+            ev.ret_path = Some(self.strings.intern(d));
         }
     }
 
@@ -1073,21 +1073,21 @@ impl Decoder {
                 ev.fd = f.fd;
             }
             if let Some(d) = f.deco {
-                args::decode_deco(d, &mut self.scratch);
-                ev.fd_path = Some(self.strings.intern(&self.scratch));
+                let d = args::decode_deco_ref(d, &mut self.scratch);
+                ev.fd_path = Some(self.strings.intern(d));
             }
         }
         if let Some(a) = get(sp.path) {
-            if let Some(trunc) = args::decode_string(a, &mut self.scratch) {
-                ev.path = Some(self.strings.intern(&self.scratch));
+            if let Some((p, trunc)) = args::decode_string_ref(a, &mut self.scratch) {
+                ev.path = Some(self.strings.intern(p));
                 if trunc {
                     ev.flags.set(Flags::TRUNCATED);
                 }
             }
         }
         if let Some(a) = get(sp.path2) {
-            if let Some(trunc) = args::decode_string(a, &mut self.scratch) {
-                ev.path2 = Some(self.strings.intern(&self.scratch));
+            if let Some((p, trunc)) = args::decode_string_ref(a, &mut self.scratch) {
+                ev.path2 = Some(self.strings.intern(p));
                 if trunc {
                     ev.flags.set(Flags::TRUNCATED);
                 }
@@ -1096,8 +1096,12 @@ impl Decoder {
         for fi in [sp.flags, sp.flags2] {
             if let Some(a) = get(fi) {
                 // openat2 passes `{flags=O_RDONLY|O_CLOEXEC, resolve=...}`.
-                let a = match memchr::memmem::find(a, b"flags=") {
-                    Some(i) if a.first() == Some(&b'{') => {
+                let found = match a.first() {
+                    Some(b'{') => memchr::memmem::find(a, b"flags="),
+                    _ => None,
+                };
+                let a = match found {
+                    Some(i) => {
                         let v = &a[i + 6..];
                         let e = v
                             .iter()
@@ -1180,6 +1184,25 @@ pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
 }
 
 fn raw_ts(tok: &[u8]) -> Option<RawTs> {
+    // `-tt`'s `HH:MM:SS.uuuuuu`, by position (the general parse below gives
+    // the same value).
+    if let [h1, h2, b':', m1, m2, b':', s1, s2, b'.', f @ ..] = tok {
+        if f.len() == 6 {
+            let d = |c: u8| c.wrapping_sub(b'0') as i64;
+            let digits = [*h1, *h2, *m1, *m2, *s1, *s2];
+            if digits.iter().chain(f).all(u8::is_ascii_digit) {
+                let secs = (d(*h1) * 10 + d(*h2)) * 3600
+                    + (d(*m1) * 10 + d(*m2)) * 60
+                    + d(*s1) * 10
+                    + d(*s2);
+                let us = f.iter().fold(0i64, |v, &c| v * 10 + d(c));
+                return Some(RawTs::Tod {
+                    us: secs * 1_000_000 + us,
+                    frac: true,
+                });
+            }
+        }
+    }
     let (int, frac) = match memchr(b'.', tok) {
         Some(d) => (&tok[..d], Some(&tok[d + 1..])),
         None => (tok, None),
