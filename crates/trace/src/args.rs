@@ -115,6 +115,17 @@ fn skip_group(s: &[u8], i: usize) -> Option<usize> {
     }
 }
 
+/// The bytes [`split_args`] acts on: quotes, opening brackets, commas.
+static SPLIT_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'(' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b',' as usize] = true;
+    t
+};
+
 /// Splits `s` (the text between the parentheses) at top-level commas,
 /// stopping once `want` arguments are found (the last one found runs to
 /// its comma, or to the end).
@@ -124,6 +135,13 @@ pub(crate) fn split_args(s: &[u8], out: &mut ArgList, want: usize) {
     let mut start = 0usize;
     let mut i = 0usize;
     while i < s.len() {
+        // Plain bytes skipped in a tight loop over a class table.
+        while i < s.len() && !SPLIT_SPECIAL[s[i] as usize] {
+            i += 1;
+        }
+        if i >= s.len() {
+            break;
+        }
         match s[i] {
             b'"' => match skip_string(s, i) {
                 Some(j) => {

@@ -1164,10 +1164,11 @@ pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
         rest = skip_ws(&r[end + 1..]);
     } else {
         rest = skip_ws(rest);
-        let tok = token(rest);
-        if !tok.is_empty() && tok.len() < rest.len() && tok.iter().all(u8::is_ascii_digit) {
-            pid = PidTok::Column(parse_u32(tok).ok_or(SkipReason::BadTimestamp)?);
-            rest = skip_ws(&rest[tok.len()..]);
+        // A pid column: digits, then a blank (one pass over the digits).
+        let nd = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+        if nd > 0 && matches!(rest.get(nd), Some(b' ' | b'\t')) {
+            pid = PidTok::Column(parse_u32(&rest[..nd]).ok_or(SkipReason::BadTimestamp)?);
+            rest = skip_ws(&rest[nd..]);
         }
     }
     let mut ts = None;
