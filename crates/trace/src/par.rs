@@ -24,7 +24,10 @@ enum Chunk {
 
 struct BlockReader<R> {
     r: R,
+    /// `buf[..filled]` is data; the rest is initialized space for reads
+    /// (kept across blocks, so reads do not zero memory first).
     buf: Vec<u8>,
+    filled: usize,
     read_size: usize,
     block_size: usize,
     max_line: usize,
@@ -36,67 +39,78 @@ struct BlockReader<R> {
 }
 
 impl<R: Read> BlockReader<R> {
+    /// Takes the data bytes out as a chunk, leaving `keep_from..filled`
+    /// at the start of a recycled buffer.
+    fn cut(&mut self, keep_from: usize) -> Vec<u8> {
+        let mut next = self.free.pop().unwrap_or_default();
+        let rest = self.filled - keep_from;
+        let room = (self.block_size + self.read_size).max(rest + self.read_size);
+        // A recycled buffer was truncated to its data: only the space
+        // past that is zeroed again.
+        if next.len() < room {
+            next.resize(room, 0);
+        }
+        next[..rest].copy_from_slice(&self.buf[keep_from..self.filled]);
+        let mut bytes = std::mem::replace(&mut self.buf, next);
+        bytes.truncate(keep_from);
+        self.filled = rest;
+        bytes
+    }
+
     fn next(&mut self) -> io::Result<Option<Chunk>> {
         let mut want = self.block_size;
         loop {
-            while !self.eof && self.buf.len() < want {
-                let old = self.buf.len();
-                // Reads into the spare capacity (no zeroing of the buffer
-                // first); retries `Interrupted`.
-                self.buf.reserve(self.read_size);
-                let res = (&mut self.r)
-                    .take(self.read_size as u64)
-                    .read_to_end(&mut self.buf);
-                let n = match res {
-                    Ok(n) => n,
-                    Err(e) => {
-                        self.buf.truncate(old);
-                        return Err(e);
+            while !self.eof && self.filled < want {
+                let end = self.filled + self.read_size;
+                if self.buf.len() < end {
+                    self.buf.resize(end, 0);
+                }
+                let n = loop {
+                    match self.r.read(&mut self.buf[self.filled..end]) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
                     }
                 };
+                self.filled += n;
                 self.bytes += n as u64;
-                if n < self.read_size {
+                if n == 0 {
                     self.eof = true;
                 }
                 if self.discarding {
-                    match memchr(b'\n', &self.buf) {
+                    match memchr(b'\n', &self.buf[..self.filled]) {
                         Some(i) => {
-                            self.buf.drain(..=i);
+                            self.buf.copy_within(i + 1..self.filled, 0);
+                            self.filled -= i + 1;
                             self.discarding = false;
                         }
-                        None => self.buf.clear(),
+                        None => self.filled = 0,
                     }
                 }
             }
-            if let Some(i) = memrchr(b'\n', &self.buf) {
-                // The next block starts in a recycled buffer (its pages are
-                // already mapped) with the partial line after the cut.
-                let mut rest = self.free.pop().unwrap_or_default();
-                rest.clear();
-                rest.extend_from_slice(&self.buf[i + 1..]);
-                self.buf.truncate(i + 1);
-                let bytes = std::mem::replace(&mut self.buf, rest);
-                self.buf.reserve(self.block_size + self.read_size);
+            if let Some(i) = memrchr(b'\n', &self.buf[..self.filled]) {
+                let bytes = self.cut(i + 1);
                 return Ok(Some(Chunk::Data {
                     bytes,
                     last_partial: false,
                 }));
             }
-            if self.buf.len() > self.max_line {
+            if self.filled > self.max_line {
                 self.discarding = true;
-                self.buf.clear();
+                self.filled = 0;
                 return Ok(Some(Chunk::TooLong));
             }
             if self.eof {
-                if self.buf.is_empty() {
+                if self.filled == 0 {
                     return Ok(None);
                 }
+                let bytes = self.cut(self.filled);
                 return Ok(Some(Chunk::Data {
-                    bytes: std::mem::take(&mut self.buf),
+                    bytes,
                     last_partial: true,
                 }));
             }
-            want = self.buf.len() + self.read_size;
+            want = self.filled + self.read_size;
         }
     }
 }
@@ -432,6 +446,7 @@ impl Parser {
         let mut rd = BlockReader {
             r,
             buf: Vec::new(),
+            filled: 0,
             read_size: self.opts.read_size.max(1),
             block_size: self.opts.block_size.max(1),
             max_line: self.opts.max_line,
