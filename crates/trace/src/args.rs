@@ -409,20 +409,17 @@ pub(crate) fn parse_flags(s: &[u8]) -> u32 {
 
 /// Parses strace's `-T` duration text (`0.000016`) into microseconds.
 pub(crate) fn parse_secs_us(s: &[u8]) -> Option<u64> {
-    let dot = memchr::memchr(b'.', s)?;
-    let int = &s[..dot];
-    let frac = &s[dot + 1..];
-    if int.is_empty() || frac.is_empty() || int.len() > 12 {
+    // One pass over the integer digits (no search for the dot first).
+    let mut v: u64 = 0;
+    let mut i = 0;
+    while let Some(&c @ b'0'..=b'9') = s.get(i) {
+        v = v.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+        i += 1;
+    }
+    if i == 0 || i > 12 || s.get(i) != Some(&b'.') || i + 1 == s.len() {
         return None;
     }
-    let mut v: u64 = 0;
-    for &c in int {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v * 10 + (c - b'0') as u64;
-    }
-    Some(v * 1_000_000 + frac_us(frac)? as u64)
+    Some(v * 1_000_000 + frac_us(&s[i + 1..])? as u64)
 }
 
 /// Fractional-second digits (any count) to microseconds, truncating below.
@@ -506,5 +503,18 @@ mod tests {
         assert_eq!(parse_i64(b"0x7f4bec616000"), Some(0x7f4bec616000));
         assert_eq!(parse_secs_us(b"0.000016"), Some(16));
         assert_eq!(parse_secs_us(b"1.5"), Some(1_500_000));
+        assert_eq!(parse_secs_us(b"12.0000167"), Some(12_000_016));
+        for bad in [
+            &b""[..],
+            b".5",
+            b"1.",
+            b"1",
+            b"a.5",
+            b"1.5x",
+            b"1x.5",
+            b"1234567890123.0",
+        ] {
+            assert_eq!(parse_secs_us(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 }
