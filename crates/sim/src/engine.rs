@@ -174,6 +174,8 @@ struct Engine<'a> {
     skipped: u64,
     max_validating: u64,
     slow: Vec<SlowReq>,
+    /// Per request shape: (served, dropped, TTFB sum ns, TTFB max ns).
+    per_spec: Vec<(u64, u64, u128, u64)>,
     stall_ns: u64,
     step_ns: u64,
     series: Vec<Bucket>,
@@ -194,6 +196,44 @@ pub fn simulate_requests(
     let mut e = Engine::new(reqs, params, seed)?;
     e.run();
     Ok(e.report(seed))
+}
+
+/// What happened to the requests of one shape (`reqs[i]`) in a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RequestOutcome {
+    /// Times the shape ran to the end (1 or 0 with [`Arrivals::Replay`]).
+    pub served: u64,
+    /// Times it was refused (502).
+    pub dropped: u64,
+    /// Mean and largest TTFB of the served runs (None: never served).
+    pub mean_ttfb_ms: Option<f64>,
+    pub max_ttfb_ms: Option<f64>,
+}
+
+/// [`simulate_requests`], plus the outcome of each request shape, in the
+/// order of `reqs` (with [`Arrivals::Replay`]: of each request).
+pub fn simulate_requests_each(
+    reqs: &[RequestSpec],
+    params: &Params,
+    seed: u64,
+) -> Result<(Report, Vec<RequestOutcome>), String> {
+    params.validate()?;
+    if reqs.is_empty() {
+        return Err("no requests to simulate".into());
+    }
+    let mut e = Engine::new(reqs, params, seed)?;
+    e.run();
+    let each = e
+        .per_spec
+        .iter()
+        .map(|&(served, dropped, sum, max)| RequestOutcome {
+            served,
+            dropped,
+            mean_ttfb_ms: (served > 0).then(|| round3(sum as f64 / served as f64 / 1e6)),
+            max_ttfb_ms: (served > 0).then(|| round3(max as f64 / 1e6)),
+        })
+        .collect();
+    Ok((e.report(seed), each))
 }
 
 fn stream(seed: u64, n: u64) -> ChaCha8Rng {
@@ -268,6 +308,7 @@ impl<'a> Engine<'a> {
             }
             spec_hi.push(steps.len() as u32);
         }
+        let per_spec = vec![(0, 0, 0, 0); reqs.len()];
         let op_service = op_names
             .iter()
             .map(|n| {
@@ -430,6 +471,7 @@ impl<'a> Engine<'a> {
             skipped: 0,
             max_validating: 0,
             slow: Vec::new(),
+            per_spec,
             stall_ns: crate::dist::ms_to_ns(p.stall_ms),
             step_ns: ((p.series_step_s * 1e9).round() as u64).max(1),
             series: Vec::new(),
@@ -568,6 +610,7 @@ impl<'a> Engine<'a> {
         } else {
             self.dropped += 1;
             self.row().dropped += 1;
+            self.per_spec[spec as usize].1 += 1;
         }
     }
 
@@ -716,6 +759,10 @@ impl<'a> Engine<'a> {
                 comp: wk.comp,
             });
         }
+        let ps = &mut self.per_spec[self.workers[w as usize].spec as usize];
+        ps.0 += 1;
+        ps.2 += ttfb as u128;
+        ps.3 = ps.3.max(ttfb);
         let r = self.row();
         r.served += 1;
         r.ttfb_sum += ttfb;

@@ -217,3 +217,42 @@ fn bad_parameters_are_errors_not_panics() {
     assert!(e.contains("no start time"), "{e}");
     assert!(simulate_requests(&[], &Params::default(), 1).is_err());
 }
+
+/// `simulate_requests_each` reports each replayed request's own TTFB, and
+/// its report is the one `simulate_requests` gives.
+#[test]
+fn each_request_outcome_matches_the_hand_computed_ttfb() {
+    // One worker: request 0 (10 ms CPU + 3 RPCs of 2 ms) arrives at 0,
+    // request 1 (5 ms CPU) at 1 ms and waits in the backlog until 16 ms.
+    let mut a = rpc_request(3, 10.0);
+    a.start_ns = Some(0);
+    let b = RequestSpec {
+        start_ns: Some(1_000_000),
+        steps: vec![Step::Cpu { ns: 5_000_000 }],
+    };
+    let p = Params {
+        arrivals: Arrivals::Replay,
+        duration_s: 1.0,
+        pool: Pool {
+            max_children: 1,
+            listen_backlog: 1,
+        },
+        server: Server {
+            rtt_ms: 1.0,
+            service: Dist::fixed_ms(1.0),
+            ..Server::default()
+        },
+        ..Params::default()
+    };
+    let reqs = [a, b];
+    let (r, each) = statstorm_sim::simulate_requests_each(&reqs, &p, 1).unwrap();
+    assert_eq!(each.len(), 2);
+    assert_eq!(each[0].mean_ttfb_ms, Some(16.0));
+    assert_eq!(each[1].mean_ttfb_ms, Some(20.0)); // 16 - 1 + 5
+    assert_eq!((each[0].served, each[1].dropped), (1, 0));
+    let plain = simulate_requests(&reqs, &p, 1).unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        serde_json::to_string(&plain).unwrap()
+    );
+}
