@@ -18,7 +18,13 @@ use super::*;
 /// Bytes of whole lines, or the mark of a line longer than `max_line`
 /// whose bytes were dropped.
 enum Chunk {
-    Data { bytes: Vec<u8>, last_partial: bool },
+    /// `buf[..len]` holds the lines; the rest of `buf` is initialized
+    /// space kept for reuse.
+    Data {
+        buf: Vec<u8>,
+        len: usize,
+        last_partial: bool,
+    },
     TooLong,
 }
 
@@ -39,22 +45,25 @@ struct BlockReader<R> {
 }
 
 impl<R: Read> BlockReader<R> {
-    /// Takes the data bytes out as a chunk, leaving `keep_from..filled`
-    /// at the start of a recycled buffer.
-    fn cut(&mut self, keep_from: usize) -> Vec<u8> {
+    /// Takes the buffer out as a chunk of `keep_from` data bytes, leaving
+    /// `keep_from..filled` at the start of a recycled buffer.
+    fn cut(&mut self, keep_from: usize, last_partial: bool) -> Chunk {
         let mut next = self.free.pop().unwrap_or_default();
         let rest = self.filled - keep_from;
         let room = (self.block_size + self.read_size).max(rest + self.read_size);
-        // A recycled buffer was truncated to its data: only the space
-        // past that is zeroed again.
+        // A recycled buffer keeps its length: only a new one (or a longer
+        // one) is zeroed.
         if next.len() < room {
             next.resize(room, 0);
         }
         next[..rest].copy_from_slice(&self.buf[keep_from..self.filled]);
-        let mut bytes = std::mem::replace(&mut self.buf, next);
-        bytes.truncate(keep_from);
+        let buf = std::mem::replace(&mut self.buf, next);
         self.filled = rest;
-        bytes
+        Chunk::Data {
+            buf,
+            len: keep_from,
+            last_partial,
+        }
     }
 
     fn next(&mut self) -> io::Result<Option<Chunk>> {
@@ -89,11 +98,7 @@ impl<R: Read> BlockReader<R> {
                 }
             }
             if let Some(i) = memrchr(b'\n', &self.buf[..self.filled]) {
-                let bytes = self.cut(i + 1);
-                return Ok(Some(Chunk::Data {
-                    bytes,
-                    last_partial: false,
-                }));
+                return Ok(Some(self.cut(i + 1, false)));
             }
             if self.filled > self.max_line {
                 self.discarding = true;
@@ -104,11 +109,7 @@ impl<R: Read> BlockReader<R> {
                 if self.filled == 0 {
                     return Ok(None);
                 }
-                let bytes = self.cut(self.filled);
-                return Ok(Some(Chunk::Data {
-                    bytes,
-                    last_partial: true,
-                }));
+                return Ok(Some(self.cut(self.filled, true)));
             }
             want = self.filled + self.read_size;
         }
@@ -151,7 +152,9 @@ enum Rec {
 
 enum Parsed {
     Block {
-        bytes: Vec<u8>,
+        /// `buf[..len]`: the block's lines.
+        buf: Vec<u8>,
+        len: usize,
         last_partial: bool,
         recs: Vec<Rec>,
         strings: Interner,
@@ -275,13 +278,15 @@ struct Open {
 }
 
 fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
-    let (bytes, last_partial) = match c {
+    let (buf, len, last_partial) = match c {
         Chunk::TooLong => return Parsed::TooLong,
         Chunk::Data {
-            bytes,
+            buf,
+            len,
             last_partial,
-        } => (bytes, last_partial),
+        } => (buf, len, last_partial),
     };
+    let bytes = &buf[..len];
     let mut dec = Decoder::new(Interner::new());
     let mut recs: Vec<Rec> = Vec::with_capacity(bytes.len() / 128 + 1);
     // Pairs are merged here only when nothing between the two lines can
@@ -290,7 +295,7 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
     // pid column. Anything else drops the open starts (they stay `Slow`).
     let mut open: HashMap<u32, Open, crate::event::FastHash> = HashMap::default();
     let mut pairs = 0u32;
-    let mut lines = memchr_iter(b'\n', &bytes).map(|nl| (nl, false)).chain(
+    let mut lines = memchr_iter(b'\n', bytes).map(|nl| (nl, false)).chain(
         // The last line when the input ends without a newline.
         (bytes.last().is_some_and(|&c| c != b'\n')).then_some((bytes.len(), true)),
     );
@@ -389,7 +394,8 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
         }
     }
     Parsed::Block {
-        bytes,
+        buf,
+        len,
         last_partial,
         recs,
         strings: dec.strings,
@@ -467,9 +473,9 @@ impl Parser {
             let mut next_read = Vec::new();
             let mut old = std::mem::take(&mut done);
             for p in &mut old {
-                if let Parsed::Block { bytes, .. } = p {
+                if let Parsed::Block { buf, .. } = p {
                     if rd.free.len() < 2 * batch {
-                        rd.free.push(std::mem::take(bytes));
+                        rd.free.push(std::mem::take(buf));
                     }
                 }
             }
@@ -540,7 +546,8 @@ impl Parser {
     /// freed elsewhere.
     fn merge<S: Sink>(&mut self, mut p: Parsed, sink: &mut S) -> Parsed {
         let Parsed::Block {
-            bytes,
+            buf,
+            len,
             last_partial,
             recs,
             strings,
@@ -551,7 +558,7 @@ impl Parser {
             self.too_long(sink);
             return p;
         };
-        let (bytes, last_partial, strings) = (&bytes[..], *last_partial, strings);
+        let (bytes, last_partial, strings) = (&buf[..*len], *last_partial, strings);
         // Start line and time of each merged pair; `None` when the start
         // had to go through the line parser (then so does the end).
         let mut starts: Vec<Option<(u64, Option<i64>)>> = vec![None; *pairs as usize];
