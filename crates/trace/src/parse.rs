@@ -448,7 +448,10 @@ impl Parser {
     fn feed_reader_seq<R: Read, S: Sink>(&mut self, mut r: R, sink: &mut S) -> io::Result<()> {
         let chunk = self.opts.read_size.max(1);
         let max_line = self.opts.max_line;
-        let mut buf: Vec<u8> = Vec::with_capacity(chunk.min(1 << 24));
+        // `buf[..filled]` is data; the rest stays initialized space for the
+        // next reads (no zeroing per read).
+        let mut buf: Vec<u8> = Vec::new();
+        let mut filled = 0usize;
         // Bytes before `start` are consumed; `scan` is where the newline
         // search resumes.
         let mut start = 0usize;
@@ -458,28 +461,28 @@ impl Parser {
                 return Ok(());
             }
             if start > 0 {
-                buf.drain(..start);
+                buf.copy_within(start..filled, 0);
+                filled -= start;
                 start = 0;
             }
-            let old = buf.len();
-            buf.resize(old + chunk, 0);
+            let old = filled;
+            if buf.len() < old + chunk {
+                buf.resize(old + chunk, 0);
+            }
             let n = loop {
-                match r.read(&mut buf[old..]) {
+                match r.read(&mut buf[old..old + chunk]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        buf.truncate(old);
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 }
             };
-            buf.truncate(old + n);
+            filled = old + n;
             self.stats.bytes += n as u64;
             if n == 0 {
                 break;
             }
             let mut scan = old;
-            while let Some(i) = memchr(b'\n', &buf[scan..]) {
+            while let Some(i) = memchr(b'\n', &buf[scan..filled]) {
                 let nl = scan + i;
                 if discarding {
                     discarding = false;
@@ -493,15 +496,15 @@ impl Parser {
                 scan = start;
             }
             if discarding {
-                start = buf.len();
-            } else if buf.len() - start > max_line {
+                start = filled;
+            } else if filled - start > max_line {
                 self.too_long(sink);
                 discarding = true;
-                start = buf.len();
+                start = filled;
             }
         }
-        if !discarding && start < buf.len() {
-            let rest = buf[start..].to_vec();
+        if !discarding && start < filled {
+            let rest = buf[start..filled].to_vec();
             self.line(&rest, true, sink);
         }
         Ok(())
