@@ -19,6 +19,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+/// The latency columns (simulator flags, per-request TTFB).
+#[path = "predict_latency.rs"]
+mod latency;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
@@ -55,6 +59,9 @@ pub struct Args {
     /// NFS model flags (boxed: keeps the subcommand enum small).
     #[command(flatten)]
     pub nfs: Box<NfsArgs>,
+    /// Simulator flags for the latency columns (with NFS flags).
+    #[command(flatten)]
+    pub sim: Box<latency::SimArgs>,
 }
 
 /// The NFS flags of `predict`.
@@ -97,6 +104,9 @@ pub struct Side {
     /// NFS RPCs by op as /proc/self/mountstats names them (with NFS flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rpc: Option<BTreeMap<String, u64>>,
+    /// Simulated TTFB of the request, ms (an estimate; with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
 }
 
 impl Side {
@@ -104,6 +114,7 @@ impl Side {
         Side {
             by_syscall: count_by_syscall(ops),
             rpc: None,
+            latency_ms: None,
         }
     }
     fn add(&mut self, o: &Side) {
@@ -172,6 +183,9 @@ struct Report {
     /// The NFS model's inputs (present with NFS flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     nfs: Option<NfsOut>,
+    /// Simulated latency before/after (docs/simulator.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency: Option<latency::LatencyOut>,
 }
 
 #[derive(Serialize)]
@@ -291,6 +305,11 @@ pub fn run(args: Args) -> Result<i32> {
             order.iter().map(|&i| a[i]).collect::<Vec<_>>(),
         )
     });
+    let lat = match &nfs {
+        Some(n) => Some(latency::compute(&args.sim, n, &trace, &split, &preds)?),
+        None => None,
+    };
+    let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
     let mut report = build(
         &args,
         &split.note,
@@ -303,6 +322,10 @@ pub fn run(args: Args) -> Result<i32> {
     );
     if let (Some(n), Some((b, a))) = (&nfs, &rpcs) {
         attach_rpcs(&mut report, n, b, a);
+    }
+    match lat {
+        Some(c) => latency::attach(&mut report, &starts, c),
+        None => report.latency = Some(latency::not_simulated(&args.sim)),
     }
     render(&args, &report)?;
     Ok(0)
@@ -368,6 +391,7 @@ fn build(
         requests,
         totals,
         nfs: None,
+        latency: None,
     }
 }
 
@@ -474,6 +498,7 @@ fn render(args: &Args, r: &Report) -> Result<()> {
             if let Some(n) = &r.nfs {
                 render_rpcs(&mut out, r, n)?;
             }
+            latency::render(&mut out, r)?;
         }
     }
     out.flush()?;
@@ -510,8 +535,14 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
         + "    all";
     writeln!(
         out,
-        "{:>4} {:>8} {:>17} | before {} | after {}",
-        "#", "pid", "start", cols, cols
+        "{:>4} {:>8} {:>17} | before {}{} | after {}{}",
+        "#",
+        "pid",
+        "start",
+        cols,
+        latency::header(r),
+        cols,
+        latency::header(r)
     )?;
     let row = |s: &Side| -> String {
         let m = s.rpc.clone().unwrap_or_default();
@@ -528,6 +559,7 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
             })
             .collect();
         t.push_str(&format!("{:>7}", m.values().sum::<u64>()));
+        t.push_str(&latency::cell(r, s));
         t
     };
     for (i, q) in r.requests.iter().enumerate() {

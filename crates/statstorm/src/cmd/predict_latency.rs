@@ -1,0 +1,675 @@
+//! The latency columns of `statstorm predict`: each request's filesystem
+//! calls, with the RPCs the NFS model predicts for them, replayed through
+//! the discrete-event simulator (`statstorm-sim`, docs/simulator.md) under
+//! the recorded mount (before) and the proposed one (after).
+//!
+//! A request becomes a [`RequestSpec`]: its calls in time order, each the
+//! list of RPCs the NFS model charges to it (sent one after another: a PHP
+//! worker is single-threaded and every call is synchronous) or, when it
+//! sends none (answered by the client caches, or not on NFS), one
+//! local-filesystem call; between the calls, CPU time. The CPU time of a
+//! request is what the trace shows outside its filesystem calls: recorded
+//! wall time minus the recorded durations (`strace -T`) of the calls,
+//! spread between the calls in proportion to the recorded gaps, the same
+//! before and after. Every figure is an estimate and the report says so,
+//! with the parameters assumed.
+//!
+//! Declared as a child module of `predict` so it can fill the report's
+//! fields; the report's structs stay in `predict.rs`.
+
+use super::{Report, Side};
+use anyhow::{bail, Result};
+use serde::Serialize;
+use statstorm_nfs::{replay, MountOptions, NfsSetup, Vers};
+use statstorm_php::RequestPrediction;
+use statstorm_sim::{
+    simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
+    Transport,
+};
+use statstorm_trace::op::Op;
+use statstorm_trace::request::Requests;
+use statstorm_trace::Trace;
+use std::io::Write;
+
+/// Cost of a filesystem call that sends no RPC, in microseconds: a cached
+/// `stat()` measured on the development machine (Linux 6.1, ext4) with
+/// `python3 -c "import os,time; ..."` (1,000,000 `os.stat` calls minus an
+/// empty loop: 1.6 µs, the Python call overhead included).
+pub const LOCAL_OP_US: f64 = 1.6;
+
+/// Seed of the simulator's random streams (fixed: the same input gives the
+/// same report).
+pub const SEED: u64 = 1;
+
+/// Synthetic arrivals (`--rate`) stop after this many seconds, or earlier
+/// so that about [`MAX_SYNTHETIC_REQUESTS`] requests arrive.
+pub const SYNTHETIC_DURATION_S: f64 = 600.0;
+pub const MAX_SYNTHETIC_REQUESTS: f64 = 20_000.0;
+
+/// The simulator flags of `predict` (see [`QuickParams`]).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SimArgs {
+    /// php-fpm workers (pm.max_children) for the latency simulation
+    /// [default: 50].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Synthetic Poisson arrivals at this many requests per second, the
+    /// trace's requests used in turn [default: the trace's own start times].
+    #[arg(long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// RPC slots: NFSv4.1+ session slots [default: 64], or the SunRPC slot
+    /// table on NFSv3/v4.0 [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// Network round trip to the NFS server, ms [default: 0.5].
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<f64>,
+    /// Server time per RPC, ms, fixed [default: 0.5].
+    #[arg(long = "server-latency", value_name = "MS")]
+    pub server_latency: Option<f64>,
+    /// Server IOPS budget (token bucket; RPCs queue when it is empty)
+    /// [default: 0 = none].
+    #[arg(long, value_name = "N")]
+    pub iops: Option<f64>,
+    /// IOPS bucket size [default: one second of --iops].
+    #[arg(long, value_name = "N")]
+    pub burst: Option<f64>,
+}
+
+impl SimArgs {
+    fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let flags: [(&'static str, bool); 7] = [
+            ("--workers", self.workers.is_some()),
+            ("--rate", self.rate.is_some()),
+            ("--slots", self.slots.is_some()),
+            ("--rtt", self.rtt.is_some()),
+            ("--server-latency", self.server_latency.is_some()),
+            ("--iops", self.iops.is_some()),
+            ("--burst", self.burst.is_some()),
+        ];
+        for (f, on) in flags {
+            if on {
+                v.push(f);
+            }
+        }
+        v
+    }
+
+    /// The flags over [`QuickParams`]' defaults, checked (messages name the
+    /// flag).
+    fn quick(&self) -> Result<QuickParams> {
+        let d = QuickParams::default();
+        let q = QuickParams {
+            workers: self.workers.unwrap_or(d.workers),
+            rate_per_s: self.rate.unwrap_or(d.rate_per_s),
+            slots: self.slots.unwrap_or(d.slots),
+            rtt_ms: self.rtt.unwrap_or(d.rtt_ms),
+            server_latency_ms: self.server_latency.unwrap_or(d.server_latency_ms),
+            iops: self.iops.unwrap_or(d.iops),
+            burst: self.burst.or(d.burst),
+            duration_s: d.duration_s,
+        };
+        if q.workers == 0 || q.workers > statstorm_sim::MAX_WORKERS {
+            bail!(
+                "--workers must be 1..={}, got {}",
+                statstorm_sim::MAX_WORKERS,
+                q.workers
+            );
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                bail!("--rate must be a number > 0, got {r}");
+            }
+        }
+        if self.slots == Some(0) {
+            bail!("--slots must be >= 1");
+        }
+        for (flag, v) in [
+            ("--rtt", q.rtt_ms),
+            ("--server-latency", q.server_latency_ms),
+            ("--iops", q.iops),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("{flag} must be a number >= 0, got {v}");
+            }
+        }
+        if let Some(b) = q.burst {
+            if !(b.is_finite() && b >= 1.0) {
+                bail!("--burst must be a number >= 1, got {b}");
+            }
+            if q.iops == 0.0 {
+                bail!("--burst needs --iops");
+            }
+        }
+        Ok(q)
+    }
+}
+
+/// `latency` of `statstorm.predict/1`.
+#[derive(Debug, Serialize)]
+pub struct LatencyOut {
+    /// False without NFS options: no RPCs, so no latency is invented.
+    pub simulated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<LatencySide>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<LatencySide>,
+    /// The trace's own request wall times (for comparison with `before`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Quantiles>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<ParamsOut>,
+    /// Everything assumed, one sentence each; printed with the figures.
+    pub assumptions: Vec<String>,
+}
+
+/// Simulated TTFB of one side (estimates).
+#[derive(Debug, Serialize)]
+pub struct LatencySide {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    /// Requests refused (502): every worker busy and the backlog full.
+    pub dropped: u64,
+    pub served: u64,
+    /// RPCs the simulated requests carried (the NFS model's, per call).
+    pub rpcs: u64,
+    /// Calls that sent no RPC (charged the local cost).
+    pub local_calls: u64,
+    pub max_slot_wait_ms: f64,
+    pub mean_slot_wait_ms: f64,
+    pub server_utilisation: f64,
+}
+
+/// Quantiles of the recorded wall times (nearest rank).
+#[derive(Debug, Serialize)]
+pub struct Quantiles {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The simulator parameters used (defaults or flags).
+#[derive(Debug, Serialize)]
+pub struct ParamsOut {
+    /// "replay" (the trace's start times) or "poisson".
+    pub arrivals: &'static str,
+    pub rate_per_s: Option<f64>,
+    pub duration_s: f64,
+    pub workers: u32,
+    pub listen_backlog: u32,
+    pub slots_before: SlotsOut,
+    pub slots_after: SlotsOut,
+    pub rtt_ms: f64,
+    pub server_latency_ms: f64,
+    pub iops: Option<f64>,
+    pub burst: Option<f64>,
+    pub local_op_us: f64,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SlotsOut {
+    pub vers: &'static str,
+    pub session_slots: u32,
+    pub nconnect: u32,
+    pub xprt_slots: u32,
+}
+
+/// Per-request latencies in the order of `preds`, and the summary.
+pub struct Computed {
+    pub before: Vec<Option<f64>>,
+    pub after: Vec<Option<f64>>,
+    pub out: LatencyOut,
+}
+
+/// The report part when there is nothing to simulate.
+pub fn not_simulated(a: &SimArgs) -> LatencyOut {
+    let mut reason = "latency is not simulated: no NFS options (give --from-mount or --mounts \
+        and --nfs-root); without the NFS model's RPCs there is nothing to time"
+        .to_string();
+    let given = a.given();
+    if !given.is_empty() {
+        reason.push_str(&format!(" ({} ignored)", given.join(", ")));
+    }
+    LatencyOut {
+        simulated: false,
+        reason: Some(reason),
+        before: None,
+        after: None,
+        recorded: None,
+        params: None,
+        assumptions: Vec::new(),
+    }
+}
+
+/// The transport of one side: `--slots` is the session slot table on
+/// NFSv4.1+ (R44), the SunRPC slot table otherwise (R43); `nconnect` from
+/// the mount options (R45).
+fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
+    let v = m.vers();
+    let session = matches!(v, Vers::V4_1 | Vers::V4_2);
+    let d = Transport::default();
+    let t = Transport {
+        session_slots: if session {
+            slots.unwrap_or(QuickParams::default().slots)
+        } else {
+            0
+        },
+        nconnect: m.nconnect().clamp(1, 16),
+        xprt_slots: if session {
+            d.xprt_slots
+        } else {
+            slots.unwrap_or(d.xprt_slots)
+        },
+    };
+    let o = SlotsOut {
+        vers: v.as_str(),
+        session_slots: t.session_slots,
+        nconnect: t.nconnect,
+        xprt_slots: t.xprt_slots,
+    };
+    (t, o)
+}
+
+/// The RPC names the NFS model charges to each op of each request, in the
+/// requests' op order (`groups` replayed together on one client, as the
+/// RPC counts are).
+fn rpcs_per_op(groups: &[&[Op]], opts: &MountOptions, n: &NfsSetup) -> Vec<Vec<Vec<&'static str>>> {
+    let mut all: Vec<Op> = Vec::new();
+    let mut owner: Vec<(usize, usize)> = Vec::new();
+    for (g, ops) in groups.iter().enumerate() {
+        all.extend(ops.iter().cloned());
+        owner.extend((0..ops.len()).map(|j| (g, j)));
+    }
+    let r = replay(&all, opts, &n.params, &n.changes);
+    let mut out: Vec<Vec<Vec<&'static str>>> =
+        groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
+    for rpc in &r.rpcs {
+        // RPCs of a server change (usize::MAX) belong to no request.
+        if let Some(&(g, j)) = owner.get(rpc.op_index) {
+            out[g][j].push(rpc.op.name());
+        }
+    }
+    out
+}
+
+/// One request: CPU spread over the recorded gaps, then each call.
+fn spec(
+    p: &RequestPrediction,
+    ops: &[Op],
+    rpcs: &[Vec<&'static str>],
+    cpu_us: u64,
+    t0_us: i64,
+    calls: &mut (u64, u64),
+) -> RequestSpec {
+    let wall = (p.end_us - p.start_us).max(0) as u128;
+    let cpu_ns = cpu_us as u128 * 1000;
+    // stable: ops at one time keep the order the NFS model replayed them in
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by_key(|&i| ops[i].t_us);
+    let mut steps = Vec::with_capacity(2 * ops.len() + 1);
+    let mut spent: u128 = 0;
+    let cpu_at = |pos_us: i64| -> u128 {
+        if wall == 0 {
+            return 0;
+        }
+        let pos = (pos_us - p.start_us).clamp(0, wall as i64) as u128;
+        cpu_ns * pos / wall
+    };
+    for i in order {
+        let c = cpu_at(ops[i].t_us).saturating_sub(spent);
+        if c > 0 {
+            steps.push(Step::Cpu { ns: c as u64 });
+            spent += c;
+        }
+        if rpcs[i].is_empty() {
+            calls.1 += 1;
+            steps.push(Step::Local { key: None });
+        } else {
+            calls.0 += rpcs[i].len() as u64;
+            steps.push(Step::Rpcs {
+                ops: rpcs[i].iter().map(|s| s.to_string()).collect(),
+                key: None,
+            });
+        }
+    }
+    if cpu_ns > spent {
+        steps.push(Step::Cpu {
+            ns: (cpu_ns - spent) as u64,
+        });
+    }
+    RequestSpec {
+        start_ns: Some(((p.start_us - t0_us).max(0) as u64) * 1000),
+        steps,
+    }
+}
+
+fn quantiles(v: &[f64]) -> Option<Quantiles> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let q = |p: f64| s[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
+    Some(Quantiles {
+        p50_ms: q(0.5),
+        p90_ms: q(0.9),
+        p99_ms: q(0.99),
+        max_ms: s[s.len() - 1],
+    })
+}
+
+/// Simulates both sides. `preds` in the PHP model's order; the returned
+/// per-request vectors follow it.
+pub fn compute(
+    a: &SimArgs,
+    n: &NfsSetup,
+    trace: &Trace,
+    split: &Requests,
+    preds: &[RequestPrediction],
+) -> Result<Computed> {
+    let q = a.quick()?;
+    if preds.is_empty() {
+        let mut o = not_simulated(a);
+        o.reason = Some("latency is not simulated: the trace has no requests".into());
+        return Ok(Computed {
+            before: Vec::new(),
+            after: Vec::new(),
+            out: o,
+        });
+    }
+    let mut assumptions = vec![
+        "every latency figure is an estimate from the simulator (statstorm-sim), not a measurement"
+            .to_string(),
+    ];
+    // CPU time: recorded wall time minus recorded filesystem call time.
+    let recorded_ops = statstorm_php::lift::request_ops(trace, split);
+    let (mut timed, mut untimed) = (0u64, 0u64);
+    let cpu_us: Vec<u64> = preds
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let wall = (p.end_us - p.start_us).max(0) as u64;
+            let fs: u64 = recorded_ops
+                .get(i)
+                .map(|ops| {
+                    ops.iter()
+                        .map(|o| match o.dur_us {
+                            Some(d) => {
+                                timed += 1;
+                                d
+                            }
+                            None => {
+                                untimed += 1;
+                                0
+                            }
+                        })
+                        .sum()
+                })
+                .unwrap_or(0);
+            wall.saturating_sub(fs)
+        })
+        .collect();
+    assumptions.push(
+        "CPU (and any other non-filesystem) time of a request = its recorded wall time minus the \
+         recorded durations (strace -T) of its filesystem calls, spread between the calls in \
+         proportion to the recorded gaps, the same before and after"
+            .into(),
+    );
+    if untimed > 0 {
+        assumptions.push(format!(
+            "{untimed} of {} recorded filesystem calls have no duration (no strace -T); their time \
+             counts as CPU time",
+            timed + untimed
+        ));
+    }
+    assumptions.push(format!(
+        "the calls of a request run one after another (a PHP worker is single-threaded); a call \
+         sends the RPCs the NFS model predicts for it in sequence; a call that sends none (client \
+         caches, or not on NFS) costs {LOCAL_OP_US} µs (a cached stat() on the development \
+         machine); RPCs caused by --server-change belong to no request"
+    ));
+    // arrivals
+    let t0 = preds.iter().map(|p| p.start_us).min().unwrap_or(0);
+    let last = preds.iter().map(|p| p.start_us).max().unwrap_or(0);
+    let (arrivals, duration_s, kind) = match a.rate {
+        None => {
+            let d = ((last - t0) as f64 / 1e6).max(1.0);
+            assumptions.push(format!(
+                "arrivals: the {} requests arrive at their recorded start times ({:.3} s from \
+                 first to last); --rate R replays them as a Poisson stream instead",
+                preds.len(),
+                (last - t0) as f64 / 1e6
+            ));
+            (Arrivals::Replay, d, "replay")
+        }
+        Some(r) => {
+            let d = SYNTHETIC_DURATION_S.min(MAX_SYNTHETIC_REQUESTS / r);
+            assumptions.push(format!(
+                "arrivals: Poisson at {r}/s for {d} s (--rate), the {} requests used in turn; each \
+                 keeps the RPCs the NFS model predicted at its recorded time (the caches' \
+                 dependence on the rate is not re-modelled); a request's latency_ms is the mean \
+                 over its runs",
+                preds.len()
+            ));
+            (Arrivals::Poisson { rate_per_s: r }, d, "poisson")
+        }
+    };
+    let mut base = q.to_params();
+    base.arrivals = arrivals;
+    base.duration_s = duration_s;
+    base.local_fs = LocalFs {
+        op_us: LOCAL_OP_US,
+        ..LocalFs::default()
+    };
+    let (tb, sb) = transport(&n.recorded, a.slots);
+    let (ta, sa) = transport(&n.proposed, a.slots);
+    let flag = |f: &str, given: bool| {
+        if given {
+            format!("({f})")
+        } else {
+            format!("({f}, default)")
+        }
+    };
+    assumptions.push(format!(
+        "php-fpm pool: {} workers {}, listen.backlog {}; a full backlog refuses the \
+         connection (502)",
+        base.pool.max_children,
+        flag("--workers", a.workers.is_some()),
+        base.pool.listen_backlog
+    ));
+    let slots_text = |s: &SlotsOut| {
+        if s.session_slots > 0 {
+            format!(
+                "vers={}: {} session slots, nconnect={}",
+                s.vers, s.session_slots, s.nconnect
+            )
+        } else {
+            format!(
+                "vers={}: no session, {} SunRPC slots per connection, nconnect={}",
+                s.vers, s.xprt_slots, s.nconnect
+            )
+        }
+    };
+    assumptions.push(format!(
+        "RPC slots {}: before {}; after {}",
+        flag("--slots", a.slots.is_some()),
+        slots_text(&sb),
+        slots_text(&sa)
+    ));
+    assumptions.push(format!(
+        "server: round trip {} ms {}, {} ms per RPC, fixed {}, unlimited nfsd threads, {}",
+        q.rtt_ms,
+        flag("--rtt", a.rtt.is_some()),
+        q.server_latency_ms,
+        flag("--server-latency", a.server_latency.is_some()),
+        match base.server.iops.as_ref() {
+            Some(i) => format!(
+                "IOPS budget {}/s with a bucket of {} (--iops, --burst); RPCs queue when it is empty",
+                i.rate_per_s, i.burst
+            ),
+            None => "no IOPS budget (--iops)".into(),
+        }
+    ));
+    assumptions.push(format!("random streams seeded with {SEED}"));
+    // build and run both sides
+    let mut sides = Vec::new();
+    for (after, t) in [(false, tb), (true, ta)] {
+        let groups: Vec<&[Op]> = preds
+            .iter()
+            .map(|p| {
+                if after {
+                    p.after.as_slice()
+                } else {
+                    p.before.as_slice()
+                }
+            })
+            .collect();
+        let opts = if after { &n.proposed } else { &n.recorded };
+        let per_op = rpcs_per_op(&groups, opts, n);
+        let mut calls = (0u64, 0u64);
+        let specs: Vec<RequestSpec> = preds
+            .iter()
+            .zip(&groups)
+            .zip(&per_op)
+            .zip(&cpu_us)
+            .map(|(((p, ops), rpcs), &cpu)| spec(p, ops, rpcs, cpu, t0, &mut calls))
+            .collect();
+        let mut params = base.clone();
+        params.transport = t;
+        let (r, each) =
+            simulate_requests_each(&specs, &params, SEED).map_err(anyhow::Error::msg)?;
+        let side = LatencySide {
+            p50_ms: r.ttfb_ms.p50,
+            p90_ms: r.ttfb_ms.p90,
+            p99_ms: r.ttfb_ms.p99,
+            max_ms: r.ttfb_ms.max,
+            mean_ms: r.ttfb_ms.mean,
+            dropped: r.requests.dropped,
+            served: r.requests.served,
+            rpcs: calls.0,
+            local_calls: calls.1,
+            max_slot_wait_ms: r.slots.max_wait_ms,
+            mean_slot_wait_ms: r.slots.mean_wait_ms,
+            server_utilisation: r.server.utilisation,
+        };
+        let per: Vec<Option<f64>> = each
+            .iter()
+            .map(|o: &RequestOutcome| o.mean_ttfb_ms)
+            .collect();
+        sides.push((side, per));
+    }
+    let recorded: Vec<f64> = preds
+        .iter()
+        .map(|p| (p.end_us - p.start_us).max(0) as f64 / 1e3)
+        .collect();
+    let (sa_side, a_per) = sides.pop().expect("after side");
+    let (sb_side, b_per) = sides.pop().expect("before side");
+    Ok(Computed {
+        before: b_per,
+        after: a_per,
+        out: LatencyOut {
+            simulated: true,
+            reason: None,
+            before: Some(sb_side),
+            after: Some(sa_side),
+            recorded: quantiles(&recorded),
+            params: Some(ParamsOut {
+                arrivals: kind,
+                rate_per_s: a.rate,
+                duration_s,
+                workers: base.pool.max_children,
+                listen_backlog: base.pool.listen_backlog,
+                slots_before: sb,
+                slots_after: sa,
+                rtt_ms: q.rtt_ms,
+                server_latency_ms: q.server_latency_ms,
+                iops: base.server.iops.as_ref().map(|i| i.rate_per_s),
+                burst: base.server.iops.as_ref().map(|i| i.burst),
+                local_op_us: LOCAL_OP_US,
+                seed: SEED,
+            }),
+            assumptions,
+        },
+    })
+}
+
+/// Puts the latencies on the report's requests (ordered by start, then
+/// index, as `build` orders them) and the summary on the report.
+pub fn attach(r: &mut Report, preds_start_us: &[i64], c: Computed) {
+    let mut order: Vec<usize> = (0..preds_start_us.len()).collect();
+    order.sort_by_key(|&i| (preds_start_us[i], i));
+    for (q, &i) in r.requests.iter_mut().zip(&order) {
+        q.before.latency_ms = c.before.get(i).copied().flatten();
+        q.after.latency_ms = c.after.get(i).copied().flatten();
+    }
+    r.latency = Some(c.out);
+}
+
+/// The TTFB cell of a row of the RPC table ("" when not simulated).
+pub fn cell(r: &Report, s: &Side) -> String {
+    if !r.latency.as_ref().is_some_and(|l| l.simulated) {
+        return String::new();
+    }
+    match s.latency_ms {
+        Some(ms) => format!("{ms:>10.1}"),
+        None => format!("{:>10}", "-"),
+    }
+}
+
+/// Header of the TTFB column ("" when not simulated).
+pub fn header(r: &Report) -> String {
+    if r.latency.as_ref().is_some_and(|l| l.simulated) {
+        format!("{:>10}", "ttfb_ms")
+    } else {
+        String::new()
+    }
+}
+
+/// The latency summary and its assumptions (text output).
+pub fn render(out: &mut impl Write, r: &Report) -> Result<()> {
+    let Some(l) = &r.latency else {
+        return Ok(());
+    };
+    if !l.simulated {
+        writeln!(
+            out,
+            "\n{}",
+            l.reason.as_deref().unwrap_or("latency not simulated")
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nlatency (simulated estimate, TTFB ms): {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+        "p50", "p90", "p99", "max", "dropped", "rpcs"
+    )?;
+    for (name, s) in [("before", &l.before), ("after", &l.after)] {
+        if let Some(s) = s {
+            writeln!(
+                out,
+                "  {:<36} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8} {:>8}",
+                name, s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms, s.dropped, s.rpcs
+            )?;
+        }
+    }
+    if let Some(q) = &l.recorded {
+        writeln!(
+            out,
+            "  {:<36} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+            "recorded (trace wall time)", q.p50_ms, q.p90_ms, q.p99_ms, q.max_ms
+        )?;
+    }
+    writeln!(out, "assumed:")?;
+    for a in &l.assumptions {
+        writeln!(out, "  - {a}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! The latency columns of `statstorm predict` on the NFS lab's php-fpm
+//! traces (../shared/fixtures/nfs-lab, NFSv3, default options).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn lab() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/nfs-lab")
+}
+
+/// The lab trace `strace/3/defaults/<name>.strace.gz` and the mount
+/// options it ran under (from runs.jsonl).
+fn lab_run(name: &str) -> (String, String) {
+    let rel = format!("strace/3/defaults/{name}.strace.gz");
+    let runs = std::fs::read_to_string(lab().join("runs.jsonl"))
+        .expect("../shared/fixtures/nfs-lab/runs.jsonl (the NFS lab fixtures) must exist");
+    let opts = runs
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("runs.jsonl line"))
+        .find(|v| v["strace"] == rel.as_str())
+        .unwrap_or_else(|| panic!("no run of {rel} in runs.jsonl"))["mount_options"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let p = lab().join(&rel);
+    assert!(p.exists(), "lab trace {} missing", p.display());
+    (p.to_str().unwrap().to_string(), opts)
+}
+
+fn predict(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("statstorm")
+        .unwrap()
+        .arg("predict")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn predict_json(name: &str, extra: &[&str]) -> Value {
+    let (trace, opts) = lab_run(name);
+    let mut args = vec![
+        trace.as_str(),
+        "--from-mount",
+        opts.as_str(),
+        "--nfs-root",
+        "/mnt/nfs",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let out = predict(&args);
+    assert!(
+        out.status.success(),
+        "statstorm predict {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64()
+        .unwrap_or_else(|| panic!("expected a number, got {v}"))
+}
+
+/// Per-request (before, after) simulated TTFB.
+fn per_request(v: &Value) -> Vec<(f64, f64)> {
+    v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (f(&q["before"]["latency_ms"]), f(&q["after"]["latency_ms"])))
+        .collect()
+}
+
+fn rpc_sum(v: &Value) -> u64 {
+    v.as_object()
+        .unwrap()
+        .values()
+        .map(|n| n.as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn json_latency_fields_present_and_typed() {
+    let v = predict_json("fpm_nooc-series", &["--mount", "nocto"]);
+    assert_eq!(v["schema"], "statstorm.predict/1");
+    let l = &v["latency"];
+    assert_eq!(l["simulated"], true);
+    for side in ["before", "after"] {
+        let s = &l[side];
+        for k in ["p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms"] {
+            assert!(f(&s[k]) > 0.0, "latency.{side}.{k} = {}", s[k]);
+        }
+        assert!(f(&s["p50_ms"]) <= f(&s["p90_ms"]));
+        assert!(f(&s["p90_ms"]) <= f(&s["p99_ms"]));
+        assert!(f(&s["p99_ms"]) <= f(&s["max_ms"]) + 0.01);
+        assert_eq!(s["dropped"].as_u64(), Some(0), "latency.{side}.dropped");
+        assert_eq!(s["served"].as_u64(), Some(4));
+        // The simulated requests carry exactly the RPCs of the NFS columns.
+        assert_eq!(
+            s["rpcs"].as_u64().unwrap(),
+            rpc_sum(&v["totals"][side]["rpc"]),
+            "latency.{side}.rpcs vs totals.{side}.rpc"
+        );
+    }
+    let a = l["assumptions"].as_array().unwrap();
+    assert!(a.len() >= 5 && a.iter().all(|s| s.is_string()));
+    assert!(a[0].as_str().unwrap().contains("estimate"));
+    let p = &l["params"];
+    assert_eq!(p["arrivals"], "replay");
+    assert_eq!(p["workers"].as_u64(), Some(50));
+    assert_eq!(p["slots_before"]["vers"], "3");
+    assert_eq!(p["slots_before"]["session_slots"].as_u64(), Some(0));
+    assert!(f(&l["recorded"]["max_ms"]) > 0.0);
+    for q in v["requests"].as_array().unwrap() {
+        for side in ["before", "after"] {
+            assert!(f(&q[side]["latency_ms"]) > 0.0);
+        }
+    }
+    // totals carry counts, not latencies
+    assert!(v["totals"]["before"].get("latency_ms").is_none());
+}
+
+/// `nocto` and `actimeo=3600,nocto` remove GETATTRs (lab: 724 -> 181 and
+/// -> 0 over the 4 requests, docs/nfs-model.md); no request gets slower and
+/// the requests that lose RPCs get faster by about their RPC time.
+#[test]
+fn proposed_mount_that_removes_rpcs_is_not_slower() {
+    for mount in ["nocto", "actimeo=3600,nocto"] {
+        let v = predict_json("fpm_nooc-series", &["--mount", mount]);
+        let (b, a) = (&v["latency"]["before"], &v["latency"]["after"]);
+        assert!(a["rpcs"].as_u64() < b["rpcs"].as_u64(), "{mount}");
+        for k in ["p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms"] {
+            assert!(f(&a[k]) <= f(&b[k]), "{mount}: after {k} > before");
+        }
+        assert!(f(&a["mean_ms"]) < f(&b["mean_ms"]), "{mount}");
+        let reqs = v["requests"].as_array().unwrap();
+        for ((lb, la), q) in per_request(&v).into_iter().zip(reqs) {
+            assert!(la <= lb, "{mount}: request {q}");
+            // Nothing is shared at this load: the saving is the removed
+            // RPCs (0.5 ms round trip + 0.5 ms service each), less the
+            // local cost (1.6 us) of a call left without any RPC.
+            let removed = rpc_sum(&q["before"]["rpc"]) - rpc_sum(&q["after"]["rpc"]);
+            let most = removed as f64;
+            let least = most * (1.0 - 0.0016);
+            assert!(
+                lb - la > least - 0.01 && lb - la < most + 0.01,
+                "{mount}: saved {} ms, {removed} RPCs removed",
+                lb - la
+            );
+        }
+    }
+}
+
+/// OPcache without timestamp validation drops the revalidation stats
+/// (GETATTRs once the attribute cache has expired).
+#[test]
+fn validate_timestamps_off_is_not_slower() {
+    let v = predict_json(
+        "fpm_oc_rf2-series",
+        &["--php", "opcache.validate_timestamps=0"],
+    );
+    let (b, a) = (&v["latency"]["before"], &v["latency"]["after"]);
+    assert!(a["rpcs"].as_u64() < b["rpcs"].as_u64());
+    assert!(f(&a["mean_ms"]) < f(&b["mean_ms"]));
+    for (lb, la) in per_request(&v) {
+        assert!(la <= lb, "after {la} > before {lb}");
+    }
+}
+
+/// Raising the round trip adds exactly (new - old) ms per RPC to a request
+/// whose RPCs meet no queue.
+#[test]
+fn higher_rtt_raises_latency_by_the_rpc_count() {
+    let lo = predict_json("fpm_nooc-series", &["--mount", "nocto", "--rtt", "0.5"]);
+    let hi = predict_json("fpm_nooc-series", &["--mount", "nocto", "--rtt", "5"]);
+    for side in ["before", "after"] {
+        assert!(
+            f(&hi["latency"][side]["p50_ms"]) > f(&lo["latency"][side]["p50_ms"]),
+            "{side}"
+        );
+        assert!(f(&hi["latency"][side]["max_ms"]) > f(&lo["latency"][side]["max_ms"]));
+    }
+    let reqs = lo["requests"].as_array().unwrap();
+    for (i, ((bl, al), (bh, ah))) in per_request(&lo)
+        .into_iter()
+        .zip(per_request(&hi))
+        .enumerate()
+    {
+        for (side, l, h) in [("before", bl, bh), ("after", al, ah)] {
+            let n = rpc_sum(&reqs[i][side]["rpc"]) as f64;
+            assert!(
+                ((h - l) - n * 4.5).abs() < 0.05,
+                "request {i} {side}: {l} -> {h} ms with {n} RPCs"
+            );
+        }
+    }
+}
+
+#[test]
+fn same_input_same_json() {
+    let (trace, opts) = lab_run("fpm_nooc-series");
+    for extra in [&[][..], &["--rate", "20", "--workers", "4"][..]] {
+        let mut args = vec![
+            trace.as_str(),
+            "--from-mount",
+            opts.as_str(),
+            "--nfs-root",
+            "/mnt/nfs",
+            "--mount",
+            "nocto",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let a = predict(&args);
+        let b = predict(&args);
+        assert!(a.status.success());
+        assert_eq!(a.stdout, b.stdout, "{extra:?}");
+    }
+}
+
+/// A synthetic rate past the pool's capacity queues requests in the
+/// backlog: latency far above the replayed one, every request still ends.
+#[test]
+fn synthetic_rate_and_small_pool_queue() {
+    let replay = predict_json("fpm_nooc-series", &[]);
+    let v = predict_json("fpm_nooc-series", &["--rate", "5", "--workers", "2"]);
+    let l = &v["latency"];
+    assert_eq!(l["params"]["arrivals"], "poisson");
+    assert_eq!(f(&l["params"]["rate_per_s"]), 5.0);
+    // ~1.9 s per request on 2 workers serves ~1 request/s: overloaded.
+    assert!(f(&l["before"]["p50_ms"]) > 10.0 * f(&replay["latency"]["before"]["max_ms"]));
+    let s = &l["before"];
+    assert!(s["served"].as_u64().unwrap() + s["dropped"].as_u64().unwrap() > 4);
+}
+
+#[test]
+fn without_nfs_options_latency_is_not_simulated() {
+    let (trace, _) = lab_run("fpm_nooc-series");
+    let out = predict(&[&trace, "--rtt", "3", "--format", "json"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["latency"]["simulated"], false);
+    let reason = v["latency"]["reason"].as_str().unwrap();
+    assert!(reason.contains("not simulated") && reason.contains("--rtt"));
+    assert!(v["latency"].get("before").is_none());
+    for q in v["requests"].as_array().unwrap() {
+        assert!(q["before"].get("latency_ms").is_none());
+    }
+    let text = predict(&[&trace]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("latency is not simulated"));
+}
+
+#[test]
+fn text_shows_latency_beside_rpcs_and_the_assumptions() {
+    let (trace, opts) = lab_run("fpm_nooc-series");
+    let out = predict(&[
+        &trace,
+        "--from-mount",
+        &opts,
+        "--nfs-root",
+        "/mnt/nfs",
+        "--mount",
+        "nocto",
+    ]);
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    let header = t
+        .lines()
+        .find(|l| l.contains("GETATTR") || (l.contains(" G ") && l.contains("ttfb_ms")))
+        .unwrap_or_else(|| panic!("no RPC header with ttfb_ms:\n{t}"));
+    assert_eq!(header.matches("ttfb_ms").count(), 2, "{header}");
+    assert!(t.contains("latency (simulated estimate, TTFB ms)"));
+    assert!(t.contains("assumed:") && t.contains("(--rtt, default)"));
+}
+
+#[test]
+fn bad_simulator_flags_name_the_flag() {
+    let (trace, opts) = lab_run("fpm_nooc-series");
+    for (flag, val) in [
+        ("--workers", "0"),
+        ("--rate", "0"),
+        ("--burst", "10"),
+        ("--rtt", "nan"),
+        ("--slots", "0"),
+    ] {
+        let out = predict(&[
+            &trace,
+            "--from-mount",
+            &opts,
+            "--nfs-root",
+            "/mnt/nfs",
+            flag,
+            val,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {val}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{flag}: {err}");
+    }
+}
