@@ -32,9 +32,11 @@ use statstorm_trace::Trace;
 use std::io::Write;
 
 /// Cost of a filesystem call that sends no RPC, in microseconds: a cached
-/// `stat()` measured on the development machine (Linux 6.1, ext4) with
-/// `python3 -c "import os,time; ..."` (1,000,000 `os.stat` calls minus an
-/// empty loop: 1.6 µs, the Python call overhead included).
+/// `stat()` measured on the development machine (Linux 6.18, ext4):
+/// 1,000,000 `os.stat("/usr/share/php")` calls in `python3` minus an empty
+/// loop gave 1.6 µs per call, the Python call overhead included (a PHP
+/// loop of `clearstatcache(); stat()` gave 2.3 µs). docs/simulator.md has
+/// the commands.
 pub const LOCAL_OP_US: f64 = 1.6;
 
 /// Seed of the simulator's random streams (fixed: the same input gives the
@@ -421,6 +423,12 @@ pub fn compute(
         "CPU (and any other non-filesystem) time of a request = its recorded wall time minus the \
          recorded durations (strace -T) of its filesystem calls, spread between the calls in \
          proportion to the recorded gaps, the same before and after"
+            .into(),
+    );
+    assumptions.push(
+        "the trace's timings include strace's own cost (ptrace stops: about 45 us per syscall on \
+         the development machine, docs/simulator.md), which falls between the calls and so \
+         counts as CPU time: latencies run high by that much per recorded syscall"
             .into(),
     );
     if untimed > 0 {
