@@ -12,7 +12,11 @@ fn lab() -> PathBuf {
 /// The lab trace `strace/3/defaults/<name>.strace.gz` and the mount
 /// options it ran under (from runs.jsonl).
 fn lab_run(name: &str) -> (String, String) {
-    let rel = format!("strace/3/defaults/{name}.strace.gz");
+    lab_run_vers("3", name)
+}
+
+fn lab_run_vers(vers: &str, name: &str) -> (String, String) {
+    let rel = format!("strace/{vers}/defaults/{name}.strace.gz");
     let runs = std::fs::read_to_string(lab().join("runs.jsonl"))
         .expect("../shared/fixtures/nfs-lab/runs.jsonl (the NFS lab fixtures) must exist");
     let opts = runs
@@ -38,7 +42,11 @@ fn predict(args: &[&str]) -> std::process::Output {
 }
 
 fn predict_json(name: &str, extra: &[&str]) -> Value {
-    let (trace, opts) = lab_run(name);
+    predict_json_vers("3", name, extra)
+}
+
+fn predict_json_vers(vers: &str, name: &str, extra: &[&str]) -> Value {
+    let (trace, opts) = lab_run_vers(vers, name);
     let mut args = vec![
         trace.as_str(),
         "--from-mount",
@@ -299,4 +307,57 @@ fn bad_simulator_flags_name_the_flag() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(flag), "{flag}: {err}");
     }
+}
+
+/// On NFSv4.1 `--slots` is the session slot table (R44): 40 workers near
+/// saturation with one slot wait for it, with 64 they do not.
+#[test]
+fn slots_are_session_slots_on_v41() {
+    let run = |slots: &str| {
+        predict_json_vers(
+            "4.1",
+            "fpm_nooc-series",
+            &["--rate", "20", "--workers", "40", "--slots", slots],
+        )["latency"]
+            .take()
+    };
+    let (one, many) = (run("1"), run("64"));
+    assert_eq!(one["params"]["slots_before"]["vers"], "4.1");
+    assert_eq!(
+        one["params"]["slots_before"]["session_slots"].as_u64(),
+        Some(1)
+    );
+    assert_eq!(
+        many["params"]["slots_after"]["session_slots"].as_u64(),
+        Some(64)
+    );
+    assert!(f(&one["before"]["max_slot_wait_ms"]) > 0.0);
+    assert_eq!(f(&many["before"]["max_slot_wait_ms"]), 0.0);
+    assert!(f(&one["before"]["mean_ms"]) > f(&many["before"]["mean_ms"]));
+}
+
+/// With an IOPS budget the server queues RPCs; a pool held up by them
+/// refuses requests (502). The proposed mount, with fewer RPCs, refuses
+/// fewer.
+#[test]
+fn iops_budget_drops_fewer_requests_after() {
+    let v = predict_json(
+        "fpm_nooc-series",
+        &[
+            "--mount",
+            "actimeo=3600,nocto",
+            "--rate",
+            "2",
+            "--workers",
+            "4",
+            "--iops",
+            "200",
+        ],
+    );
+    let l = &v["latency"];
+    assert_eq!(f(&l["params"]["iops"]), 200.0);
+    assert_eq!(f(&l["params"]["burst"]), 200.0);
+    let (b, a) = (&l["before"], &l["after"]);
+    assert!(b["dropped"].as_u64().unwrap() > a["dropped"].as_u64().unwrap());
+    assert!(f(&b["p50_ms"]) > f(&a["p50_ms"]));
 }
