@@ -295,7 +295,9 @@ pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
 /// Splits `3</a/b>` into (`3`, `/a/b`). With `-yy`, a device decoration
 /// (`/dev/null<char 1:3>`) is nested; the outer text is returned whole.
 pub(crate) fn split_deco(s: &[u8]) -> (&[u8], Option<&[u8]>) {
-    match memchr::memchr(b'<', s) {
+    // Short haystacks (`3</a/b>`, `AT_FDCWD`): a plain loop beats
+    // memchr's dispatch.
+    match s.iter().position(|&c| c == b'<') {
         Some(i) if s.last() == Some(&b'>') && s.len() >= i + 2 => {
             (&s[..i], Some(&s[i + 1..s.len() - 1]))
         }

@@ -218,7 +218,7 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
     };
     let rest = pre.rest;
     if let Some(r) = rest.strip_prefix(b"<... ") {
-        return match (pre.pid, memchr::memmem::find(r, b" resumed>")) {
+        return match (pre.pid, find_resumed(r)) {
             (PidTok::Column(pid), Some(end)) if pid != 0 => Class::Resumed {
                 pid,
                 ts: pre.ts,

@@ -677,7 +677,7 @@ impl Parser {
         r: &[u8],
         sink: &mut S,
     ) -> Result<(), SkipReason> {
-        let end = memchr::memmem::find(r, b" resumed>").ok_or(SkipReason::Unrecognized)?;
+        let end = find_resumed(r).ok_or(SkipReason::Unrecognized)?;
         let name = &r[..end];
         let tail = &r[end + 9..];
         let p = match self.pending.remove(&pid) {
@@ -1018,7 +1018,8 @@ impl Decoder {
             return;
         }
         // `6</dev/null<char 1:3>>` (-yy) has a blank inside the decoration.
-        let tok = match memchr(b'<', tok) {
+        // Short haystacks: a plain loop beats memchr's dispatch.
+        let tok = match tok.iter().position(|&c| c == b'<') {
             Some(i) => {
                 let mut depth = 0usize;
                 let mut end = r.len();
@@ -1257,7 +1258,8 @@ fn split_call(after: &[u8]) -> Option<(&[u8], &[u8], Option<u64>)> {
     let mut ret = args::trim(rest);
     let mut dur = None;
     if ret.last() == Some(&b'>') {
-        if let Some(lt) = memrchr(b'<', ret) {
+        // `<dur>` is the last few bytes: a plain backward loop.
+        if let Some(lt) = ret.iter().rposition(|&c| c == b'<') {
             if let Some(d) = args::parse_secs_us(&ret[lt + 1..ret.len() - 1]) {
                 dur = Some(d);
                 ret = args::trim(&ret[..lt]);
@@ -1268,6 +1270,21 @@ fn split_call(after: &[u8]) -> Option<(&[u8], &[u8], Option<u64>)> {
         return None;
     }
     Some((args_text, ret, dur))
+}
+
+/// Where ` resumed>` starts in the text after `<... ` (the same as
+/// `memmem::find`, without building a searcher when the name is followed
+/// by it, as in every line strace writes).
+pub(crate) fn find_resumed(r: &[u8]) -> Option<usize> {
+    let i = r
+        .iter()
+        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+        .unwrap_or(r.len());
+    if r[i..].starts_with(b" resumed>") {
+        // No earlier match: one would start with a blank before `i`.
+        return Some(i);
+    }
+    memchr::memmem::find(r, b" resumed>")
 }
 
 fn skip_ws(mut s: &[u8]) -> &[u8] {
