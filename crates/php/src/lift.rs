@@ -954,12 +954,30 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     }
 }
 
+/// Operations a request keeps as its own when it takes a template:
+/// unmodelled (raw) calls, and writes — `unlink`/`rename`/`rmdir`/`mkdir`
+/// and opens that create or write a file. No cache hides a write (each is
+/// a syscall every time, R57/R74), so a request's writes are exactly the
+/// ones it made: a write that happens only in some requests (a lock file,
+/// a cache rebuild) is not replayed into the others, where it would clear
+/// their realpath cache (R57).
+fn own_op(o: &PhpOp) -> bool {
+    match &o.kind {
+        PhpOpKind::Raw { .. } | PhpOpKind::Write { .. } => true,
+        PhpOpKind::Open { flags, .. } => {
+            flags & (Flags::O_CREAT | Flags::O_WRONLY | Flags::O_RDWR | Flags::O_TRUNC) != 0
+        }
+        _ => false,
+    }
+}
+
 /// Caches hide work: an OPcache hit or a warm realpath cache shows no
 /// syscall. For requests of the same entry script, the request with the
 /// most PHP operations is the template; a request whose visible
 /// operations are a subsequence of the template's (scripts matched by
 /// path whether compiled or revalidated) is taken to have run the
-/// template, keeping its own unmodelled (raw) calls.
+/// template, keeping its own unmodelled (raw) calls and its own writes
+/// ([`own_op`]).
 fn apply_templates(reqs: &mut [WorkRequest]) {
     let scripts: Vec<String> = {
         let mut s: Vec<String> = reqs.iter().filter_map(|r| r.script.clone()).collect();
@@ -973,12 +991,7 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
         None
     };
     let mut templates: HashMap<String, usize> = HashMap::new();
-    let modelled = |r: &WorkRequest| {
-        r.ops
-            .iter()
-            .filter(|o| !matches!(o.kind, PhpOpKind::Raw { .. }))
-            .count()
-    };
+    let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own_op(o)).count();
     for (i, r) in reqs.iter().enumerate() {
         let Some(s) = r.script.clone().or_else(|| only.clone()) else {
             continue;
@@ -1003,7 +1016,7 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
             continue;
         }
         let tpl = &snapshot[t];
-        let own = |o: &PhpOp| matches!(o.kind, PhpOpKind::Raw { .. });
+        let own = own_op;
         let keys = |ops: &[PhpOp]| -> Vec<(String, String)> {
             ops.iter()
                 .filter(|o| !own(o))
@@ -1021,8 +1034,38 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
             .map(|(a, b)| (a.as_str(), b.as_str()))
             .collect();
         if m.len() <= t2.len() && is_subsequence(&m, &t2) {
-            let mut ops: Vec<PhpOp> = tpl.ops.iter().filter(|o| !own(o)).cloned().collect();
-            ops.extend(r.ops.iter().filter(|o| own(o)).cloned());
+            let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
+            // each own write goes right after the template operation
+            // matched to the request's last modelled operation before it
+            // (the template's offsets differ from the request's)
+            let mut after: Vec<Vec<PhpOp>> = vec![Vec::new(); base.len() + 1];
+            let mut k = 0; // template operations matched so far
+            for o in &r.ops {
+                if own(o) && !matches!(o.kind, PhpOpKind::Raw { .. }) {
+                    let mut w = o.clone();
+                    if k > 0 {
+                        w.t_off_us = base[k - 1].t_off_us;
+                    }
+                    after[k].push(w);
+                } else if !own(o) {
+                    let key = o.kind.key();
+                    while k < base.len() && base[k].kind.key() != key {
+                        k += 1;
+                    }
+                    k = (k + 1).min(base.len());
+                }
+            }
+            let mut ops: Vec<PhpOp> = after[0].drain(..).collect();
+            for (i, b) in base.iter().enumerate() {
+                ops.push((*b).clone());
+                ops.append(&mut after[i + 1]);
+            }
+            ops.extend(
+                r.ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, PhpOpKind::Raw { .. }))
+                    .cloned(),
+            );
             ops.sort_by_key(|o| o.t_off_us);
             r.ops = ops;
             r.script = Some(s);
@@ -1179,6 +1222,89 @@ mod tests {
             errno: err.then(|| "ENOENT".to_string()),
             bytes: if kind == OpKind::Read { 100 } else { 0 },
         }
+    }
+
+    fn req(pid: u32, ops: Vec<PhpOp>) -> WorkRequest {
+        WorkRequest {
+            pid,
+            start_us: 0,
+            end_us: 1000,
+            request_time_us: 0,
+            cli: false,
+            script: script_of(&ops),
+            from_template: false,
+            ops,
+        }
+    }
+
+    #[test]
+    fn templates_do_not_copy_writes() {
+        let compile = |t: i64, path: &str, via: Via| PhpOp {
+            t_off_us: t,
+            kind: PhpOpKind::Compile {
+                path: path.into(),
+                resolve_as: None,
+                probes: vec![],
+                via,
+                resolves: 1,
+                fstats: 1,
+                reads: 1,
+                keep_open: false,
+            },
+        };
+        let write = |t: i64, path: &str| PhpOp {
+            t_off_us: t,
+            kind: PhpOpKind::Write {
+                op: op(t, OpKind::Unlink, path, false),
+            },
+        };
+        let create = |t: i64, path: &str| PhpOp {
+            t_off_us: t,
+            kind: PhpOpKind::Open {
+                path: path.into(),
+                resolve_as: None,
+                resolves: 1,
+                flags: Flags::O_CREAT | Flags::O_WRONLY,
+            },
+        };
+        let main = || PhpOp {
+            t_off_us: 1,
+            kind: PhpOpKind::Revalidate {
+                path: "/w/index.php".into(),
+                resolves: 0,
+            },
+        };
+        // the fullest request removes a lock file and creates a cache file
+        let a = req(
+            1,
+            vec![
+                compile(1, "/w/index.php", Via::Main),
+                compile(5, "/w/a.php", Via::Include),
+                create(7, "/w/cache/x"),
+                write(8, "/w/lock"),
+                compile(10, "/w/b.php", Via::Include),
+            ],
+        );
+        // caches hid its includes; it wrote nothing
+        let b = req(2, vec![main()]);
+        // caches hid its includes; it removed another file
+        let c = req(1, vec![main(), write(9, "/w/other")]);
+        let mut reqs = vec![a, b, c];
+        apply_templates(&mut reqs);
+        let writes = |r: &WorkRequest| -> Vec<String> {
+            r.ops
+                .iter()
+                .filter(|o| own_op(o))
+                .map(|o| o.kind.key().1.to_string())
+                .collect()
+        };
+        assert!(reqs[1].from_template && reqs[2].from_template);
+        let scripts = |r: &WorkRequest| r.ops.iter().filter(|o| o.kind.key().0 == "script").count();
+        assert_eq!(scripts(&reqs[1]), 3);
+        assert_eq!(scripts(&reqs[2]), 3);
+        assert_eq!(writes(&reqs[0]), ["/w/cache/x", "/w/lock"]);
+        assert!(writes(&reqs[1]).is_empty());
+        assert_eq!(writes(&reqs[2]), ["/w/other"]);
     }
 
     #[test]

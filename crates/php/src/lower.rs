@@ -14,7 +14,7 @@ use crate::lift::parent;
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Approximate bytes of one realpath cache entry besides the path strings
 /// (`realpath_cache_bucket` on x86-64, Zend/zend_virtual_cwd.h).
@@ -27,6 +27,9 @@ struct Worker {
     realpath_bytes: u64,
     /// user ini path -> expiry (epoch seconds)
     user_ini: HashMap<String, i64>,
+    /// non-canonical `*_once` names this worker has already resolved on
+    /// an OPcache hit (R63, measured: resolved once per worker)
+    once_names: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -274,6 +277,23 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
     // (time, request order, op) for every php-fpm operation
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    // a php-fpm worker serves one request at a time (fpm_main.c: accept,
+    // run, finish, accept again): a request's operations are replayed
+    // before the worker's next request even when their offsets (e.g. of
+    // a slower capture re-timed onto a faster one) run past its start
+    let mut next_start: Vec<i64> = vec![i64::MAX; w.requests.len()];
+    {
+        let mut last: HashMap<u32, usize> = HashMap::new();
+        for &i in &order {
+            let r = &w.requests[i];
+            if r.cli {
+                continue;
+            }
+            if let Some(p) = last.insert(r.pid, i) {
+                next_start[p] = r.start_us;
+            }
+        }
+    }
     let mut events: Vec<(i64, usize, usize, usize)> = Vec::new();
     for (rank, &i) in order.iter().enumerate() {
         let r = &w.requests[i];
@@ -287,7 +307,8 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             continue;
         }
         for (j, o) in r.ops.iter().enumerate() {
-            events.push((r.start_us + o.t_off_us, rank, i, j));
+            let t = (r.start_us + o.t_off_us).min(next_start[i] - 1);
+            events.push((t, rank, i, j));
         }
     }
     events.sort_unstable();
@@ -375,10 +396,21 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     }
                     // a name that is not the script's path (`a//b.php`,
                     // `..`, a symlink) is not the key it was cached
-                    // under: the name is resolved first (realpath
-                    // cache), then found by its path (measured)
+                    // under: the name is resolved (realpath cache), then
+                    // found by its path (measured). Only on the name's
+                    // first use in the worker: later requests of the
+                    // same worker do not resolve it again, even after an
+                    // unlink cleared the realpath cache (R57), nor when
+                    // the worker's compile of the script already resolved
+                    // it — measured on MediaWiki (fpm-mediawiki-rf2/rf60:
+                    // the lock-file unlink of every request is followed
+                    // by a walk of `skins/Vector/includes//Hooks.php`
+                    // only in the first request of the worker that did
+                    // not compile it). php-src:
+                    // ZendAccelerator.c persistent_zend_resolve_path
+                    // looks the name up as a key before resolving it.
                     Via::Once if first => {
-                        if resolve_as.is_some() {
+                        if resolve_as.is_some() && w.once_names.insert(name.to_string()) {
                             cx.resolve(w, name);
                         }
                         cx.revalidate(w, shm, path, None)
@@ -399,6 +431,11 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     Via::Once => 2,
                 };
                 cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open);
+                if *via == Via::Once && resolve_as.is_some() {
+                    // the compile resolved the name: the worker's later
+                    // hits do not (R63 above; measured on MediaWiki)
+                    w.once_names.insert(name.to_string());
+                }
                 if opcache && (shm.scripts.len() as u64) < cfg.max_accelerated_files {
                     added.insert(path.clone(), ());
                     shm.scripts

@@ -15,20 +15,21 @@
 mod common;
 use common::*;
 
-/// Pairs known not to meet the tolerance, with the reason; printed, not
-/// asserted (and reported as open in docs/php-model.md).
-const KNOWN_GAPS: &[(&str, &str, &str)] = &[
-    (
-        "fpm-mediawiki-rp0",
-        "fpm-mediawiki-rf2",
-        "MediaWiki removes a lock file (unlink: realpath cache cleared, R57) only in a worker's first request; the template replays it in later requests, whose re-walks are then predicted without OPcache hiding them (~10% more newfstatat)",
-    ),
-    (
-        "fpm-mediawiki-rp0",
-        "fpm-mediawiki-rf60",
-        "as fpm-mediawiki-rp0 -> fpm-mediawiki-rf2",
-    ),
-];
+/// Requests of asserted pairs that are not asserted, with the reason
+/// (printed in the table; the test checks the reason still holds).
+/// MediaWiki checks its job queue (`statstorm_mw_jobqueue.sqlite`: an
+/// `access`, libsqlite3's root-first walk, four opens) in some requests
+/// only, depending on its object cache, not on PHP's settings: the last
+/// request of the rp0 capture did not (acce=8, 1113 opens, against 9 and
+/// 1117 in its other requests), the last request of the rf60 capture did.
+/// With that request left out, rp0 -> rf60 is within 5% (rp0 -> rf2: all
+/// requests asserted).
+const KNOWN_GAPS: &[(&str, &str, usize, &str)] = &[(
+    "fpm-mediawiki-rp0",
+    "fpm-mediawiki-rf60",
+    7,
+    "MediaWiki did not check its job queue in the source's request 7 but did in the target's (application state, not PHP settings)",
+)];
 
 #[test]
 fn predictions_match_real_captures_of_other_configs() {
@@ -36,6 +37,16 @@ fn predictions_match_real_captures_of_other_configs() {
     let loaded: Vec<Loaded> = caps.iter().map(load).collect();
     let c = cross(&caps, &loaded, KNOWN_GAPS);
     print_cross(&c);
+    // the reason for each known gap still holds: the source request made
+    // fewer access() calls (the job-queue check) than the target request
+    for (a, b, i, _) in KNOWN_GAPS {
+        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
+        let (la, lb) = (&loaded[find(a)], &loaded[find(b)]);
+        assert!(
+            la.real[*i]["access"] < lb.real[*i]["access"],
+            "{a} -> {b} request {i}: the job-queue difference is gone; assert the request again"
+        );
+    }
     // the complete sources must cover every workload and SAPI
     assert!(c.asserted >= 40, "too few complete sources: {}", c.asserted);
     assert!(
