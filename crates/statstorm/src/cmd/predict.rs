@@ -270,6 +270,10 @@ pub fn run(args: Args) -> Result<i32> {
         notes.extend(proposed.apply_ini_file(p)?);
     }
     notes.extend(proposed.apply_flags(&args.php)?);
+    // what a capture made with caches on cannot show: a lower bound
+    notes.extend(statstorm_php::predict::hidden_work_notes(
+        &w, &recorded, &proposed,
+    ));
     // lower
     let preds = predict_workload(&w, &recorded, &proposed);
     let templated = preds.iter().filter(|p| p.from_template).count();
