@@ -57,8 +57,9 @@ fn skip_string(s: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Finds the `)` that closes the argument list. `s` starts just after the
-/// opening `(`. Parentheses inside quoted strings do not count.
-#[inline]
+/// opening `(`. Parentheses inside quoted strings do not count. The parser
+/// uses [`scan_call`]; this is the reference its test compares with.
+#[cfg(test)]
 pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = 0;
@@ -80,6 +81,66 @@ pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
         }
     }
     None
+}
+
+/// The bytes [`scan_call`] acts on: quotes, brackets, commas.
+static CALL_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut k = 0;
+    let special = b"\"()[]{},";
+    while k < special.len() {
+        t[special[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+/// [`find_close_paren`] and [`split_args`] (with `want` = [`MAX_ARGS`]) in
+/// one pass: returns the index of the `)` that closes the argument list
+/// (parentheses counted outside quoted strings, exactly as
+/// `find_close_paren`) and fills `out` with the top-level arguments before
+/// it (commas outside strings and outside every bracket kind). For
+/// well-nested brackets, which is all strace prints, the spans are those
+/// of `split_args` on the text before the `)`.
+pub(crate) fn scan_call(s: &[u8], out: &mut ArgList) -> Option<usize> {
+    out.n = 0;
+    let mut start = 0usize;
+    let mut paren = 0usize;
+    let mut other = 0usize;
+    let mut i = 0usize;
+    loop {
+        while i < s.len() && !CALL_SPECIAL[s[i] as usize] {
+            i += 1;
+        }
+        let c = *s.get(i)?;
+        match c {
+            b'"' => {
+                i = skip_string(s, i)?;
+                continue;
+            }
+            b'(' => paren += 1,
+            b')' => {
+                if paren == 0 {
+                    if out.n < MAX_ARGS && (start < i || out.n > 0) {
+                        out.spans[out.n] = (start as u32, i as u32);
+                        out.n += 1;
+                    }
+                    return Some(i);
+                }
+                paren -= 1;
+            }
+            b'[' | b'{' => other += 1,
+            b']' | b'}' => other = other.saturating_sub(1),
+            _ => {
+                if paren == 0 && other == 0 && out.n < MAX_ARGS {
+                    out.spans[out.n] = (start as u32, i as u32);
+                    out.n += 1;
+                    start = i + 1;
+                }
+            }
+        }
+        i += 1;
+    }
 }
 
 /// Skips a bracketed group starting at `s[i]` (`{`, `[` or `(`); returns
@@ -468,6 +529,38 @@ mod tests {
         );
         assert_eq!(decode_string(br#""abc"..."#, &mut out), Some(true));
         assert_eq!(out, b"abc");
+    }
+
+    #[test]
+    fn scan_call_agrees_with_the_two_passes() {
+        let cases: &[&[u8]] = &[
+            br#"AT_FDCWD</srv/www/site28>, "/lib/x86_64-linux-gnu/libz.so.1", {st_mode=S_IFREG|0644, st_size=121280, ...}, AT_SYMLINK_NOFOLLOW) = 0 <0.000014>"#,
+            br#"3, "a)b\")", [{WIFEXITED(s) && WEXITSTATUS(s) == 0}], 0, NULL) = 3"#,
+            br#"5, {sa_family=AF_INET, sin_port=htons(50692), sin_addr=inet_addr("127.0.0.1")}, [112 => 16]) = 3<TCP:[127.0.0.1:9000->127.0.0.1:30021]>"#,
+            b") = 0",
+            b"a,) = 0",
+            b",,) = 0",
+            br#""unclosed) = 0"#,
+            b"(((a) = 0",
+            b"1, 2, 3, 4, 5, 6, 7, 8, 9, 10) = 0",
+            br#""abc"..., 832) = 832"#,
+        ];
+        for &c in cases {
+            let mut a = ArgList::default();
+            let mut b = ArgList::default();
+            let close = find_close_paren(c);
+            assert_eq!(
+                scan_call(c, &mut a),
+                close,
+                "{}",
+                String::from_utf8_lossy(c)
+            );
+            if let Some(close) = close {
+                split_args(&c[..close], &mut b, MAX_ARGS);
+                assert_eq!(a.n, b.n, "{}", String::from_utf8_lossy(c));
+                assert_eq!(a.spans[..a.n], b.spans[..b.n]);
+            }
+        }
     }
 
     #[test]

@@ -259,7 +259,7 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
     if after.ends_with(b"<detached ...>") {
         return Class::Other;
     }
-    match split_call(after) {
+    match dec.split_call(after) {
         Some((argtext, ret, dur)) => {
             let ev = dec.event(&rest[..nlen], argtext, Some(ret), dur, cfg.input);
             Class::Fast(pre.pid, pre.ts, ev)
@@ -360,9 +360,11 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
                     _ => tail,
                 };
                 text.extend_from_slice(tail);
-                let ev = split_call(&text[o.name_len + 1..]).map(|(argtext, ret, dur)| {
-                    dec.event(&text[..o.name_len], argtext, Some(ret), dur, cfg.input)
-                });
+                let ev = dec
+                    .split_call(&text[o.name_len + 1..])
+                    .map(|(argtext, ret, dur)| {
+                        dec.event(&text[..o.name_len], argtext, Some(ret), dur, cfg.input)
+                    });
                 let Some(ev) = ev else {
                     recs.push(Rec::Slow { start: s, end: e });
                     continue;

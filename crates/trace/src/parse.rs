@@ -661,7 +661,7 @@ impl Parser {
                     self.emit(pid, ts_us, line, &rest[..nlen], a, None, None, sink);
                     return Ok(());
                 }
-                let (args, ret, dur) = split_call(after).ok_or(SkipReason::NoResult)?;
+                let (args, ret, dur) = self.dec.split_call(after).ok_or(SkipReason::NoResult)?;
                 self.stats.syscall_lines += 1;
                 let line = self.line_no;
                 self.emit(pid, ts_us, line, &rest[..nlen], args, Some(ret), dur, sink);
@@ -705,7 +705,7 @@ impl Parser {
         };
         text.extend_from_slice(tail);
         let after = &text[p.name_len + 1..];
-        let res = match split_call(after) {
+        let res = match self.dec.split_call(after) {
             Some((args, ret, dur)) => {
                 self.stats.resumed_lines += 1;
                 let name = &text[..p.name_len];
@@ -924,6 +924,9 @@ pub(crate) struct Decoder {
     kinds: Vec<u8>,
     scratch: Vec<u8>,
     argl: ArgList,
+    /// Address and length of the argument text `argl` was split from by
+    /// [`Decoder::split_call`]; consumed by the next [`Decoder::event`].
+    argl_text: (usize, usize),
 }
 
 impl Decoder {
@@ -934,7 +937,21 @@ impl Decoder {
             kinds: Vec::new(),
             scratch: Vec::new(),
             argl: ArgList::default(),
+            argl_text: (0, 0),
         }
+    }
+
+    /// [`split_call`], keeping the argument split for the next
+    /// [`Decoder::event`] on the same text.
+    pub(crate) fn split_call<'a>(
+        &mut self,
+        after: &'a [u8],
+    ) -> Option<(&'a [u8], &'a [u8], Option<u64>)> {
+        let r = split_call(after, &mut self.argl);
+        if let Some((a, _, _)) = r {
+            self.argl_text = (a.as_ptr() as usize, a.len());
+        }
+        r
     }
 
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
@@ -982,6 +999,8 @@ impl Decoder {
         dur: Option<u64>,
         input: u16,
     ) -> Event {
+        let split =
+            std::mem::take(&mut self.argl_text) == (argtext.as_ptr() as usize, argtext.len());
         let (name_id, kind) = self.intern_kind(name);
         let mut ev = Event {
             pid: 0,
@@ -1003,7 +1022,7 @@ impl Decoder {
             self.decode_ret(r, &mut ev);
         }
         if kind != Kind::Other {
-            self.decode_args(argtext, &mut ev);
+            self.decode_args(argtext, split, &mut ev);
         }
         ev
     }
@@ -1058,9 +1077,12 @@ impl Decoder {
         }
     }
 
-    fn decode_args(&mut self, text: &[u8], ev: &mut Event) {
+    /// `split`: `self.argl` already holds the arguments of `text`.
+    fn decode_args(&mut self, text: &[u8], split: bool, ev: &mut Event) {
         let sp = arg_spec(ev.kind);
-        args::split_args(text, &mut self.argl, sp.want(ev.kind));
+        if !split {
+            args::split_args(text, &mut self.argl, sp.want(ev.kind));
+        }
         let al = std::mem::take(&mut self.argl);
         let get = |i: i8| {
             if i < 0 {
@@ -1249,9 +1271,13 @@ fn kind_from_u8(k: u8) -> Kind {
     Kind::ALL.get(k as usize).copied().unwrap_or(Kind::Other)
 }
 
-/// Splits the text after `name(` into (arguments, result, duration).
-fn split_call(after: &[u8]) -> Option<(&[u8], &[u8], Option<u64>)> {
-    let close = args::find_close_paren(after)?;
+/// Splits the text after `name(` into (arguments, result, duration), and
+/// the arguments into `argl` on the way.
+fn split_call<'a>(
+    after: &'a [u8],
+    argl: &mut ArgList,
+) -> Option<(&'a [u8], &'a [u8], Option<u64>)> {
+    let close = args::scan_call(after, argl)?;
     let args_text = &after[..close];
     let rest = skip_ws(&after[close + 1..]);
     let rest = rest.strip_prefix(b"=")?;
