@@ -361,3 +361,37 @@ fn iops_budget_drops_fewer_requests_after() {
     assert!(b["dropped"].as_u64().unwrap() > a["dropped"].as_u64().unwrap());
     assert!(f(&b["p50_ms"]) > f(&a["p50_ms"]));
 }
+
+/// With free RPCs (`--rtt 0 --server-latency 0`) a request's simulated
+/// TTFB is its CPU time, recorded wall time minus the recorded durations
+/// of its filesystem calls, plus 1.6 us per call that sends no RPC.
+#[test]
+fn free_rpcs_leave_the_recorded_cpu_time() {
+    let (trace, _) = lab_run("fpm_nooc-series");
+    let v = predict_json("fpm_nooc-series", &["--rtt", "0", "--server-latency", "0"]);
+    let t = statstorm_trace::read_path(std::path::Path::new(&trace)).unwrap();
+    let split = statstorm_trace::request::split_requests(&t.events, &t.strings);
+    let fs_ms: Vec<f64> = statstorm_php::lift::request_ops(&t, &split)
+        .iter()
+        .map(|ops| ops.iter().filter_map(|o| o.dur_us).sum::<u64>() as f64 / 1e3)
+        .collect();
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), fs_ms.len());
+    for (i, (q, fs)) in reqs.iter().zip(&fs_ms).enumerate() {
+        assert!(*fs > 0.0, "request {i}: the lab traces carry -T durations");
+        let wall_ms = (f(&q["end"]) - f(&q["start"])) * 1e3;
+        let cpu = wall_ms - fs;
+        let calls: u64 = q["before"]["by_syscall"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        let got = f(&q["before"]["latency_ms"]);
+        // epoch seconds as f64 lose ~0.2 us; the engine rounds to 1 us
+        assert!(
+            got > cpu - 0.01 && got < cpu + calls as f64 * 0.0016 + 0.01,
+            "request {i}: {got} ms, CPU {cpu} ms, {calls} calls"
+        );
+    }
+}
