@@ -74,28 +74,8 @@ fn basename(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
 
-/// `p` without `.` components and repeated slashes.
-pub fn normalize(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let mut out = String::with_capacity(p.len());
-    for c in parts {
-        out.push('/');
-        out.push_str(c);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    out
-}
+/// Lexical normalization (one definition, shared with the other model).
+pub use statstorm_trace::op::normalize_path as normalize;
 
 fn is_ancestor(dir: &str, p: &str) -> bool {
     p.len() > dir.len() && p.starts_with(dir) && p.as_bytes()[dir.len()] == b'/'

@@ -25,6 +25,32 @@ use crate::event::{Event, Flags, Interner, Kind, Ret};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// Lexical path normalization shared by the models: collapses `//`, drops
+/// `.`, resolves `..` against the component before it, no trailing slash
+/// (`"/"` for the root). It does not follow symlinks: PHP's realpath and the
+/// kernel's walk do that, each in its own model.
+pub fn normalize_path(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = String::with_capacity(p.len());
+    for c in parts {
+        out.push('/');
+        out.push_str(c);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
 /// What a normalized operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -384,6 +410,14 @@ mod tests {
         assert_eq!((f.kind, f.path.as_str()), (OpKind::Fstat, "/m/a.php"));
         assert_eq!(n.push(&close, &st).unwrap().path, "/m/a.php");
         assert!(n.push(&read_after, &st).is_none(), "fd 3 was closed");
+    }
+
+    #[test]
+    fn normalize_path_is_lexical() {
+        assert_eq!(normalize_path("/m//a/./b/../c.php"), "/m/a/c.php");
+        assert_eq!(normalize_path("/"), "/");
+        assert_eq!(normalize_path("/.."), "/");
+        assert_eq!(normalize_path("/a/b/"), "/a/b");
     }
 
     #[test]

@@ -282,29 +282,8 @@ impl ServerChange {
     }
 }
 
-/// Lexical normalization: collapse `//`, drop `.`, resolve `..`, no
-/// trailing slash.
-pub fn normalize(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let mut s = String::with_capacity(p.len());
-    for c in parts {
-        s.push('/');
-        s.push_str(c);
-    }
-    if s.is_empty() {
-        s.push('/');
-    }
-    s
-}
+/// Lexical normalization (one definition, shared with the other model).
+pub use statstorm_trace::op::normalize_path as normalize;
 
 fn parent_of(p: &str) -> &str {
     match p.rfind('/') {
