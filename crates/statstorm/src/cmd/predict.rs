@@ -479,26 +479,7 @@ fn render(args: &Args, r: &Report) -> Result<()> {
                     .map(|k| format!("{:>7}", s.get(k)))
                     .collect::<String>()
             };
-            for (i, q) in r.requests.iter().enumerate() {
-                writeln!(
-                    out,
-                    "{:>4} {:>8} {:>17.6} |        {} |       {}",
-                    i,
-                    q.pid,
-                    q.start,
-                    row(&q.before),
-                    row(&q.after)
-                )?;
-            }
-            writeln!(
-                out,
-                "{:>4} {:>8} {:>17} |        {} |       {}",
-                "all",
-                "",
-                "",
-                row(&r.totals.before),
-                row(&r.totals.after)
-            )?;
+            side_rows(&mut out, r, row)?;
             if let Some(n) = &r.nfs {
                 render_rpcs(&mut out, r, n)?;
             }
@@ -566,6 +547,12 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
         t.push_str(&latency::cell(r, s));
         t
     };
+    side_rows(out, r, row)
+}
+
+/// One row per request and a totals row, before and after side by side (the
+/// layout every predict table shares).
+fn side_rows(out: &mut impl Write, r: &Report, row: impl Fn(&Side) -> String) -> Result<()> {
     for (i, q) in r.requests.iter().enumerate() {
         writeln!(
             out,
