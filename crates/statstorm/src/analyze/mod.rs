@@ -27,6 +27,11 @@ pub const BURST_MIN_CALLS: u64 = 20;
 /// Burst seconds closer than this merge into one burst.
 pub const BURST_GAP_S: i64 = 2;
 
+/// `Analyzer::path_slot` value of a path id not seen yet.
+const NO_SLOT: u32 = u32::MAX;
+/// `Analyzer::path_slot` value of the empty path (no slot in `paths`).
+const EMPTY_PATH: u32 = u32::MAX - 1;
+
 /// Per-syscall-name totals.
 #[derive(Default, Clone, Debug)]
 struct NameAgg {
@@ -98,8 +103,9 @@ pub struct Analyzer {
     kinds: Vec<NameAgg>,
     kind_name: Vec<Option<PathId>>,
     other: HashMap<u32, NameAgg, FastHash>,
-    /// Slot in `paths` of each path id (`u32::MAX`: none yet): an array
-    /// index per event instead of a hash lookup.
+    /// Slot in `paths` of each path id (`NO_SLOT`: not seen yet,
+    /// `EMPTY_PATH`: the empty string): an array index per event instead
+    /// of a hash lookup, and the interner read once per distinct path.
     path_slot: Vec<u32>,
     paths: Vec<(u32, PathAgg)>,
     procs: Vec<ProcAgg>,
@@ -250,6 +256,28 @@ impl Analyzer {
         }
     }
 
+    /// Slot of path `p` in `paths`, created on first sight; `EMPTY_PATH`
+    /// for the empty string (which gets no slot).
+    #[inline]
+    fn path_slot(&mut self, p: PathId, strings: &Interner) -> u32 {
+        let i = p.0 as usize;
+        if i >= self.path_slot.len() {
+            self.path_slot.resize(i + 1, NO_SLOT);
+        }
+        let slot = self.path_slot[i];
+        if slot != NO_SLOT {
+            return slot;
+        }
+        let slot = if strings.bytes(p).is_empty() {
+            EMPTY_PATH
+        } else {
+            self.paths.push((p.0, PathAgg::default()));
+            (self.paths.len() - 1) as u32
+        };
+        self.path_slot[i] = slot;
+        slot
+    }
+
     fn proc_slot(&mut self, pid: u32) -> usize {
         if let Some((p, i)) = self.last_pid {
             if p == pid {
@@ -331,7 +359,8 @@ impl Analyzer {
         }
         let enoent = errno.is_some() && errno == self.enoent_id;
         // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` is an fstat: no path.
-        let path = ev.path.filter(|p| !strings.bytes(*p).is_empty());
+        let slot = ev.path.map_or(EMPTY_PATH, |p| self.path_slot(p, strings));
+        let path = ev.path.filter(|_| slot != EMPTY_PATH);
 
         // Totals by name.
         let na = if ev.kind == Kind::Other {
@@ -355,16 +384,8 @@ impl Analyzer {
         }
 
         // Paths.
-        if let Some(p) = path {
-            let i = p.0 as usize;
-            if i >= self.path_slot.len() {
-                self.path_slot.resize(i + 1, u32::MAX);
-            }
-            if self.path_slot[i] == u32::MAX {
-                self.path_slot[i] = self.paths.len() as u32;
-                self.paths.push((p.0, PathAgg::default()));
-            }
-            let pa = &mut self.paths[self.path_slot[i] as usize].1;
+        if path.is_some() {
+            let pa = &mut self.paths[slot as usize].1;
             pa.calls += 1;
             if errno.is_some() {
                 pa.errors += 1;
