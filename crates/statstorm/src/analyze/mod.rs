@@ -43,13 +43,78 @@ struct NameAgg {
     errnos: Vec<(u32, u64)>,
 }
 
-#[derive(Default, Clone, Debug)]
-struct PathAgg {
+/// The per-event counters of one path, one cache line per path: every
+/// event with a path touches exactly this record (the rest of a path's
+/// figures, rarely touched, are in [`PathCold`]).
+#[derive(Clone, Debug)]
+#[repr(C, align(64))]
+struct PathHot {
     calls: u64,
     enoent: u64,
     errors: u64,
-    /// (name id, count).
-    by_name: Counts,
+    /// Calls per name id: up to three inline, the rest in
+    /// `Analyzer::path_more[more]` (`NO_MORE`: none). An inline counter
+    /// that reaches `u32::MAX` continues there under the same key.
+    names: [(u32, u32); 3],
+    n: u32,
+    more: u32,
+}
+
+const NO_MORE: u32 = u32::MAX;
+
+impl PathHot {
+    fn new() -> Self {
+        PathHot {
+            calls: 0,
+            enoent: 0,
+            errors: 0,
+            names: [(0, 0); 3],
+            n: 0,
+            more: NO_MORE,
+        }
+    }
+
+    #[inline]
+    fn bump(&mut self, key: u32, more: &mut Vec<Vec<(u32, u64)>>) {
+        let mut full = false;
+        for e in &mut self.names[..self.n as usize] {
+            if e.0 == key {
+                if e.1 < u32::MAX {
+                    e.1 += 1;
+                    return;
+                }
+                full = true;
+                break;
+            }
+        }
+        if !full && (self.n as usize) < self.names.len() {
+            self.names[self.n as usize] = (key, 1);
+            self.n += 1;
+            return;
+        }
+        if self.more == NO_MORE {
+            self.more = more.len() as u32;
+            more.push(Vec::new());
+        }
+        bump(&mut more[self.more as usize], key);
+    }
+
+    fn iter<'a>(&'a self, more: &'a [Vec<(u32, u64)>]) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let extra: &[(u32, u64)] = match self.more {
+            NO_MORE => &[],
+            m => &more[m as usize],
+        };
+        self.names[..self.n as usize]
+            .iter()
+            .map(|&(k, c)| (k, c as u64))
+            .chain(extra.iter().copied())
+    }
+}
+
+/// What is kept per path besides [`PathHot`].
+#[derive(Clone, Debug)]
+struct PathCold {
+    id: u32,
     /// Realpath walks that resolved this path, and their lstat calls.
     walks: u64,
     walk_lstats: u64,
@@ -107,7 +172,12 @@ pub struct Analyzer {
     /// `EMPTY_PATH`: the empty string): an array index per event instead
     /// of a hash lookup, and the interner read once per distinct path.
     path_slot: Vec<u32>,
-    paths: Vec<(u32, PathAgg)>,
+    /// Per slot: the per-event counters ...
+    path_hot: Vec<PathHot>,
+    /// ... the rest ...
+    paths: Vec<PathCold>,
+    /// ... and name counts beyond the three inline ones.
+    path_more: Vec<Vec<(u32, u64)>>,
     procs: Vec<ProcAgg>,
     proc_index: HashMap<u32, usize, FastHash>,
     last_pid: Option<(u32, usize)>,
@@ -237,7 +307,9 @@ impl Analyzer {
             kind_name: vec![None; Kind::ALL.len() + 1],
             other: HashMap::default(),
             path_slot: Vec::new(),
+            path_hot: Vec::new(),
             paths: Vec::new(),
+            path_more: Vec::new(),
             procs: Vec::new(),
             proc_index: HashMap::default(),
             last_pid: None,
@@ -271,7 +343,12 @@ impl Analyzer {
         let slot = if strings.bytes(p).is_empty() {
             EMPTY_PATH
         } else {
-            self.paths.push((p.0, PathAgg::default()));
+            self.paths.push(PathCold {
+                id: p.0,
+                walks: 0,
+                walk_lstats: 0,
+            });
+            self.path_hot.push(PathHot::new());
             (self.paths.len() - 1) as u32
         };
         self.path_slot[i] = slot;
@@ -326,7 +403,7 @@ impl Analyzer {
         };
         // The resolved path was lstat'ed, so it has a slot.
         if let Some(&slot) = self.path_slot.get(resolved.0 as usize) {
-            if let Some((_, pa)) = self.paths.get_mut(slot as usize) {
+            if let Some(pa) = self.paths.get_mut(slot as usize) {
                 pa.walks += 1;
                 pa.walk_lstats += run.len as u64;
             }
@@ -385,7 +462,7 @@ impl Analyzer {
 
         // Paths.
         if path.is_some() {
-            let pa = &mut self.paths[slot as usize].1;
+            let pa = &mut self.path_hot[slot as usize];
             pa.calls += 1;
             if errno.is_some() {
                 pa.errors += 1;
@@ -393,7 +470,7 @@ impl Analyzer {
             if enoent {
                 pa.enoent += 1;
             }
-            pa.by_name.bump(ev.name.0);
+            pa.bump(ev.name.0, &mut self.path_more);
         }
 
         // Time series.
@@ -850,23 +927,28 @@ fn build_profile(
     for (&id, na) in &a.other {
         add(strings.str(PathId(id)).into_owned(), na, false);
     }
-    let enoent_total: u64 = a.paths.iter().map(|p| p.1.enoent).sum::<u64>();
+    let enoent_total: u64 = a.path_hot.iter().map(|p| p.enoent).sum::<u64>();
 
     // Paths and directories.
-    let mut path_rows: Vec<(&u32, &PathAgg)> = a.paths.iter().map(|(id, pa)| (id, pa)).collect();
+    let mut path_rows: Vec<(&u32, &PathHot)> = a
+        .paths
+        .iter()
+        .zip(&a.path_hot)
+        .map(|(pc, pa)| (&pc.id, pa))
+        .collect();
     path_rows.sort_by(|x, y| {
         y.1.calls
             .cmp(&x.1.calls)
             .then(strings.bytes(PathId(*x.0)).cmp(strings.bytes(PathId(*y.0))))
     });
     let mut dirs: HashMap<&[u8], DirAgg> = HashMap::new();
-    for &(id, ref pa) in &a.paths {
-        let d = dir_of(strings.bytes(PathId(id)));
+    for (pc, pa) in a.paths.iter().zip(&a.path_hot) {
+        let d = dir_of(strings.bytes(PathId(pc.id)));
         let e = dirs.entry(d).or_default();
         e.0 += pa.calls;
         e.1 += pa.enoent;
         e.2 += 1;
-        for (n, c) in pa.by_name.iter() {
+        for (n, c) in pa.iter(&a.path_more) {
             match e.3.iter_mut().find(|x| x.0 == n) {
                 Some(x) => x.1 += c,
                 None => e.3.push((n, c)),
@@ -884,7 +966,7 @@ fn build_profile(
             calls: pa.calls,
             errors: pa.errors,
             enoent: pa.enoent,
-            by_syscall: names_map(pa.by_name.iter(), strings),
+            by_syscall: names_map(pa.iter(&a.path_more), strings),
         })
         .collect();
     let dirs: Vec<DirRow> = dir_rows
@@ -965,8 +1047,8 @@ fn build_profile(
     let mut wf: Vec<(u32, u64, u64)> = a
         .paths
         .iter()
-        .filter(|(_, pa)| pa.walks > 0)
-        .map(|(id, pa)| (*id, pa.walks, pa.walk_lstats))
+        .filter(|pc| pc.walks > 0)
+        .map(|pc| (pc.id, pc.walks, pc.walk_lstats))
         .collect();
     wf.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
     let walks: u64 = wf.iter().map(|v| v.1).sum();
@@ -1168,6 +1250,23 @@ mod tests {
         c.inline[0].1 = u32::MAX;
         c.bump(1);
         let total: u64 = c.iter().filter(|e| e.0 == 1).map(|e| e.1).sum();
+        assert_eq!(total, u32::MAX as u64 + 1);
+    }
+
+    #[test]
+    fn path_counts_inline_and_overflow() {
+        let mut more = Vec::new();
+        let mut c = PathHot::new();
+        assert_eq!(std::mem::size_of::<PathHot>(), 64);
+        for k in [1, 2, 1, 3, 4, 4, 1, 5] {
+            c.bump(k, &mut more);
+        }
+        let mut v: Vec<(u32, u64)> = c.iter(&more).collect();
+        v.sort();
+        assert_eq!(v, vec![(1, 3), (2, 1), (3, 1), (4, 2), (5, 1)]);
+        c.names[0].1 = u32::MAX;
+        c.bump(1, &mut more);
+        let total: u64 = c.iter(&more).filter(|e| e.0 == 1).map(|e| e.1).sum();
         assert_eq!(total, u32::MAX as u64 + 1);
     }
 
