@@ -58,6 +58,10 @@ struct PathHot {
     names: [(u32, u32); 3],
     n: u32,
     more: u32,
+    /// The last `ProcAgg::seen_gen` that stat'ed this path: equal to the
+    /// current generation of a process means the path is in the `seen`
+    /// set of its request piece already (a repeat, no set lookup needed).
+    seen_gen: u64,
 }
 
 const NO_MORE: u32 = u32::MAX;
@@ -71,6 +75,7 @@ impl PathHot {
             names: [(0, 0); 3],
             n: 0,
             more: NO_MORE,
+            seen_gen: 0,
         }
     }
 
@@ -133,6 +138,9 @@ struct ProcAgg {
     /// Current realpath-walk run of this pid.
     run: Run,
     unit: u32,
+    /// Changes whenever the pid's `seen` set starts empty (new request
+    /// piece, exit): see `PathHot::seen_gen`. Never 0.
+    seen_gen: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -181,6 +189,8 @@ pub struct Analyzer {
     procs: Vec<ProcAgg>,
     proc_index: HashMap<u32, usize, FastHash>,
     last_pid: Option<(u32, usize)>,
+    /// Last `ProcAgg::seen_gen` handed out.
+    next_gen: u64,
     units: Vec<UnitAgg>,
     per_sec: HashMap<i64, u64, FastHash>,
     cur_sec: Option<(i64, u64)>,
@@ -313,6 +323,7 @@ impl Analyzer {
             procs: Vec::new(),
             proc_index: HashMap::default(),
             last_pid: None,
+            next_gen: 0,
             units: Vec::new(),
             per_sec: HashMap::default(),
             cur_sec: None,
@@ -376,6 +387,7 @@ impl Analyzer {
                     last_us: None,
                     run: Run::default(),
                     unit: u32::MAX,
+                    seen_gen: 0,
                 });
                 self.proc_index.insert(pid, i);
                 i
@@ -508,6 +520,8 @@ impl Analyzer {
                 u.walked = HashSet::default();
             }
             self.procs[pi].unit = unit as u32;
+            self.next_gen += 1;
+            self.procs[pi].seen_gen = self.next_gen;
         }
         {
             let pr = &mut self.procs[pi];
@@ -544,9 +558,12 @@ impl Analyzer {
             }
             if ev.kind.is_stat_family() {
                 if let Some(p) = path {
-                    if !u.seen.insert(p) {
+                    let gen = self.procs[pi].seen_gen;
+                    let h = &mut self.path_hot[slot as usize];
+                    if h.seen_gen == gen || !u.seen.insert(p) {
                         u.repeats += 1;
                     }
+                    h.seen_gen = gen;
                 }
             }
         }
@@ -607,6 +624,8 @@ impl Analyzer {
                 u.seen = HashSet::default();
                 u.walked = HashSet::default();
             }
+            self.next_gen += 1;
+            self.procs[pi].seen_gen = self.next_gen;
         }
     }
 
@@ -1397,6 +1416,13 @@ mod tests {
         let p = b.profile();
         assert_eq!(p.request_split.mode, RequestMode::Whole);
         assert_eq!(p.requests[0].repeats, 1);
+        // Another process stat'ing the same path in between neither is a
+        // repeat itself nor hides the first process's repeat.
+        b.push(8, "stat", Some("/data/x"), 0, None);
+        b.push(7, "stat", Some("/data/x"), 0, None);
+        b.push(8, "stat", Some("/data/y"), 0, None);
+        let p = b.profile();
+        assert_eq!(p.requests[0].repeats, 2);
         let e = B::new().profile();
         assert_eq!(e.totals.events, 0);
         assert!(e.requests.is_empty());
