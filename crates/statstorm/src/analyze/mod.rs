@@ -14,6 +14,7 @@ use serde::Serialize;
 use statstorm_trace::event::FastHash;
 use statstorm_trace::request::{Plan, RequestKind, RequestMode, Splitter, UnitId};
 use statstorm_trace::{Event, Flags, Interner, Kind, PathId};
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// JSON schema name of [`Profile`].
@@ -895,6 +896,22 @@ pub fn find_bursts(start_s: i64, series: &[u64]) -> (f64, Vec<Burst>, Option<f64
     (med, bursts, period)
 }
 
+/// The first `top` elements of `v` in `cmp` order, sorted; the rest is left
+/// unsorted. `cmp` must be a total order (every caller breaks ties by a
+/// unique key), so the result is the same as sorting everything.
+fn top_sorted<T>(v: &mut [T], top: usize, mut cmp: impl FnMut(&T, &T) -> Ordering) -> &[T] {
+    let n = top.min(v.len());
+    if n == 0 {
+        return &[];
+    }
+    if n < v.len() {
+        v.select_nth_unstable_by(n - 1, &mut cmp);
+    }
+    let head = &mut v[..n];
+    head.sort_by(&mut cmp);
+    head
+}
+
 /// Per directory: calls, ENOENT, distinct paths, (name id, calls).
 type DirAgg = (u64, u64, u64, Vec<(u32, u64)>);
 
@@ -955,7 +972,7 @@ fn build_profile(
         .zip(&a.path_hot)
         .map(|(pc, pa)| (&pc.id, pa))
         .collect();
-    path_rows.sort_by(|x, y| {
+    let path_rows = top_sorted(&mut path_rows, top, |x, y| {
         y.1.calls
             .cmp(&x.1.calls)
             .then(strings.bytes(PathId(*x.0)).cmp(strings.bytes(PathId(*y.0))))
@@ -976,10 +993,11 @@ fn build_profile(
     }
     let distinct_dirs = dirs.len() as u64;
     let mut dir_rows: Vec<_> = dirs.into_iter().collect();
-    dir_rows.sort_by(|x, y| y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0)));
+    let dir_rows = top_sorted(&mut dir_rows, top, |x, y| {
+        y.1 .0.cmp(&x.1 .0).then(x.0.cmp(y.0))
+    });
     let paths: Vec<PathRow> = path_rows
         .iter()
-        .take(top)
         .map(|(&id, pa)| PathRow {
             path: strings.str(PathId(id)).into_owned(),
             calls: pa.calls,
@@ -990,7 +1008,6 @@ fn build_profile(
         .collect();
     let dirs: Vec<DirRow> = dir_rows
         .iter()
-        .take(top)
         .map(|(d, (c, en, dp, bn))| DirRow {
             dir: String::from_utf8_lossy(d).into_owned(),
             calls: *c,
@@ -1069,20 +1086,20 @@ fn build_profile(
         .filter(|pc| pc.walks > 0)
         .map(|pc| (pc.id, pc.walks, pc.walk_lstats))
         .collect();
-    wf.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
     let walks: u64 = wf.iter().map(|v| v.1).sum();
     let walk_lstats: u64 = wf.iter().map(|v| v.2).sum();
+    let files = wf.len() as u64;
+    let wf = top_sorted(&mut wf, top, |x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
     let realpath = Realpath {
         walks,
         lstats: walk_lstats,
-        files: wf.len() as u64,
+        files,
         rewalks: a.units.iter().map(|u| u.rewalks).sum(),
         requests_with_walks: requests.iter().filter(|r| r.realpath_walks > 0).count() as u64,
         deepest_first: a.walks_deepest_first,
         shallowest_first: a.walks_shallowest_first,
         by_file: wf
             .iter()
-            .take(top)
             .map(|&(id, w, l)| WalkFile {
                 path: strings.str(PathId(id)).into_owned(),
                 walks: w,
@@ -1287,6 +1304,29 @@ mod tests {
         c.bump(1, &mut more);
         let total: u64 = c.iter(&more).filter(|e| e.0 == 1).map(|e| e.1).sum();
         assert_eq!(total, u32::MAX as u64 + 1);
+    }
+
+    #[test]
+    fn top_sorted_equals_full_sort() {
+        let mut rng = 12345u64;
+        for len in [0usize, 1, 2, 5, 50, 300] {
+            let v: Vec<(u64, u32)> = (0..len as u32)
+                .map(|i| {
+                    rng = rng
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((rng >> 60) as u64, i)
+                })
+                .collect();
+            let cmp = |x: &(u64, u32), y: &(u64, u32)| y.0.cmp(&x.0).then(x.1.cmp(&y.1));
+            let mut all = v.clone();
+            all.sort_by(cmp);
+            for top in [0usize, 1, 3, 20, 1000] {
+                let mut w = v.clone();
+                let head = top_sorted(&mut w, top, cmp);
+                assert_eq!(head, &all[..top.min(len)], "len {len} top {top}");
+            }
+        }
     }
 
     #[test]
