@@ -1315,7 +1315,7 @@ mod tests {
                     rng = rng
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
-                    ((rng >> 60) as u64, i)
+                    (rng >> 60, i)
                 })
                 .collect();
             let cmp = |x: &(u64, u32), y: &(u64, u32)| y.0.cmp(&x.0).then(x.1.cmp(&y.1));
