@@ -453,6 +453,13 @@ pub(crate) const FLAG_NAMES: &[(&[u8], u32)] = &[
     (b"X_OK", Flags::X_OK),
 ];
 
+/// Whether an fcntl command argument duplicates the fd: `F_DUPFD` or
+/// `F_DUPFD_CLOEXEC` (Linux `include/uapi/linux/fcntl.h`, handled by
+/// `f_dupfd` in `fs/fcntl.c`).
+pub(crate) fn is_fcntl_dupfd(cmd: &[u8]) -> bool {
+    matches!(trim(cmd), b"F_DUPFD" | b"F_DUPFD_CLOEXEC")
+}
+
 /// Decodes a symbolic flag set (`O_RDONLY|O_CLOEXEC`, `R_OK|X_OK`,
 /// `AT_SYMLINK_NOFOLLOW`) into [`Flags`] bits; unknown names and numbers
 /// are ignored.

@@ -317,13 +317,23 @@ pub enum Kind {
     Accept4,
     Recvfrom,
     Recvmsg,
+    /// `dup(oldfd)`: the result is a new fd for `oldfd`'s open file.
+    Dup,
+    /// `dup2(oldfd, newfd)`: `newfd` (the result) now refers to `oldfd`'s
+    /// open file; a file `newfd` had open is closed first.
+    Dup2,
+    /// `dup3(oldfd, newfd, flags)`: dup2 with `O_CLOEXEC` allowed.
+    Dup3,
+    /// `fcntl(fd, cmd, ...)`: only the fd and whether `cmd` duplicates the
+    /// fd ([`Flags::F_DUPFD`]) are decoded.
+    Fcntl,
     /// Any syscall not decoded; `Event::name` says which.
     Other,
 }
 
 impl Kind {
     /// Every decoded kind, in declaration order (not `Other`).
-    pub const ALL: [Kind; 37] = [
+    pub const ALL: [Kind; 41] = [
         Kind::Stat,
         Kind::Lstat,
         Kind::Fstat,
@@ -361,6 +371,10 @@ impl Kind {
         Kind::Accept4,
         Kind::Recvfrom,
         Kind::Recvmsg,
+        Kind::Dup,
+        Kind::Dup2,
+        Kind::Dup3,
+        Kind::Fcntl,
     ];
 
     /// The name strace prints on x86-64 Linux.
@@ -403,13 +417,17 @@ impl Kind {
             Kind::Accept4 => "accept4",
             Kind::Recvfrom => "recvfrom",
             Kind::Recvmsg => "recvmsg",
+            Kind::Dup => "dup",
+            Kind::Dup2 => "dup2",
+            Kind::Dup3 => "dup3",
+            Kind::Fcntl => "fcntl",
             Kind::Other => "other",
         }
     }
 
     /// Kind for a syscall name as strace prints it.
     pub fn from_name(name: &[u8]) -> Kind {
-        // Linear scan over 37 short names is cheap, but the hot path should
+        // Linear scan over 41 short names is cheap, but the hot path should
         // cache by name id; see the parser.
         for k in Kind::ALL {
             if k.name().as_bytes() == name {
@@ -442,6 +460,11 @@ impl Kind {
     }
     pub fn is_readlink(self) -> bool {
         matches!(self, Kind::Readlink | Kind::Readlinkat)
+    }
+    /// `dup`, `dup2`, `dup3`: the result is a new fd for the open file of
+    /// `Event::fd` (see [`Event::dup_of`] for `fcntl(F_DUPFD)` too).
+    pub fn is_dup(self) -> bool {
+        matches!(self, Kind::Dup | Kind::Dup2 | Kind::Dup3)
     }
     /// Calls that resolve a path name (a metadata operation on a network FS).
     pub fn is_metadata(self) -> bool {
@@ -476,6 +499,9 @@ impl Flags {
     pub const AT_FDCWD: u32 = 1 << 15;
     /// The string argument was cut by strace (`"..."...`).
     pub const TRUNCATED: u32 = 1 << 16;
+    /// `fcntl(fd, F_DUPFD, n)` or `fcntl(fd, F_DUPFD_CLOEXEC, n)`: the call
+    /// duplicates `fd` like `dup` (lowest free fd >= n).
+    pub const F_DUPFD: u32 = 1 << 17;
 
     pub fn has(self, bit: u32) -> bool {
         self.0 & bit != 0
@@ -518,10 +544,14 @@ pub struct Event {
     /// The path argument (first path for rename-like calls), as printed: may
     /// be relative to `dirfd` or the cwd.
     pub path: Option<PathId>,
-    /// Second path argument (rename target).
+    /// Second path argument (rename target). For `dup2`/`dup3`, the path
+    /// strace printed with `-y` for the target fd (`1</a/b>`): the file the
+    /// target fd referred to before the call.
     pub path2: Option<PathId>,
     /// The fd argument: fd of fstat/read/close/getdents/fchdir/mmap/write,
-    /// the dirfd of *at calls (unless AT_FDCWD), the listening fd of accept.
+    /// the dirfd of *at calls (unless AT_FDCWD), the listening fd of accept,
+    /// the old fd of dup/dup2/dup3 and the fd of fcntl (the new fd of a dup
+    /// is the result, `Ret::Ok`).
     pub fd: Option<i32>,
     /// The path strace printed for `fd` with `-y` (`3</a/b>`), if any.
     pub fd_path: Option<PathId>,
@@ -542,6 +572,18 @@ impl Event {
     pub fn errno(&self) -> Option<Errno> {
         match self.ret {
             Ret::Err(e) => Some(e),
+            _ => None,
+        }
+    }
+    /// For a successful `dup`, `dup2`, `dup3` or `fcntl(F_DUPFD*)`: the
+    /// duplicated fd and the new fd, `(old, new)`.
+    pub fn dup_of(&self) -> Option<(i32, i32)> {
+        let dups =
+            self.kind.is_dup() || (self.kind == Kind::Fcntl && self.flags.has(Flags::F_DUPFD));
+        match (dups, self.fd, self.ret) {
+            (true, Some(old), Ret::Ok(new)) if new >= 0 && new <= i32::MAX as i64 => {
+                Some((old, new as i32))
+            }
             _ => None,
         }
     }

@@ -15,8 +15,15 @@
 //!   `O_CREAT|O_WRONLY|O_TRUNC`).
 //! - fd-based calls (`fstat`, `read`, `pread64`, `close`, `getdents64`,
 //!   `mmap` of a file, `write`, `pwrite64`, `fchdir`) become ops on the file
-//!   the fd refers to, known from the open that returned it, from `-y`
-//!   decorations, or else dropped (sockets, pipes, inherited fds).
+//!   the fd refers to, known from the open that returned it (or from a
+//!   `dup` of such an fd), from `-y` decorations, or else dropped (sockets,
+//!   pipes, inherited fds).
+//! - `dup`, `dup2`, `dup3` and `fcntl(F_DUPFD*)` make the new fd an alias of
+//!   the old fd's open file and give no op of their own. A file is closed
+//!   (one [`OpKind::Close`]) when its last fd goes: by `close`, or by a
+//!   `dup2`/`dup3` onto an fd that held it (that `dup2` event gives the
+//!   `Close`). Closing an fd while another fd still holds the file gives no
+//!   op.
 //! - relative paths are made absolute with the dirfd's path or the process's
 //!   cwd when known (from `chdir`/`fchdir`/`getcwd`); otherwise they are kept
 //!   as printed.
@@ -138,16 +145,65 @@ impl Op {
     }
 }
 
+/// An open file of a process (the kernel's `struct file`, an open file
+/// description) and how many of the process's fds refer to it.
+struct OpenFile {
+    path: String,
+    fds: u32,
+}
+
 #[derive(Default)]
 struct ProcState {
     cwd: Option<String>,
-    fds: HashMap<i32, String>,
+    /// fd -> key in `files`.
+    fds: HashMap<i32, u64>,
+    files: HashMap<u64, OpenFile>,
 }
 
-/// Turns events into ops, tracking each process's fds and cwd.
+impl ProcState {
+    fn path_of(&self, fd: i32) -> Option<&str> {
+        let id = self.fds.get(&fd)?;
+        self.files.get(id).map(|f| f.path.as_str())
+    }
+
+    /// Points `fd` at open file `id` (one more reference to it). The file
+    /// `fd` held before loses a reference; returns its path when that was
+    /// the last one (the file is closed).
+    fn install(&mut self, fd: i32, id: u64) -> Option<String> {
+        if let Some(f) = self.files.get_mut(&id) {
+            f.fds += 1;
+        }
+        let prev = self.fds.insert(fd, id)?;
+        self.drop_ref(prev)
+    }
+
+    /// Removes `fd`; `Some((path, last))` when it referred to a known file,
+    /// `last` when no other fd refers to that file any more.
+    fn release(&mut self, fd: i32) -> Option<(String, bool)> {
+        let id = self.fds.remove(&fd)?;
+        match self.drop_ref(id) {
+            Some(path) => Some((path, true)),
+            None => Some((self.files.get(&id)?.path.clone(), false)),
+        }
+    }
+
+    /// One reference less to file `id`; its path when that was the last.
+    fn drop_ref(&mut self, id: u64) -> Option<String> {
+        let f = self.files.get_mut(&id)?;
+        f.fds = f.fds.saturating_sub(1);
+        if f.fds > 0 {
+            return None;
+        }
+        self.files.remove(&id).map(|f| f.path)
+    }
+}
+
+/// Turns events into ops, tracking each process's fds (with the aliases
+/// made by `dup`, `dup2`, `dup3` and `fcntl(F_DUPFD*)`) and cwd.
 #[derive(Default)]
 pub struct Normalizer {
     procs: HashMap<u32, ProcState>,
+    next_file: u64,
 }
 
 fn join(base: &str, rel: &str) -> String {
@@ -168,6 +224,17 @@ impl Normalizer {
         self.procs.entry(pid).or_default().cwd = Some(cwd.to_string());
     }
 
+    /// A new open file at `fd` of `pid` with one reference; a file `fd` held
+    /// before (a close the trace missed) loses its reference silently.
+    fn open_file(&mut self, pid: u32, fd: i32, path: String) -> u64 {
+        let id = self.next_file;
+        self.next_file += 1;
+        let st = self.procs.entry(pid).or_default();
+        st.files.insert(id, OpenFile { path, fds: 0 });
+        let _ = st.install(fd, id);
+        id
+    }
+
     fn resolve(&self, pid: u32, dirfd: Option<i32>, fd_path: Option<&str>, p: &str) -> String {
         if p.starts_with('/') {
             return p.to_string();
@@ -176,7 +243,7 @@ impl Normalizer {
         let base = match dirfd {
             Some(fd) => fd_path
                 .map(str::to_string)
-                .or_else(|| st.and_then(|s| s.fds.get(&fd).cloned())),
+                .or_else(|| st.and_then(|s| s.path_of(fd)).map(str::to_string)),
             None => st.and_then(|s| s.cwd.clone()),
         };
         match base {
@@ -193,7 +260,60 @@ impl Normalizer {
             }
         }
         let fd = fd?;
-        self.procs.get(&pid)?.fds.get(&fd).cloned()
+        self.procs.get(&pid)?.path_of(fd).map(str::to_string)
+    }
+
+    /// `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD*)`: the new fd refers to the
+    /// old fd's open file (Linux `fs/file.c`: `dup`/`f_dupfd` take a new
+    /// reference with `get_file` and install it in a free slot; `do_dup2`
+    /// installs it in `newfd` and then `filp_close`s the file `newfd` held).
+    /// Only the last reference's close is a close of the file (`fput`: the
+    /// file's `release` runs when its count drops to zero; on NFS that is
+    /// `nfs_file_release` -> `nfs_file_clear_open_context`, where the
+    /// close-to-open flush and the v4 CLOSE happen). Returns the path of the
+    /// file the target fd held when this call closed it.
+    fn dup(&mut self, ev: &Event, strings: &Interner) -> Option<String> {
+        let (old, new) = ev.dup_of()?;
+        if old == new {
+            // dup2(fd, fd) returns fd and changes nothing (fs/file.c
+            // ksys_dup2); dup3(fd, fd) fails with EINVAL.
+            return None;
+        }
+        let abs = |id: Option<crate::PathId>| {
+            id.map(|i| strings.str(i).into_owned())
+                .filter(|p| p.starts_with('/'))
+        };
+        let known = self
+            .procs
+            .get(&ev.pid)
+            .and_then(|s| s.fds.get(&old).copied());
+        let file = match known {
+            Some(id) => Some(id),
+            // An fd this trace did not see opened: its `-y` decoration (or
+            // the result's, the same file) names the file.
+            None => abs(ev.fd_path)
+                .or_else(|| abs(ev.ret_path))
+                .map(|p| self.open_file(ev.pid, old, p)),
+        };
+        let st = self.procs.entry(ev.pid).or_default();
+        let target_known = st.fds.contains_key(&new);
+        let closed = match file {
+            Some(id) => st.install(new, id),
+            None => st.release(new).and_then(|(p, last)| last.then_some(p)),
+        };
+        if !matches!(ev.kind, Kind::Dup2 | Kind::Dup3) {
+            // dup and F_DUPFD take a free fd: a file still held there is a
+            // close the trace missed, dropped silently as for an open.
+            return None;
+        }
+        if target_known {
+            // As for `close`, the `-y` decoration names the file when given.
+            closed.map(|p| abs(ev.path2).unwrap_or(p))
+        } else {
+            // A target fd not tracked here but named by its `-y` decoration
+            // (dup2/dup3's second argument) is closed as by `close`.
+            abs(ev.path2)
+        }
     }
 
     /// Converts one event; returns `None` for events that are not
@@ -260,20 +380,28 @@ impl Normalizer {
                     let file = s(ev.ret_path)
                         .filter(|p| p.starts_with('/'))
                         .unwrap_or(full);
-                    self.procs
-                        .entry(pid)
-                        .or_default()
-                        .fds
-                        .insert(fd as i32, file);
+                    self.open_file(pid, fd as i32, file);
                 }
                 op
             }
             Kind::Close => {
                 let file = self.fd_file(pid, ev.fd, fd_path.as_deref());
-                if let (Some(fd), Some(st)) = (ev.fd, self.procs.get_mut(&pid)) {
-                    st.fds.remove(&fd);
+                let released = match (ev.fd, self.procs.get_mut(&pid)) {
+                    (Some(fd), Some(st)) => st.release(fd),
+                    _ => None,
+                };
+                if let Some((_, false)) = released {
+                    // Another fd (a dup) still holds the file: close_fd ->
+                    // filp_close only drops this fd's reference (fs/file.c,
+                    // fs/open.c); the file is not closed.
+                    return None;
                 }
                 mk(OpKind::Close, file?)
+            }
+            Kind::Dup | Kind::Dup2 | Kind::Dup3 | Kind::Fcntl => {
+                // The close of the file a dup2/dup3 target held, if this
+                // call closed it; else no op.
+                mk(OpKind::Close, self.dup(ev, strings)?)
             }
             Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64 => {
                 let file = self.fd_file(pid, ev.fd, fd_path.as_deref())?;
@@ -410,6 +538,188 @@ mod tests {
         assert_eq!((f.kind, f.path.as_str()), (OpKind::Fstat, "/m/a.php"));
         assert_eq!(n.push(&close, &st).unwrap().path, "/m/a.php");
         assert!(n.push(&read_after, &st).is_none(), "fd 3 was closed");
+    }
+
+    /// Events of one process, built by syscall; `fd` is the first fd
+    /// argument, `deco`/`deco2` its and dup2's target's `-y` decorations.
+    struct Seq {
+        st: Interner,
+        n: Normalizer,
+    }
+
+    impl Seq {
+        fn new() -> Self {
+            Seq {
+                st: Interner::new(),
+                n: Normalizer::new(),
+            }
+        }
+        fn call(
+            &mut self,
+            kind: Kind,
+            path: Option<&str>,
+            fd: Option<i32>,
+            flags: u32,
+            ret: Ret,
+        ) -> Option<Op> {
+            let e = ev(&mut self.st, kind, path, fd, flags, ret);
+            self.n.push(&e, &self.st)
+        }
+        fn deco(
+            &mut self,
+            kind: Kind,
+            fd: i32,
+            deco: Option<&str>,
+            deco2: Option<&str>,
+            flags: u32,
+            ret: i64,
+        ) -> Option<Op> {
+            let mut e = ev(&mut self.st, kind, None, Some(fd), flags, Ret::Ok(ret));
+            e.fd_path = deco.map(|p| self.st.intern(p.as_bytes()));
+            e.path2 = deco2.map(|p| self.st.intern(p.as_bytes()));
+            self.n.push(&e, &self.st)
+        }
+        fn open(&mut self, path: &str, fd: i64) -> Option<Op> {
+            let flags = Flags::AT_FDCWD | Flags::O_WRONLY | Flags::O_CREAT;
+            self.call(Kind::Openat, Some(path), None, flags, Ret::Ok(fd))
+        }
+        fn fd_op(&mut self, kind: Kind, fd: i32, ret: i64) -> Option<(OpKind, String, u64)> {
+            self.call(kind, None, Some(fd), 0, Ret::Ok(ret))
+                .map(|o| (o.kind, o.path, o.bytes))
+        }
+    }
+
+    fn close_of(p: &str) -> Option<(OpKind, String, u64)> {
+        Some((OpKind::Close, p.to_string(), 0))
+    }
+
+    /// A shell's `echo tmp > f` (dash, as recorded in the NFS lab's
+    /// dirmod_cli-modify_via_client trace, lines 237-248): save stdout with
+    /// F_DUPFD, dup2 the file onto 1, close 3, write, restore stdout with
+    /// dup2(10, 1), which closes the file.
+    #[test]
+    fn shell_redirection_closes_the_file_at_the_restoring_dup2() {
+        let mut q = Seq::new();
+        assert_eq!(q.open("/m/f", 3).unwrap().kind, OpKind::Open);
+        assert!(q.fd_op(Kind::Fcntl, 1, 0).is_none(), "F_GETFD is no dup");
+        let save = q.call(Kind::Fcntl, None, Some(1), Flags::F_DUPFD, Ret::Ok(10));
+        assert!(save.is_none(), "stdout is not a known file");
+        assert!(q.fd_op(Kind::Dup2, 3, 1).is_none(), "fd 1 held no file");
+        assert!(
+            q.fd_op(Kind::Close, 3, 0).is_none(),
+            "fd 1 still holds /m/f"
+        );
+        assert_eq!(
+            q.fd_op(Kind::Write, 1, 4),
+            Some((OpKind::Write, "/m/f".into(), 4))
+        );
+        assert_eq!(q.fd_op(Kind::Dup2, 10, 1), close_of("/m/f"));
+        assert!(q.fd_op(Kind::Close, 10, 0).is_none());
+        assert!(q.fd_op(Kind::Write, 1, 4).is_none(), "fd 1 is stdout again");
+        assert!(q.fd_op(Kind::Close, 1, 0).is_none());
+    }
+
+    #[test]
+    fn the_last_fd_closes_the_file_in_either_order() {
+        for first in [3, 5] {
+            let mut q = Seq::new();
+            q.open("/m/a", 3);
+            assert!(q.fd_op(Kind::Dup, 3, 5).is_none());
+            assert_eq!(
+                q.fd_op(Kind::Read, 5, 7),
+                Some((OpKind::Read, "/m/a".into(), 7))
+            );
+            let second = if first == 3 { 5 } else { 3 };
+            assert!(q.fd_op(Kind::Close, first, 0).is_none());
+            assert_eq!(q.fd_op(Kind::Fstat, second, 0).unwrap().1, "/m/a");
+            assert_eq!(q.fd_op(Kind::Close, second, 0), close_of("/m/a"));
+            assert!(q.fd_op(Kind::Read, second, 1).is_none());
+        }
+    }
+
+    #[test]
+    fn dup2_onto_an_open_file_closes_it_unless_another_fd_holds_it() {
+        let mut q = Seq::new();
+        q.open("/m/a", 3);
+        q.open("/m/b", 4);
+        // /m/b's only fd is replaced: closed by the dup2.
+        assert_eq!(q.fd_op(Kind::Dup3, 3, 4), close_of("/m/b"));
+        assert_eq!(q.fd_op(Kind::Write, 4, 1).unwrap().1, "/m/a");
+        // dup2 onto an fd holding the same file: one reference traded for
+        // another, nothing closed.
+        assert!(q.fd_op(Kind::Dup2, 3, 4).is_none());
+        q.open("/m/c", 6);
+        assert!(q.fd_op(Kind::Dup, 6, 7).is_none());
+        // /m/c still has fd 7 after fd 6 is replaced.
+        assert!(q.fd_op(Kind::Dup2, 3, 6).is_none());
+        assert_eq!(q.fd_op(Kind::Read, 7, 2).unwrap().1, "/m/c");
+        assert_eq!(q.fd_op(Kind::Close, 7, 0), close_of("/m/c"));
+        for fd in [3, 4] {
+            assert!(q.fd_op(Kind::Close, fd, 0).is_none());
+        }
+        assert_eq!(q.fd_op(Kind::Close, 6, 0), close_of("/m/a"));
+    }
+
+    #[test]
+    fn dup2_onto_itself_and_failed_dups_change_nothing() {
+        let mut q = Seq::new();
+        q.open("/m/a", 3);
+        assert!(q.fd_op(Kind::Dup2, 3, 3).is_none());
+        let ebadf = Errno(q.st.intern(b"EBADF"));
+        assert!(q
+            .call(Kind::Dup2, None, Some(9), 0, Ret::Err(ebadf))
+            .is_none());
+        assert!(q
+            .call(Kind::Dup, None, Some(3), 0, Ret::Err(ebadf))
+            .is_none());
+        assert!(q.call(Kind::Dup2, None, Some(3), 0, Ret::Unknown).is_none());
+        assert_eq!(q.fd_op(Kind::Close, 3, 0), close_of("/m/a"));
+    }
+
+    #[test]
+    fn fcntl_dupfd_aliases_other_commands_do_not() {
+        let mut q = Seq::new();
+        q.open("/m/a", 3);
+        // F_GETFL returns flags, not an fd.
+        assert!(q.fd_op(Kind::Fcntl, 3, 0x8001).is_none());
+        assert!(q.fd_op(Kind::Close, 0x8001, 0).is_none());
+        let d = q.call(Kind::Fcntl, None, Some(3), Flags::F_DUPFD, Ret::Ok(12));
+        assert!(d.is_none());
+        assert!(q.fd_op(Kind::Close, 3, 0).is_none());
+        assert_eq!(q.fd_op(Kind::Close, 12, 0), close_of("/m/a"));
+    }
+
+    #[test]
+    fn decorated_fds_not_seen_opened() {
+        let mut q = Seq::new();
+        // dup2(5</m/x>, 1</m/y>): fd 1 held /m/y, closed by the call; fd 5's
+        // file is now held by fds 1 and 5.
+        let d = q.deco(Kind::Dup2, 5, Some("/m/x"), Some("/m/y"), 0, 1);
+        assert_eq!(
+            d.map(|o| (o.kind, o.path)),
+            Some((OpKind::Close, "/m/y".into()))
+        );
+        assert!(q.fd_op(Kind::Close, 5, 0).is_none());
+        assert_eq!(q.fd_op(Kind::Write, 1, 3).unwrap().1, "/m/x");
+        assert_eq!(q.fd_op(Kind::Close, 1, 0), close_of("/m/x"));
+        // Targets and sources that are not files give nothing.
+        let pipe = q.deco(Kind::Dup2, 4, Some("pipe:[77]"), Some("/dev/pts/0"), 0, 2);
+        assert_eq!(pipe.map(|o| o.path), Some("/dev/pts/0".into()));
+        assert!(q
+            .deco(Kind::Dup2, 4, Some("pipe:[77]"), Some("pipe:[78]"), 0, 2)
+            .is_none());
+        assert!(q.fd_op(Kind::Write, 2, 1).is_none());
+    }
+
+    #[test]
+    fn fds_are_per_process() {
+        let mut q = Seq::new();
+        q.open("/m/a", 3);
+        let mut e = ev(&mut q.st, Kind::Dup2, None, Some(3), 0, Ret::Ok(4));
+        e.pid = 8;
+        assert!(q.n.push(&e, &q.st).is_none());
+        assert!(q.fd_op(Kind::Read, 4, 1).is_none(), "pid 8's dup");
+        assert_eq!(q.fd_op(Kind::Close, 3, 0), close_of("/m/a"));
     }
 
     #[test]

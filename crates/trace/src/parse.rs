@@ -289,6 +289,9 @@ struct ArgSpec {
     path2: i8,
     flags: i8,
     flags2: i8,
+    /// A second fd whose `-y` decoration goes in `Event::path2` (the target
+    /// fd of dup2/dup3).
+    fd2: i8,
 }
 
 const fn spec(fd: i8, path: i8, path2: i8, flags: i8, flags2: i8) -> ArgSpec {
@@ -298,6 +301,7 @@ const fn spec(fd: i8, path: i8, path2: i8, flags: i8, flags2: i8) -> ArgSpec {
         path2,
         flags,
         flags2,
+        fd2: -1,
     }
 }
 
@@ -305,11 +309,22 @@ impl ArgSpec {
     /// How many leading arguments must be split off to reach every
     /// argument used (and the data buffer of read/write, for truncation).
     fn want(self, k: Kind) -> usize {
-        let m = [self.fd, self.path, self.path2, self.flags, self.flags2]
-            .into_iter()
-            .max()
-            .unwrap_or(-1);
-        let m = if matches!(k, Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64) {
+        let m = [
+            self.fd,
+            self.path,
+            self.path2,
+            self.flags,
+            self.flags2,
+            self.fd2,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(-1);
+        // fcntl: the command, to tell F_DUPFD from the others.
+        let m = if matches!(
+            k,
+            Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64 | Kind::Fcntl
+        ) {
             m.max(1)
         } else {
             m
@@ -341,6 +356,13 @@ fn arg_spec(k: Kind) -> ArgSpec {
         Renameat | Renameat2 => spec(0, 1, 3, -1, -1),
         Unlinkat => spec(0, 1, -1, 2, -1),
         Mkdirat => spec(0, 1, -1, -1, -1),
+        // fs/file.c: dup(oldfd), dup2(oldfd, newfd), dup3(oldfd, newfd, flags),
+        // fs/fcntl.c: fcntl(fd, cmd, arg).
+        Dup | Fcntl => spec(0, -1, -1, -1, -1),
+        Dup2 | Dup3 => ArgSpec {
+            fd2: 1,
+            ..spec(0, -1, -1, -1, -1)
+        },
         Other => spec(-1, -1, -1, -1, -1),
     }
 }
@@ -1118,6 +1140,15 @@ impl Decoder {
                     ev.flags.set(Flags::TRUNCATED);
                 }
             }
+        }
+        if let Some(a) = get(sp.fd2) {
+            if let Some(d) = args::parse_fd(a).deco {
+                let d = args::decode_deco_ref(d, &mut self.scratch);
+                ev.path2 = Some(self.strings.intern(d));
+            }
+        }
+        if ev.kind == Kind::Fcntl && get(1).is_some_and(args::is_fcntl_dupfd) {
+            ev.flags.set(Flags::F_DUPFD);
         }
         for fi in [sp.flags, sp.flags2] {
             if let Some(a) = get(fi) {

@@ -388,7 +388,8 @@ impl Splitter {
                 i
             }
         };
-        let class = if ev.kind == Kind::Other {
+        // dup/dup2/dup3 are decoded kinds but keep their class (NEWFD_NAMES).
+        let class = if ev.kind == Kind::Other || ev.kind.is_dup() {
             self.class(ev.name, strings)
         } else {
             NameClass::Plain
