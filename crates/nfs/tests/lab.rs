@@ -13,14 +13,11 @@
 //! The full table is printed to stdout and written to
 //! `target/nfs-lab-table.txt` (under the workspace root).
 
-use flate2::read::GzDecoder;
 use serde_json::Value;
 use statstorm_nfs::client::normalize;
 use statstorm_nfs::{Client, ClientParams, MountOptions, RpcCounts, RpcOp, ServerChange};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
-use statstorm_trace::{Kind, Ret};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 const NFS_ROOT: &str = "/mnt/nfs";
@@ -111,31 +108,10 @@ fn load_runs(dir: &Path) -> Vec<Run> {
     runs
 }
 
-/// `dup2(old, new)` lines of a trace, keyed by line number (the parser does
-/// not decode dup2's arguments).
-fn dup2_lines(path: &Path) -> HashMap<u64, (i32, i32)> {
-    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let r = BufReader::new(GzDecoder::new(f));
-    let mut out = HashMap::new();
-    for (i, line) in r.lines().enumerate() {
-        let line = line.unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), i + 1));
-        if let Some(p) = line.find(" dup2(") {
-            let args = &line[p + 6..];
-            let args = &args[..args.find(')').unwrap_or(0)];
-            let mut it = args.split(',').map(|a| a.trim().parse::<i32>());
-            if let (Some(Ok(a)), Some(Ok(b))) = (it.next(), it.next()) {
-                if line.contains(&format!("= {b}")) {
-                    out.insert(i as u64 + 1, (a, b));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Ops on NFS paths of one strace file. fds aliased by dup2 (a shell's
-/// `> file` redirection) keep the file open: writes through the alias go to
-/// the file and the file is closed when the alias is replaced or closed.
+/// Ops on NFS paths of one strace file. The Normalizer follows fds
+/// duplicated by dup2/fcntl(F_DUPFD) (a shell's `> file` redirection):
+/// writes through the alias go to the file and the file is closed when its
+/// last fd is replaced or closed.
 fn ops_of(path: &Path) -> Vec<Op> {
     let trace = statstorm_trace::read_path(path).unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -143,81 +119,14 @@ fn ops_of(path: &Path) -> Vec<Op> {
         "{}: no events parsed",
         path.display()
     );
-    let dups = dup2_lines(path);
     let mut norm = Normalizer::new();
-    // (pid, fd) -> file, for files opened on NFS
-    let mut fds: HashMap<(u32, i32), String> = HashMap::new();
-    // (pid, fd) alias -> file (from dup2)
-    let mut alias: HashMap<(u32, i32), String> = HashMap::new();
-    let mut out = Vec::new();
     let on_nfs = |p: &str| p == NFS_ROOT || p.starts_with("/mnt/nfs/");
-    for ev in &trace.events {
-        let ts = ev.ts_us.unwrap_or(0);
-        if ev.kind == Kind::Other {
-            if let Some(&(old, new)) = dups.get(&ev.line) {
-                if let Some(file) = alias.remove(&(ev.pid, new)) {
-                    out.push(synthetic(ts, ev.pid, OpKind::Close, &file, 0));
-                }
-                if let Some(file) = fds.get(&(ev.pid, old)).cloned() {
-                    alias.insert((ev.pid, new), file);
-                }
-            }
-            continue;
-        }
-        if matches!(ev.kind, Kind::Write | Kind::Pwrite64) {
-            if let Some(file) = ev.fd.and_then(|fd| alias.get(&(ev.pid, fd))) {
-                let n = match ev.ret {
-                    Ret::Ok(n) => n.max(0) as u64,
-                    _ => 0,
-                };
-                out.push(synthetic(ts, ev.pid, OpKind::Write, file, n));
-                continue;
-            }
-        }
-        if ev.kind == Kind::Close {
-            if let Some(fd) = ev.fd {
-                if let Some(file) = alias.remove(&(ev.pid, fd)) {
-                    out.push(synthetic(ts, ev.pid, OpKind::Close, &file, 0));
-                    continue;
-                }
-                // the original fd of a dup2'ed file: the file stays open
-                if let Some(file) = fds.remove(&(ev.pid, fd)) {
-                    if alias.values().any(|f| *f == file) {
-                        let _ = norm.push(ev, &trace.strings);
-                        continue;
-                    }
-                }
-            }
-        }
-        let Some(op) = norm.push(ev, &trace.strings) else {
-            continue;
-        };
-        if op.kind == OpKind::Open && op.ok() {
-            if let Ret::Ok(fd) = ev.ret {
-                fds.insert((ev.pid, fd as i32), normalize(&op.path));
-            }
-        }
-        let keep = on_nfs(&op.path) || op.path2.as_deref().is_some_and(on_nfs);
-        if keep {
-            out.push(op);
-        }
-    }
-    out
-}
-
-fn synthetic(t_us: i64, pid: u32, kind: OpKind, path: &str, bytes: u64) -> Op {
-    Op {
-        t_us,
-        dur_us: None,
-        pid,
-        uid: 0,
-        kind,
-        path: path.to_string(),
-        path2: None,
-        flags: 0,
-        errno: None,
-        bytes,
-    }
+    trace
+        .events
+        .iter()
+        .filter_map(|ev| norm.push(ev, &trace.strings))
+        .filter(|op| on_nfs(&op.path) || op.path2.as_deref().is_some_and(on_nfs))
+        .collect()
 }
 
 /// Columns compared (OPEN includes OPEN_NOATTR).
