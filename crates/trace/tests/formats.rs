@@ -3,9 +3,10 @@
 //! tiny buffers, checked against independent awk counts and against the
 //! workloads that produced them.
 
+use statstorm_trace::op::{Normalizer, OpKind};
 use statstorm_trace::{
-    read_bytes, read_paths, Event, Flags, Interner, Kind, Options, Parser, PidStyle, Ret, Sink,
-    TsKind, VecSink,
+    read_bytes, read_paths, Event, Flags, Interner, Kind, Options, Parser, PathId, PidStyle, Ret,
+    Sink, TsKind, VecSink,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,9 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
         false,
         false,
     ),
+    ("dup.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("dup-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    ("dup-py.txt", PidStyle::Column, TsKind::Epoch, true, true),
 ];
 
 /// Syscall lines per name, counted by awk: drop a `[pid N]` prefix, a pid
@@ -309,6 +313,114 @@ fn fd_decorations() {
         s.str(dn.ret_path.unwrap()),
         "/dev/null",
         "-yy device suffix dropped"
+    );
+}
+
+#[test]
+fn dup_family_decoded() {
+    let t = read_bytes("py", &read("dup-py.txt"));
+    let s = &t.strings;
+    let path = |id: Option<PathId>| id.map(|p| s.str(p).rsplit('/').next().unwrap().to_string());
+    let row = |e: &Event| (e.kind, e.fd, e.ret, path(e.fd_path), path(e.path2));
+    let dups: Vec<_> = t
+        .events
+        .iter()
+        .filter(|e| e.kind.is_dup() || e.kind == Kind::Fcntl)
+        .map(row)
+        .collect();
+    let a = Some("a.txt".to_string());
+    let b = Some("b.txt".to_string());
+    // dup(3</a.txt>) = 5, fcntl(3, F_DUPFD_CLOEXEC, 20) = 20,
+    // dup3(3</a.txt>, 4</b.txt>, O_CLOEXEC) = 4, dup2(20, 4</a.txt>) = 4
+    assert_eq!(
+        dups,
+        [
+            (Kind::Dup, Some(3), Ret::Ok(5), a.clone(), None),
+            (Kind::Fcntl, Some(3), Ret::Ok(20), a.clone(), None),
+            (Kind::Dup3, Some(3), Ret::Ok(4), a.clone(), b),
+            (Kind::Dup2, Some(20), Ret::Ok(4), a.clone(), a),
+        ]
+    );
+    let dup_of: Vec<_> = t.events.iter().filter_map(Event::dup_of).collect();
+    assert_eq!(dup_of, [(3, 5), (3, 20), (3, 4), (20, 4)]);
+
+    // The shell without -y: F_DUPFD saves, F_SETFD does not dup, a failed
+    // F_DUPFD (`exec 5>&-` with fd 5 closed) gives no alias.
+    let t = read_bytes("sh", &read("dup.txt"));
+    let s = &t.strings;
+    let fcntl: Vec<_> = t.events.iter().filter(|e| e.kind == Kind::Fcntl).collect();
+    assert!(fcntl.iter().any(|e| match e.ret {
+        Ret::Ok(n) => e.flags.has(Flags::F_DUPFD) && e.dup_of() == Some((1, n as i32)),
+        _ => false,
+    }));
+    assert!(fcntl
+        .iter()
+        .any(|e| !e.flags.has(Flags::F_DUPFD) && e.dup_of().is_none()));
+    let failed = fcntl.iter().find(|e| e.is_error()).expect("failed F_DUPFD");
+    assert_eq!(s.str(failed.errno().unwrap().0), "EBADF");
+    assert!(failed.flags.has(Flags::F_DUPFD) && failed.dup_of().is_none());
+}
+
+/// The file ops the Normalizer makes of one fixture, for paths whose last
+/// component is in `names`: (event kind, op kind, last component).
+fn file_ops(name: &str, names: &[&str]) -> Vec<(u32, Kind, OpKind, String)> {
+    let t = read_bytes(name, &read(name));
+    let mut n = Normalizer::new();
+    let mut out = Vec::new();
+    for e in &t.events {
+        if let Some(op) = n.push(e, &t.strings) {
+            let last = op.path.rsplit('/').next().unwrap().to_string();
+            if names.contains(&last.as_str()) {
+                out.push((e.pid, e.kind, op.kind, last));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn normalizer_follows_dups_in_recorded_traces() {
+    // `echo x >out.txt` then `cat a.txt >>out.txt`: the shell's file is
+    // written through fd 1 and closed by the dup2 that restores stdout, with
+    // and without -y decorations. (cat's own write goes through the fd it
+    // inherited; the Normalizer does not follow fork.)
+    for name in ["dup.txt", "dup-y.txt"] {
+        let ops = file_ops(name, &["out.txt"]);
+        let sh = ops.first().expect("ops on out.txt").0;
+        let sh_ops: Vec<_> = ops
+            .iter()
+            .filter(|o| o.0 == sh)
+            .map(|o| (o.1, o.2))
+            .collect();
+        assert_eq!(
+            sh_ops,
+            [
+                (Kind::Openat, OpKind::Open),
+                (Kind::Write, OpKind::Write),
+                (Kind::Dup2, OpKind::Close),
+                (Kind::Openat, OpKind::Open),
+                (Kind::Dup2, OpKind::Close),
+            ],
+            "{name}"
+        );
+    }
+    // dup3 onto b.txt's only fd closes b.txt; a.txt is closed once, by its
+    // last fd (4), after fds 3, 5 and 20 went.
+    let ops: Vec<_> = file_ops("dup-py.txt", &["a.txt", "b.txt"])
+        .into_iter()
+        .map(|o| (o.1, o.2, o.3))
+        .collect();
+    let (a, b) = ("a.txt".to_string(), "b.txt".to_string());
+    assert_eq!(
+        ops,
+        [
+            (Kind::Openat, OpKind::Open, a.clone()),
+            (Kind::Openat, OpKind::Open, b.clone()),
+            (Kind::Read, OpKind::Read, a.clone()),
+            (Kind::Dup3, OpKind::Close, b),
+            (Kind::Newfstatat, OpKind::Fstat, a.clone()),
+            (Kind::Close, OpKind::Close, a),
+        ]
     );
 }
 
