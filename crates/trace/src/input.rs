@@ -128,3 +128,82 @@ pub fn expand_prefix(path: &Path) -> Option<Vec<PathBuf>> {
     found.sort();
     Some(found.into_iter().map(|(_, p)| p).collect())
 }
+
+/// A file mapped into memory (derefs to `[u8]`).
+pub type Mapped = memmap2::Mmap;
+
+/// An uncompressed regular file mapped into memory: `path`, or stdin
+/// (`-`) when it is redirected from a regular file. `Ok(None)` when the
+/// input cannot be mapped (a pipe, a terminal, an empty file) or is
+/// compressed: read it with [`open`] instead.
+///
+/// The parser then works on the page cache directly (no read copies, and
+/// the parallel path starts on every block at once). A mapped file must not
+/// shrink while it is read (the process would get `SIGBUS`): strace logs
+/// only grow while strace writes them, and what is appended after the map
+/// was made is not read.
+pub fn map(path: &Path) -> Result<Option<Mapped>, Error> {
+    let name = path.display().to_string();
+    let err = |source| Error::Open {
+        path: name.clone(),
+        source,
+    };
+    let file = if path.as_os_str() == "-" {
+        use std::os::fd::AsFd;
+        match io::stdin().as_fd().try_clone_to_owned() {
+            Ok(fd) => File::from(fd),
+            Err(_) => return Ok(None),
+        }
+    } else {
+        let meta = std::fs::metadata(path).map_err(err)?;
+        if meta.is_dir() {
+            return Err(Error::IsDirectory { path: name });
+        }
+        File::open(path).map_err(err)?
+    };
+    let meta = file.metadata().map_err(err)?;
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(None);
+    }
+    // stdin may have been read from already (`(head -n 1; statstorm ...) <
+    // log`): the input is what is left, so only a file still at its start
+    // is mapped.
+    {
+        use std::io::Seek;
+        let mut f = &file;
+        if f.stream_position().map_err(err)? != 0 {
+            return Ok(None);
+        }
+    }
+    // SAFETY: the map is read-only and private to this process; the only
+    // hazard is the file shrinking while mapped (documented above).
+    let map = match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(m) => m,
+        Err(_) => return Ok(None),
+    };
+    if sniff(&map) != Compression::None {
+        return Ok(None);
+    }
+    // One pass from start to end: read ahead.
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Some(map))
+}
+
+/// Lets the pages of `map[range]` leave the process's resident set once
+/// they have been parsed (they stay in the page cache). Reading them again
+/// still works: the kernel maps them back from the file.
+pub fn release(map: &Mapped, range: std::ops::Range<usize>) {
+    if range.start >= range.end || range.end > map.len() {
+        return;
+    }
+    // SAFETY: `map` is a read-only shared file mapping: a page touched again
+    // after MADV_DONTNEED is faulted back in from the file with the same
+    // bytes, so no live borrow of the map sees a change.
+    let _ = unsafe {
+        map.unchecked_advise_range(
+            memmap2::UncheckedAdvice::DontNeed,
+            range.start,
+            range.end - range.start,
+        )
+    };
+}

@@ -12,20 +12,119 @@
 //!
 //! Reading, parsing and merging overlap: while the pool parses batch k+1,
 //! the calling thread merges batch k and reads batch k+2.
+//!
+//! The same stages run over an input already in memory (a mapped file,
+//! [`Parser::feed_slice_par`]): blocks are then borrowed slices of it, so
+//! nothing is read or copied on the calling thread.
 
 use super::*;
+use std::ops::Deref;
+
+/// A block's bytes: a buffer of its own (the reader path) or a slice of an
+/// input held in memory.
+enum Buf<'a> {
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+impl Deref for Buf<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buf::Owned(v) => v,
+            Buf::Borrowed(s) => s,
+        }
+    }
+}
 
 /// Bytes of whole lines, or the mark of a line longer than `max_line`
 /// whose bytes were dropped.
-enum Chunk {
-    /// `buf[..len]` holds the lines; the rest of `buf` is initialized
-    /// space kept for reuse.
+enum Chunk<'a> {
+    /// `buf[..len]` holds the lines; the rest of an owned `buf` is
+    /// initialized space kept for reuse.
     Data {
-        buf: Vec<u8>,
+        buf: Buf<'a>,
         len: usize,
         last_partial: bool,
     },
     TooLong,
+}
+
+/// Where the parallel path gets its blocks from.
+trait Blocks<'a> {
+    fn next(&mut self) -> io::Result<Option<Chunk<'a>>>;
+    /// A merged block's buffer, for reuse.
+    fn recycle(&mut self, _buf: Vec<u8>) {}
+    /// The next `n` blocks handed out have been merged.
+    fn merged(&mut self, _n: usize) {}
+    /// Input bytes consumed so far.
+    fn bytes(&self) -> u64;
+}
+
+/// Blocks of an input held in memory: slices ending at a newline (the
+/// last one at the end of the input), about `block_size` bytes each. A line
+/// longer than `max_line` that starts a block is dropped as
+/// [`Chunk::TooLong`] (one inside a block is skipped by the line parser, as
+/// in [`Parser::feed_slice`]), so a block spans at most
+/// `max(block_size, max_line + 1)` bytes and its offsets fit in `u32`.
+struct SliceBlocks<'a, 'p> {
+    data: &'a [u8],
+    pos: usize,
+    block_size: usize,
+    max_line: usize,
+    /// End offsets of the blocks handed out and not merged yet.
+    ends: std::collections::VecDeque<usize>,
+    /// Told the offset up to which the input has been merged.
+    merged: &'p mut dyn FnMut(usize),
+}
+
+impl<'a> Blocks<'a> for SliceBlocks<'a, '_> {
+    fn next(&mut self) -> io::Result<Option<Chunk<'a>>> {
+        let (data, pos) = (self.data, self.pos);
+        if pos >= data.len() {
+            return Ok(None);
+        }
+        let window = (pos + self.block_size).min(data.len());
+        let end = if window == data.len() {
+            // The rest fits in one block, whether or not it ends with a
+            // newline.
+            data.len()
+        } else if let Some(i) = memrchr(b'\n', &data[pos..window]) {
+            pos + i + 1
+        } else {
+            // The block's first line is longer than a block.
+            let nl = memchr(b'\n', &data[window..]).map(|j| window + j);
+            let line_end = nl.unwrap_or(data.len());
+            let next = nl.map_or(data.len(), |n| n + 1);
+            self.pos = next;
+            if line_end - pos > self.max_line {
+                self.ends.push_back(next);
+                return Ok(Some(Chunk::TooLong));
+            }
+            next
+        };
+        self.pos = end;
+        self.ends.push_back(end);
+        Ok(Some(Chunk::Data {
+            buf: Buf::Borrowed(&data[pos..end]),
+            len: end - pos,
+            last_partial: data[end - 1] != b'\n',
+        }))
+    }
+
+    fn bytes(&self) -> u64 {
+        self.pos as u64
+    }
+
+    fn merged(&mut self, n: usize) {
+        let mut upto = None;
+        for _ in 0..n {
+            upto = self.ends.pop_front().or(upto);
+        }
+        if let Some(u) = upto {
+            (self.merged)(u);
+        }
+    }
 }
 
 struct BlockReader<R> {
@@ -40,14 +139,22 @@ struct BlockReader<R> {
     discarding: bool,
     eof: bool,
     bytes: u64,
-    /// Buffers of merged blocks, reused for the next blocks.
+    /// Buffers of merged blocks, reused for the next blocks (at most
+    /// `free_max`).
     free: Vec<Vec<u8>>,
+    free_max: usize,
+}
+
+/// Blocks per batch: the pool parses one batch while the calling thread
+/// merges the one before.
+fn batch_len() -> usize {
+    (rayon::current_num_threads() * 4).max(2)
 }
 
 impl<R: Read> BlockReader<R> {
     /// Takes the buffer out as a chunk of `keep_from` data bytes, leaving
     /// `keep_from..filled` at the start of a recycled buffer.
-    fn cut(&mut self, keep_from: usize, last_partial: bool) -> Chunk {
+    fn cut<'a>(&mut self, keep_from: usize, last_partial: bool) -> Chunk<'a> {
         let mut next = self.free.pop().unwrap_or_default();
         let rest = self.filled - keep_from;
         let room = (self.block_size + self.read_size).max(rest + self.read_size);
@@ -60,13 +167,25 @@ impl<R: Read> BlockReader<R> {
         let buf = std::mem::replace(&mut self.buf, next);
         self.filled = rest;
         Chunk::Data {
-            buf,
+            buf: Buf::Owned(buf),
             len: keep_from,
             last_partial,
         }
     }
+}
 
-    fn next(&mut self) -> io::Result<Option<Chunk>> {
+impl<'a, R: Read> Blocks<'a> for BlockReader<R> {
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.free.len() < self.free_max {
+            self.free.push(buf);
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn next(&mut self) -> io::Result<Option<Chunk<'a>>> {
         let mut want = self.block_size;
         loop {
             while !self.eof && self.filled < want {
@@ -150,10 +269,10 @@ enum Rec {
     },
 }
 
-enum Parsed {
+enum Parsed<'a> {
     Block {
         /// `buf[..len]`: the block's lines.
-        buf: Vec<u8>,
+        buf: Buf<'a>,
         len: usize,
         last_partial: bool,
         recs: Vec<Rec>,
@@ -277,7 +396,7 @@ struct Open {
     name_len: usize,
 }
 
-fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
+fn parse_chunk(c: Chunk<'_>, cfg: Cfg) -> Parsed<'_> {
     let (buf, len, last_partial) = match c {
         Chunk::TooLong => return Parsed::TooLong,
         Chunk::Data {
@@ -410,7 +529,7 @@ fn parse_chunk(c: Chunk, cfg: Cfg) -> Parsed {
 /// on the pool): ids of strings already there are final, so the merge
 /// interns only the strings new to the parser, in the same order as the
 /// sequential parser would.
-fn resolve(p: &mut Parsed, global: &Interner) {
+fn resolve(p: &mut Parsed<'_>, global: &Interner) {
     if let Parsed::Block { strings, remap, .. } = p {
         *remap = (0..strings.len() as u32)
             .map(|i| {
@@ -422,11 +541,11 @@ fn resolve(p: &mut Parsed, global: &Interner) {
     }
 }
 
-fn read_batch<R: Read>(
-    rd: &mut BlockReader<R>,
+fn read_batch<'a, B: Blocks<'a>>(
+    rd: &mut B,
     n: usize,
     err: &mut Option<io::Error>,
-) -> Vec<Chunk> {
+) -> Vec<Chunk<'a>> {
     let mut v = Vec::with_capacity(n);
     while v.len() < n {
         match rd.next() {
@@ -447,11 +566,7 @@ impl Parser {
         r: R,
         sink: &mut S,
     ) -> io::Result<()> {
-        let cfg = Cfg {
-            max_line: self.opts.max_line,
-            input: self.opts.input,
-        };
-        let mut rd = BlockReader {
+        let rd = BlockReader {
             r,
             buf: Vec::new(),
             filled: 0,
@@ -462,8 +577,61 @@ impl Parser {
             eof: false,
             bytes: 0,
             free: Vec::new(),
+            free_max: 2 * batch_len(),
         };
-        let batch = (rayon::current_num_threads() * 4).max(2);
+        self.feed_blocks(rd, sink)
+    }
+
+    /// Parses a whole input held in memory (e.g. a mapped file) on the
+    /// rayon pool: the parallel path over blocks borrowed from `data`, with
+    /// nothing read or copied on the calling thread (with `opts.threads` 1,
+    /// [`Parser::feed_slice`] itself). Gives the events of
+    /// [`Parser::feed_slice`], ids included.
+    pub fn feed_slice_par<S: Sink>(&mut self, data: &[u8], sink: &mut S) {
+        self.feed_slice_par_with(data, sink, &mut |_| {})
+    }
+
+    /// [`Parser::feed_slice_par`], telling `merged` the offset in `data`
+    /// up to which every line has gone to the sink, after each batch of
+    /// blocks (for a progress bar, or to let the pages of a mapped file
+    /// before that offset go).
+    pub fn feed_slice_par_with<S: Sink>(
+        &mut self,
+        data: &[u8],
+        sink: &mut S,
+        merged: &mut dyn FnMut(usize),
+    ) {
+        let threads = match self.opts.threads {
+            0 => rayon::current_num_threads(),
+            n => n,
+        };
+        if threads <= 1 {
+            self.feed_slice(data, sink);
+            merged(data.len());
+            return;
+        }
+        let blocks = SliceBlocks {
+            data,
+            pos: 0,
+            block_size: self.opts.block_size.max(1),
+            max_line: self.opts.max_line,
+            ends: Default::default(),
+            merged,
+        };
+        // Reading a slice never fails.
+        let _ = self.feed_blocks(blocks, sink);
+    }
+
+    fn feed_blocks<'a, B: Blocks<'a>, S: Sink>(
+        &mut self,
+        mut rd: B,
+        sink: &mut S,
+    ) -> io::Result<()> {
+        let cfg = Cfg {
+            max_line: self.opts.max_line,
+            input: self.opts.input,
+        };
+        let batch = batch_len();
         let mut err: Option<io::Error> = None;
         let mut to_parse = read_batch(&mut rd, batch, &mut err);
         let mut parsed: Vec<Parsed> = Vec::new();
@@ -475,10 +643,12 @@ impl Parser {
             let mut next_read = Vec::new();
             let mut old = std::mem::take(&mut done);
             for p in &mut old {
-                if let Parsed::Block { buf, .. } = p {
-                    if rd.free.len() < 2 * batch {
-                        rd.free.push(std::mem::take(buf));
-                    }
+                if let Parsed::Block {
+                    buf: Buf::Owned(buf),
+                    ..
+                } = p
+                {
+                    rd.recycle(std::mem::take(buf));
                 }
             }
             // The pool parses batch k+1 while this thread merges batch k
@@ -495,6 +665,7 @@ impl Parser {
                     done.push(self.merge(p, sink));
                 }
             });
+            rd.merged(done.len());
             parsed = out.into_iter().flatten().collect();
             // ... then looks batch k+1's strings up in the interner while
             // this thread reads batch k+2.
@@ -510,7 +681,7 @@ impl Parser {
             });
             to_parse = next_read;
         }
-        self.stats.bytes += rd.bytes;
+        self.stats.bytes += rd.bytes();
         match err {
             Some(e) => Err(e),
             None => Ok(()),
@@ -546,7 +717,7 @@ impl Parser {
 
     /// The ordered stage for one parsed block; gives the block back to be
     /// freed elsewhere.
-    fn merge<S: Sink>(&mut self, mut p: Parsed, sink: &mut S) -> Parsed {
+    fn merge<'a, S: Sink>(&mut self, mut p: Parsed<'a>, sink: &mut S) -> Parsed<'a> {
         let Parsed::Block {
             buf,
             len,

@@ -182,6 +182,21 @@ fn long_line_skipped_same_on_both_paths() {
         let (rst, _, _) = p.finish(&mut r);
         assert!(r.events == s.events, "read size {size}");
         assert_eq!(rst.first_skips, st.first_skips, "read size {size}");
+        // the parallel path over the input in memory, `size` bytes a block
+        let mut p = Parser::new(
+            "m",
+            Options {
+                block_size: size,
+                threads: 2,
+                ..opts.clone()
+            },
+        );
+        let mut m = VecSink::default();
+        p.feed_slice_par(&data, &mut m);
+        let (mst, _, _) = p.finish(&mut m);
+        assert!(m.events == s.events, "block size {size}");
+        assert_eq!(mst.first_skips, st.first_skips, "block size {size}");
+        assert_eq!(mst.bytes, st.bytes, "block size {size}");
     }
     assert_eq!(st.first_skips, [(st.lines - 1, SkipReason::LineTooLong)]);
     assert_eq!(st.lines, st.accounted());
@@ -241,6 +256,14 @@ proptest! {
         p.feed_reader(&data[..], &mut r).unwrap();
         let (rst, _, _) = p.finish(&mut r);
         prop_assert!(r.events == s.events);
-        prop_assert_eq!(rst.first_skips, st.first_skips);
+        prop_assert_eq!(&rst.first_skips, &st.first_skips);
+        let mut p = Parser::new("m", Options { threads: 2, block_size, max_line: 1000, ..Options::default() });
+        let mut m = VecSink::default();
+        p.feed_slice_par(&data, &mut m);
+        let (mst, _, _) = p.finish(&mut m);
+        prop_assert!(m.events == s.events);
+        prop_assert_eq!(&mst.first_skips, &st.first_skips);
+        prop_assert_eq!(mst.lines, st.lines);
+        prop_assert_eq!(mst.skipped_by_reason, st.skipped_by_reason);
     }
 }

@@ -138,6 +138,24 @@ fn via_slice(data: &[u8]) -> Run {
     }
 }
 
+/// The parallel path over the input held in memory (a mapped file).
+fn via_slice_par(data: &[u8], block_size: usize) -> Run {
+    let opts = Options {
+        threads: 2,
+        block_size,
+        ..Options::default()
+    };
+    let mut p = Parser::new("m", opts);
+    let mut sink = VecSink::default();
+    p.feed_slice_par(data, &mut sink);
+    let (stats, _, strings) = p.finish(&mut sink);
+    Run {
+        events: sink.events,
+        strings,
+        stats,
+    }
+}
+
 fn same_strings(a: &Interner, b: &Interner) -> bool {
     a.len() == b.len()
         && (0..a.len() as u32)
@@ -178,6 +196,21 @@ fn every_fixture_same_events_through_every_path_and_buffer_size() {
                 assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
                 assert_eq!(r.stats.detected, s.stats.detected, "{what}");
             }
+        }
+        // The parallel path over the input in memory, blocks from one line
+        // to the whole file.
+        for block in [1, 7, 64, 1000, 1 << 20] {
+            let r = via_slice_par(&data, block);
+            let what = format!("{name}: slice_par(block {block})");
+            assert!(r.events == s.events, "{what}: events differ");
+            assert!(
+                same_strings(&r.strings, &s.strings),
+                "{what}: strings differ"
+            );
+            assert_eq!(r.stats.lines, s.stats.lines, "{what}");
+            assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{what}");
+            assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
+            assert_eq!(r.stats.detected, s.stats.detected, "{what}");
         }
     }
 }

@@ -45,6 +45,21 @@ pub struct Args {
     /// Analyze the built-in sample trace instead of files.
     #[arg(long, conflicts_with = "traces")]
     pub sample: bool,
+    /// Read uncompressed files with read() instead of mapping them into
+    /// memory (mapping is faster, but a file truncated while it is being
+    /// analyzed then stops the process with SIGBUS).
+    #[arg(long)]
+    pub no_mmap: bool,
+}
+
+/// Granularity (a power of two, a multiple of any page size) at which the
+/// merged part of a mapped input is released.
+const RELEASE_STEP: usize = 1 << 20;
+
+/// An input, opened.
+enum Input {
+    Read(Box<dyn Read>),
+    Mapped(statstorm_trace::input::Mapped),
 }
 
 struct AnalyzeSink<'a> {
@@ -115,7 +130,7 @@ impl Collected {
         }
     }
 
-    fn add(&mut self, name: &str, index: usize, reader: Box<dyn Read>, pid: Option<u32>) {
+    fn add(&mut self, name: &str, index: usize, input: Input, pid: Option<u32>) {
         let opts = Options {
             input: index.min(u16::MAX as usize) as u16,
             default_pid: pid,
@@ -126,12 +141,34 @@ impl Collected {
             a: &mut self.analyzer,
         };
         let bar = progress_bar(name);
-        let reader = Progress {
-            inner: reader,
-            bar: bar.clone(),
-            pending: 0,
+        let res = match input {
+            Input::Read(reader) => {
+                let reader = Progress {
+                    inner: reader,
+                    bar: bar.clone(),
+                    pending: 0,
+                };
+                p.feed_reader(reader, &mut sink)
+            }
+            Input::Mapped(map) => {
+                // Pages of the file already merged leave this process's
+                // resident set (they stay in the page cache): memory stays
+                // bounded as on the read path.
+                let mut released = 0usize;
+                let mut merged = |upto: usize| {
+                    if let Some(b) = &bar {
+                        b.set_position(upto as u64);
+                    }
+                    let end = upto & !(RELEASE_STEP - 1);
+                    if end > released {
+                        statstorm_trace::input::release(&map, released..end);
+                        released = end;
+                    }
+                };
+                p.feed_slice_par_with(&map, &mut sink, &mut merged);
+                Ok(())
+            }
         };
-        let res = p.feed_reader(reader, &mut sink);
         let (mut st, summary, strings) = p.finish(&mut sink);
         if let Some(b) = bar {
             b.finish_and_clear();
@@ -198,7 +235,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut readable = 0usize;
     if args.sample {
         let r = statstorm_trace::input::decompressed(std::io::BufReader::new(SAMPLE))?;
-        c.add(SAMPLE_NAME, 0, r, None);
+        c.add(SAMPLE_NAME, 0, Input::Read(r), None);
         readable += 1;
     } else {
         let mut files: Vec<PathBuf> = Vec::new();
@@ -222,10 +259,18 @@ pub fn run(args: Args) -> Result<i32> {
             } else {
                 path.display().to_string()
             };
-            match statstorm_trace::input::open(path) {
-                Ok(r) => {
+            let opened = match args.no_mmap {
+                true => Ok(None),
+                false => statstorm_trace::input::map(path),
+            }
+            .and_then(|m| match m {
+                Some(m) => Ok(Input::Mapped(m)),
+                None => statstorm_trace::input::open(path).map(Input::Read),
+            });
+            match opened {
+                Ok(input) => {
                     readable += 1;
-                    c.add(&name, i, r, statstorm_trace::input::pid_from_name(path));
+                    c.add(&name, i, input, statstorm_trace::input::pid_from_name(path));
                 }
                 Err(e) => {
                     open_failures += 1;
