@@ -27,7 +27,10 @@
 //!    on the script; it is left out of the syscall comparison. The lifted
 //!    workloads (`statstorm_php::lift`, which keeps that startup as
 //!    recorded operations) are equal too once times, durations and pids
-//!    (which differ between any two runs) are zeroed;
+//!    are zeroed. Times, pids and the random name of OPcache's lock file
+//!    (`/tmp/.ZendSem.XXXXXX`, closed at the end of the process) differ
+//!    between any two runs of one program and are left out of both
+//!    comparisons;
 //! 2. under each target config, the real captures of A and B differ: the
 //!    per-syscall counts of the same window are printed and must not be
 //!    equal;
@@ -100,7 +103,11 @@ fn is_file_call(k: Kind) -> bool {
 fn call_of(e: &Event, s: &Interner) -> Call {
     let paths = [e.path, e.path2, e.fd_path, e.ret_path]
         .iter()
-        .map(|p| p.map(|p| s.str(p).into_owned()).unwrap_or_default())
+        .map(|p| {
+            let mut p = p.map(|p| s.str(p).into_owned()).unwrap_or_default();
+            unrandom(&mut p);
+            p
+        })
         .collect();
     let result = match e.ret {
         Ret::Ok(n) => n.to_string(),
@@ -284,6 +291,14 @@ fn lifted(trace: &Trace) -> Workload {
 /// a random name in every run.
 const ZEND_SEM: &str = "/.ZendSem.";
 
+/// Replaces the random part of OPcache's lock file name ([`ZEND_SEM`]),
+/// which the process closes after the entry script's open.
+fn unrandom(p: &mut String) {
+    if let Some(i) = p.find(ZEND_SEM) {
+        p.replace_range(i + ZEND_SEM.len().., "XXXXXX");
+    }
+}
+
 /// The workload with what differs between any two runs of one program
 /// zeroed: times, durations, pids, and the random suffix of OPcache's lock
 /// file ([`ZEND_SEM`]).
@@ -300,10 +315,9 @@ fn timeless(w: &Workload) -> Workload {
                 op.t_us = 0;
                 op.dur_us = None;
                 op.pid = 0;
-                for p in std::iter::once(&mut op.path).chain(op.path2.as_mut()) {
-                    if let Some(i) = p.find(ZEND_SEM) {
-                        p.replace_range(i + ZEND_SEM.len().., "XXXXXX");
-                    }
+                unrandom(&mut op.path);
+                if let Some(p) = op.path2.as_mut() {
+                    unrandom(p);
                 }
             }
         }
