@@ -527,11 +527,13 @@ fn cached_captures_hide_operations_that_change_other_configs() {
                 "  whole process, newfstatat+openat+access+readlink: real A {real_a}, real B {real_b}; model from the source capture: {model_a} (from A's), {model_b} (from B's)"
             );
             // one source, one prediction: it misses A or B (or both)
-            assert_eq!(
-                model_a, model_b,
-                "{} -> {tname}: equal workloads lowered to different counts",
-                case.name
-            );
+            if same_workload {
+                assert_eq!(
+                    model_a, model_b,
+                    "{} -> {tname}: equal workloads lowered to different counts",
+                    case.name
+                );
+            }
             assert!(
                 real_a != real_b,
                 "{} -> {tname}: A and B made as many checked calls",
