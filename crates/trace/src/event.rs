@@ -171,6 +171,14 @@ impl Interner {
         self.table = t;
     }
 
+    /// Forgets every string, keeping the memory for reuse.
+    pub(crate) fn clear(&mut self) {
+        self.arena.clear();
+        self.ends.clear();
+        self.hashes.clear();
+        self.table.fill(0);
+    }
+
     /// [`Interner::intern`] with the string's [`hash_bytes`] already known.
     #[inline]
     pub(crate) fn intern_hashed(&mut self, s: &[u8], h: u64) -> PathId {

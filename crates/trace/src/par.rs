@@ -396,7 +396,16 @@ struct Open {
     name_len: usize,
 }
 
-fn parse_chunk(c: Chunk<'_>, cfg: Cfg) -> Parsed<'_> {
+/// Memory of a merged block, reused by a later one: its interner, records
+/// and id map (cleared on the pool, before reuse).
+#[derive(Default)]
+struct Scratch {
+    strings: Interner,
+    recs: Vec<Rec>,
+    remap: Vec<u32>,
+}
+
+fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
     let (buf, len, last_partial) = match c {
         Chunk::TooLong => return Parsed::TooLong,
         Chunk::Data {
@@ -406,8 +415,16 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg) -> Parsed<'_> {
         } => (buf, len, last_partial),
     };
     let bytes = &buf[..len];
-    let mut dec = Decoder::new(Interner::new());
-    let mut recs: Vec<Rec> = Vec::with_capacity(bytes.len() / 128 + 1);
+    let Scratch {
+        mut strings,
+        mut recs,
+        mut remap,
+    } = scratch;
+    strings.clear();
+    recs.clear();
+    recs.reserve(bytes.len() / 128 + 1);
+    remap.clear();
+    let mut dec = Decoder::new(strings);
     // Pairs are merged here only when nothing between the two lines can
     // change what the sequential parser would do with them: every line in
     // between is a parsed call or another pid's half of a pair, all with a
@@ -521,7 +538,7 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg) -> Parsed<'_> {
         recs,
         strings: dec.strings,
         pairs,
-        remap: Vec::new(),
+        remap,
     }
 }
 
@@ -531,13 +548,12 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg) -> Parsed<'_> {
 /// sequential parser would.
 fn resolve(p: &mut Parsed<'_>, global: &Interner) {
     if let Parsed::Block { strings, remap, .. } = p {
-        *remap = (0..strings.len() as u32)
-            .map(|i| {
-                global
-                    .get_from(strings, PathId(i))
-                    .map_or(u32::MAX, |g| g.0)
-            })
-            .collect();
+        remap.clear();
+        remap.extend((0..strings.len() as u32).map(|i| {
+            global
+                .get_from(strings, PathId(i))
+                .map_or(u32::MAX, |g| g.0)
+        }));
     }
 }
 
@@ -635,8 +651,10 @@ impl Parser {
         let mut err: Option<io::Error> = None;
         let mut to_parse = read_batch(&mut rd, batch, &mut err);
         let mut parsed: Vec<Parsed> = Vec::new();
-        // Merged blocks, freed on the pool rather than on this thread.
+        // Merged blocks, freed on the pool rather than on this thread, and
+        // the memory they leave for the next blocks.
         let mut done: Vec<Parsed> = Vec::new();
+        let mut spare: Vec<Scratch> = Vec::new();
         let work_left = |a: &Vec<Chunk>, b: &Vec<Parsed>| !a.is_empty() || !b.is_empty();
         while !self.stopped && work_left(&to_parse, &parsed) {
             let mut out: Vec<Option<Parsed>> = (0..to_parse.len()).map(|_| None).collect();
@@ -644,18 +662,29 @@ impl Parser {
             let mut old = std::mem::take(&mut done);
             for p in &mut old {
                 if let Parsed::Block {
-                    buf: Buf::Owned(buf),
+                    buf,
+                    strings,
+                    recs,
+                    remap,
                     ..
                 } = p
                 {
-                    rd.recycle(std::mem::take(buf));
+                    if let Buf::Owned(buf) = buf {
+                        rd.recycle(std::mem::take(buf));
+                    }
+                    spare.push(Scratch {
+                        strings: std::mem::take(strings),
+                        recs: std::mem::take(recs),
+                        remap: std::mem::take(remap),
+                    });
                 }
             }
             // The pool parses batch k+1 while this thread merges batch k
             // (the only writer of the parser's interner) ...
             rayon::in_place_scope(|sc| {
                 for (slot, chunk) in out.iter_mut().zip(to_parse.drain(..)) {
-                    sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg)));
+                    let scratch = spare.pop().unwrap_or_default();
+                    sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg, scratch)));
                 }
                 sc.spawn(move |_| drop(old));
                 for p in parsed.drain(..) {
