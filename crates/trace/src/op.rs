@@ -269,14 +269,19 @@ impl Normalizer {
     /// installs it in `newfd` and then `filp_close`s the file `newfd` held).
     /// Only the last reference's close is a close of the file (`fput`: the
     /// file's `release` runs when its count drops to zero; on NFS that is
-    /// `nfs_file_release` -> `nfs_file_clear_open_context`, where the
-    /// close-to-open flush and the v4 CLOSE happen). Returns the path of the
-    /// file the target fd held when this call closed it.
+    /// `nfs_file_release` in `fs/nfs/file.c` -> `nfs_file_clear_open_context`,
+    /// where the open context goes and v4 sends CLOSE). Not modelled: the
+    /// `->flush` of every `filp_close` (`nfs_file_flush`, close-to-open
+    /// writeback of a file open for writing) also runs for a close that is
+    /// not the last, so data written before such a close is flushed there,
+    /// not at the [`OpKind::Close`]. Returns the path of the file the target
+    /// fd held when this call closed it.
     fn dup(&mut self, ev: &Event, strings: &Interner) -> Option<String> {
         let (old, new) = ev.dup_of()?;
         if old == new {
             // dup2(fd, fd) returns fd and changes nothing (fs/file.c
-            // ksys_dup2); dup3(fd, fd) fails with EINVAL.
+            // SYSCALL_DEFINE2(dup2)); dup3(fd, fd) fails with EINVAL
+            // (ksys_dup3).
             return None;
         }
         let abs = |id: Option<crate::PathId>| {
