@@ -340,9 +340,21 @@ pub(crate) struct FdArg<'a> {
     pub at_fdcwd: bool,
     /// Raw (still escaped) decoration text, without the angle brackets.
     pub deco: Option<&'a [u8]>,
+    /// `-y` marked the file as unlinked: `3</tmp/f>(deleted)`.
+    pub deleted: bool,
 }
 
+/// What strace 6 prints after an fd's `-y` decoration when the file has
+/// been unlinked while open (`/proc/PID/fd/N` reads `PATH (deleted)`).
+const DELETED: &[u8] = b"(deleted)";
+
 pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
+    let deleted = s.ends_with(DELETED) && s[..s.len() - DELETED.len()].ends_with(b">");
+    let s = if deleted {
+        &s[..s.len() - DELETED.len()]
+    } else {
+        s
+    };
     let (head, deco) = split_deco(s);
     let at_fdcwd = head == b"AT_FDCWD";
     let fd = if at_fdcwd {
@@ -350,7 +362,12 @@ pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
     } else {
         parse_i64(head).map(|v| v as i32)
     };
-    FdArg { fd, at_fdcwd, deco }
+    FdArg {
+        fd,
+        at_fdcwd,
+        deco,
+        deleted,
+    }
 }
 
 /// Splits `3</a/b>` into (`3`, `/a/b`). With `-yy`, a device decoration
@@ -512,6 +529,29 @@ pub(crate) fn frac_us(frac: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fd_of_an_unlinked_file() {
+        // strace 6.1: `fcntl(3</tmp/dlx>(deleted), F_DUPFD, 10)`
+        let f = parse_fd(b"3</tmp/dlx>(deleted)");
+        assert_eq!(
+            (f.fd, f.deco, f.deleted),
+            (Some(3), Some(&b"/tmp/dlx"[..]), true)
+        );
+        let f = parse_fd(b"3</tmp/dlx>");
+        assert_eq!(
+            (f.fd, f.deco, f.deleted),
+            (Some(3), Some(&b"/tmp/dlx"[..]), false)
+        );
+        // a path that itself ends in "(deleted)" is not the mark
+        let f = parse_fd(b"3</tmp/x(deleted)>");
+        assert_eq!(
+            (f.fd, f.deco, f.deleted),
+            (Some(3), Some(&b"/tmp/x(deleted)"[..]), false)
+        );
+        let f = parse_fd(b"AT_FDCWD");
+        assert!(f.at_fdcwd && !f.deleted);
+    }
 
     #[test]
     fn close_paren_skips_strings_and_nested() {

@@ -510,6 +510,8 @@ impl Flags {
     /// `fcntl(fd, F_DUPFD, n)` or `fcntl(fd, F_DUPFD_CLOEXEC, n)`: the call
     /// duplicates `fd` like `dup` (lowest free fd >= n).
     pub const F_DUPFD: u32 = 1 << 17;
+    /// The fd argument's file had been unlinked (`-y`: `3</tmp/f>(deleted)`).
+    pub const FD_DELETED: u32 = 1 << 18;
 
     pub fn has(self, bit: u32) -> bool {
         self.0 & bit != 0

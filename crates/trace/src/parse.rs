@@ -1124,6 +1124,9 @@ impl Decoder {
                 let d = args::decode_deco_ref(d, &mut self.scratch);
                 ev.fd_path = Some(self.strings.intern(d));
             }
+            if f.deleted {
+                ev.flags.set(Flags::FD_DELETED);
+            }
         }
         if let Some(a) = get(sp.path) {
             if let Some((p, trunc)) = args::decode_string_ref(a, &mut self.scratch) {
