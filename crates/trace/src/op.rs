@@ -267,8 +267,8 @@ impl Normalizer {
     /// old fd's open file (Linux `fs/file.c`: `dup`/`f_dupfd` take a new
     /// reference with `get_file` and install it in a free slot; `do_dup2`
     /// installs it in `newfd` and then `filp_close`s the file `newfd` held).
-    /// Only the last reference's close is a close of the file (`fput`: the
-    /// file's `release` runs when its count drops to zero; on NFS that is
+    /// Only the last reference's close is a close of the file (R32, R33;
+    /// `fput`: the file's `release` runs when its count drops to zero; on NFS that is
     /// `nfs_file_release` in `fs/nfs/file.c` -> `nfs_file_clear_open_context`,
     /// where the open context goes and v4 sends CLOSE). Not modelled: the
     /// `->flush` of every `filp_close` (`nfs_file_flush`, close-to-open
