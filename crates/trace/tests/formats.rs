@@ -68,6 +68,7 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
     ("dup.txt", PidStyle::Column, TsKind::Epoch, true, false),
     ("dup-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
     ("dup-py.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    ("deleted-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
 ];
 
 /// Syscall lines per name, counted by awk: drop a `[pid N]` prefix, a pid
@@ -347,6 +348,45 @@ fn fd_decorations() {
         "/dev/null",
         "-yy device suffix dropped"
     );
+}
+
+#[test]
+fn fds_of_unlinked_files_keep_fd_and_path() {
+    // `exec 3>gone.txt; rm gone.txt; echo x >&3; exec 3>&-` under -y: the
+    // calls after the unlink print `3</.../gone.txt>(deleted)`
+    let t = read_bytes("del", &read("deleted-y.txt"));
+    let s = &t.strings;
+    let gone = |id: Option<PathId>| id.is_some_and(|p| s.str(p).ends_with("/gone.txt"));
+    let marked: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| e.flags.has(Flags::FD_DELETED))
+        .collect();
+    let text = String::from_utf8(read("deleted-y.txt")).unwrap();
+    let want = text
+        .lines()
+        .filter(|l| {
+            // the first argument is an fd marked `(deleted)`
+            let call = l
+                .splitn(3, char::is_whitespace)
+                .last()
+                .unwrap_or("")
+                .trim_start();
+            call.split_once('(').is_some_and(|(_, args)| {
+                args.find(">(deleted)")
+                    .is_some_and(|i| !args[..i].contains(", "))
+            })
+        })
+        .count();
+    assert!(want >= 4, "fixture: {want} calls on the unlinked file");
+    assert_eq!(marked.len(), want);
+    for e in &marked {
+        assert!(e.fd.is_some() && gone(e.fd_path), "{e:?}");
+    }
+    let kinds: Vec<Kind> = marked.iter().map(|e| e.kind).collect();
+    for k in [Kind::Write, Kind::Close, Kind::Fcntl, Kind::Dup2] {
+        assert!(kinds.contains(&k), "{k:?} on the unlinked file: {kinds:?}");
+    }
 }
 
 #[test]
