@@ -11,9 +11,9 @@ pub mod lift;
 pub mod lower;
 pub mod workload;
 
-pub use lift::lift;
+pub use lift::{lift, lift_with_reference, ReferenceError};
 pub use lower::{count_by_syscall, lower};
-pub use workload::{PhpOp, PhpOpKind, WorkRequest, Workload};
+pub use workload::{PhpOp, PhpOpKind, ReferenceUse, WorkRequest, Workload};
 pub mod predict;
 
 pub use predict::{predict_ops, predict_workload, RequestPrediction};

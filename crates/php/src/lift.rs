@@ -20,7 +20,9 @@
 //! - `access(p)` is file_exists/is_readable (R71); `stat(p)` of another
 //!   file is a stat-family function after a stat-cache miss (R72).
 
-use crate::workload::{Evidence, PhpOp, PhpOpKind, Via, WorkRequest, Workload, WORKLOAD_SCHEMA};
+use crate::workload::{
+    Evidence, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload, WORKLOAD_SCHEMA,
+};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
@@ -892,6 +894,243 @@ pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
 
 /// Lifts every request of a trace into a [`Workload`].
 pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
+    let (mut reqs, evidence, links) = lift_requests(trace, requests);
+    script_facts(&mut reqs);
+    apply_templates(&mut reqs);
+    Workload {
+        schema: WORKLOAD_SCHEMA.to_string(),
+        requests: reqs,
+        evidence,
+        links,
+    }
+}
+
+/// Why a reference capture cannot complete a capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReferenceError {
+    /// Caches hid part of the reference's own includes.
+    Incomplete,
+    /// The reference has no request that ran PHP.
+    Empty,
+    /// One capture is php-cli, the other php-fpm.
+    Sapi { capture_cli: bool },
+}
+
+impl std::fmt::Display for ReferenceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReferenceError::Incomplete => write!(
+                f,
+                "the reference capture is not complete: caches hid part of its includes (it must be recorded with opcache.enable=0 and realpath_cache_size=0, or open_basedir set; if it was, state its settings)"
+            ),
+            ReferenceError::Empty => write!(f, "the reference capture has no request that ran PHP"),
+            ReferenceError::Sapi { capture_cli } => {
+                let (a, b) = if *capture_cli {
+                    ("php-cli", "php-fpm")
+                } else {
+                    ("php-fpm", "php-cli")
+                };
+                write!(
+                    f,
+                    "the capture is {a} but the reference capture is {b}: record the reference with the same SAPI"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReferenceError {}
+
+/// Lifts a capture made with caches on (production: real traffic, timing,
+/// workers) and completes it from `reference`, a short complete capture of
+/// the same application (OPcache and the realpath cache off, or
+/// open_basedir on: every include, its kind and every `*_once` repeat shows,
+/// R52/R53/R61).
+///
+/// - A request of the capture whose modelled operations are a subsequence
+///   of those of a reference request of the same entry script is taken to
+///   have run that request's PHP operations (the fullest reference request
+///   first, then the others by size); it keeps its own time, worker,
+///   unmodelled calls and writes, as with the capture's own templates.
+/// - The script facts of the reference (include vs include_once, the names
+///   scripts are resolved under: R52/R54) hold for the other requests too;
+///   those are then templated among themselves as [`lift`] does.
+/// - Reference requests themselves are not part of the result.
+///
+/// The evidence about the recorded settings is the capture's own; it is
+/// marked complete when every request that ran PHP was completed.
+pub fn lift_with_reference(
+    trace: &Trace,
+    requests: &Requests,
+    reference: &Workload,
+) -> Result<(Workload, ReferenceUse), ReferenceError> {
+    if !reference.evidence.complete {
+        return Err(ReferenceError::Incomplete);
+    }
+    let refs: Vec<&WorkRequest> = reference
+        .requests
+        .iter()
+        .filter(|r| r.ops.iter().any(|o| !own_op(o)))
+        .collect();
+    if refs.is_empty() {
+        return Err(ReferenceError::Empty);
+    }
+    let capture_cli = requests.mode == RequestMode::Cli;
+    if refs.iter().any(|r| r.cli != capture_cli) {
+        return Err(ReferenceError::Sapi { capture_cli });
+    }
+    let (mut reqs, mut evidence, mut links) = lift_requests(trace, requests);
+    script_facts(&mut reqs);
+    reference_facts(&mut reqs, reference);
+    let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own_op(o)).count();
+    // reference requests by entry script, fullest first (equal sizes in
+    // capture order: stable sort)
+    let mut all: Vec<&WorkRequest> = refs
+        .iter()
+        .copied()
+        .filter(|r| r.script.is_some())
+        .collect();
+    all.sort_by_key(|r| std::cmp::Reverse(modelled(r)));
+    let mut used = ReferenceUse {
+        requests: reference.requests.len(),
+        complete: true,
+        ..Default::default()
+    };
+    let mut rest: Vec<usize> = Vec::new();
+    for (i, r) in reqs.iter_mut().enumerate() {
+        // a connection that ran no PHP at all is not a request of a script
+        if r.ops.is_empty() {
+            continue;
+        }
+        // the entry script when the request shows it (php-fpm's resolution
+        // of SCRIPT_FILENAME on a realpath cache miss, or its compile on an
+        // OPcache miss); when caches hid it, every reference request is a
+        // candidate (the operations must still match)
+        let first = r.ops.iter().find(|o| !own_op(o)).map(|o| &o.kind);
+        let entry = r.ops.iter().find_map(|o| match &o.kind {
+            PhpOpKind::Compile {
+                path,
+                via: Via::Main,
+                ..
+            } => Some(path.clone()),
+            _ => None,
+        });
+        // php-fpm resolves SCRIPT_FILENAME before anything else (cgi_main);
+        // later resolutions of scripts before any compile are not it
+        let entry = entry.or_else(|| match first {
+            Some(PhpOpKind::PrimaryResolve { path }) => Some(path.clone()),
+            _ => None,
+        });
+        let cands: Vec<&WorkRequest> = all
+            .iter()
+            .copied()
+            .filter(|t| entry.is_none() || t.script == entry)
+            .collect();
+        if cands.is_empty() {
+            used.no_reference.push(i);
+            rest.push(i);
+            continue;
+        }
+        let done = cands.iter().any(|t| {
+            let s = t.script.clone().unwrap_or_default();
+            take_template_by(r, t, s, reference_keys)
+        });
+        if done {
+            used.completed.push(i);
+        } else {
+            used.unmatched.push(i);
+            rest.push(i);
+        }
+    }
+    // the others: templated among themselves, as without a reference
+    let mut others: Vec<WorkRequest> = rest.iter().map(|&i| reqs[i].clone()).collect();
+    apply_templates(&mut others);
+    for (&i, r) in rest.iter().zip(others) {
+        reqs[i] = r;
+    }
+    for (k, v) in &reference.links {
+        links.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    let active = reqs.iter().filter(|r| !r.ops.is_empty()).count();
+    evidence.notes.push(format!(
+        "{} of {active} requests took their PHP operations from the reference capture ({} reference requests); {} ran a script the reference did not, {} made operations no reference request of their script showed",
+        used.completed.len(),
+        used.requests,
+        used.no_reference.len(),
+        used.unmatched.len()
+    ));
+    evidence.complete = evidence.complete || used.completed.len() == active;
+    Ok((
+        Workload {
+            schema: WORKLOAD_SCHEMA.to_string(),
+            requests: reqs,
+            evidence,
+            links,
+        },
+        used,
+    ))
+}
+
+/// What a complete reference says about each script (R52: include_once
+/// resolves twice and repeats, include once; R54: the name resolved),
+/// applied to the compiles of `reqs` (entry scripts excepted).
+fn reference_facts(reqs: &mut [WorkRequest], reference: &Workload) {
+    let mut via: HashMap<&str, Via> = HashMap::new();
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    for o in reference.requests.iter().flat_map(|r| &r.ops) {
+        match &o.kind {
+            PhpOpKind::Compile {
+                path,
+                via: v,
+                resolve_as,
+                ..
+            } => {
+                if let Some(n) = resolve_as {
+                    names.insert(path, n);
+                }
+                match v {
+                    Via::Once => {
+                        via.insert(path, Via::Once);
+                    }
+                    Via::Include => {
+                        via.entry(path).or_insert(Via::Include);
+                    }
+                    Via::Main => {}
+                }
+            }
+            PhpOpKind::OnceRepeat { path, .. } => {
+                via.insert(path, Via::Once);
+            }
+            _ => {}
+        }
+    }
+    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+        if let PhpOpKind::Compile {
+            path,
+            via: v,
+            resolve_as,
+            ..
+        } = &mut o.kind
+        {
+            if *v != Via::Main {
+                if let Some(f) = via.get(path.as_str()) {
+                    *v = *f;
+                }
+            }
+            if resolve_as.is_none() {
+                *resolve_as = names.get(path.as_str()).map(|n| n.to_string());
+            }
+        }
+    }
+}
+
+/// Every request lifted on its own, and what the trace says about the
+/// settings: the part of [`lift`] before facts and templates are shared
+/// across requests.
+fn lift_requests(
+    trace: &Trace,
+    requests: &Requests,
+) -> (Vec<WorkRequest>, Evidence, BTreeMap<String, String>) {
     let per_req = request_ops(trace, requests);
     let cli = requests.mode == RequestMode::Cli;
     let fpm = requests.mode == RequestMode::Fpm;
@@ -924,14 +1163,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         });
     }
     let evidence = evidence(&reqs, &basedirs);
-    script_facts(&mut reqs);
-    apply_templates(&mut reqs);
-    Workload {
-        schema: WORKLOAD_SCHEMA.to_string(),
-        requests: reqs,
-        evidence,
-        links,
-    }
+    (reqs, evidence, links)
 }
 
 /// Operations a request keeps as its own when it takes a template:
@@ -995,63 +1227,117 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
         if t == i || r.ops.is_empty() {
             continue;
         }
-        let tpl = &snapshot[t];
-        let own = own_op;
-        let keys = |ops: &[PhpOp]| -> Vec<(String, String)> {
-            ops.iter()
-                .filter(|o| !own(o))
-                .map(|o| {
-                    let (a, b) = o.kind.key();
-                    (a.to_string(), b.to_string())
-                })
+        take_template(r, &snapshot[t], s);
+    }
+}
+
+/// Replaces the modelled operations of `r` with those of `tpl` when the
+/// modelled operation keys of `r` are a subsequence of the template's
+/// (the request ran the template, caches hid the rest); `r` keeps its own
+/// unmodelled calls and writes ([`own_op`]). Returns whether it did.
+fn take_template(r: &mut WorkRequest, tpl: &WorkRequest, s: String) -> bool {
+    take_template_by(r, tpl, s, |o| vec![o.kind.key()])
+}
+
+/// The keys of an operation when a request made with caches on is matched
+/// against a request of a complete capture.
+///
+/// - A compile's or an `*_once` repeat's failed include_path candidates
+///   show on their own when OPcache serves the script (its validation
+///   `stat` comes after them, R64) or the realpath cache serves the
+///   resolution: failures are never cached (R50, R54).
+/// - A script's include, `*_once` repeat, validation and `stat` are one
+///   key: which of them shows depends on OPcache (R62-R64). The lift can
+///   take a validation for a file function's `stat` (validations in
+///   nearly every request: request times straddling revalidate_freq
+///   windows); a file function's `stat` of a script shows in the reference
+///   as well (PHP's stat cache lives for one request whatever the
+///   settings, R72).
+/// - Resolutions have no key: which of them show, under which name (a
+///   symlinked directory is walked under the name the cache missed), and
+///   whether a lone `lstat` is a resolution or PHP's `lstat()`, depends on
+///   the realpath cache (R53-R56); the reference shows them all.
+fn reference_keys(o: &PhpOp) -> Vec<(&'static str, &str)> {
+    match &o.kind {
+        PhpOpKind::Compile { path, probes, .. } | PhpOpKind::OnceRepeat { path, probes, .. } => {
+            probes
+                .iter()
+                .map(|p| ("probe", p.as_str()))
+                .chain(std::iter::once(("script", path.as_str())))
                 .collect()
-        };
-        let mine = keys(&r.ops);
-        let theirs = keys(&tpl.ops);
-        let m: Vec<(&str, &str)> = mine.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-        let t2: Vec<(&str, &str)> = theirs
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
-        if m.len() <= t2.len() && is_subsequence(&m, &t2) {
-            let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
-            // each own write goes right after the template operation
-            // matched to the request's last modelled operation before it
-            // (the template's offsets differ from the request's)
-            let mut after: Vec<Vec<PhpOp>> = vec![Vec::new(); base.len() + 1];
-            let mut k = 0; // template operations matched so far
-            for o in &r.ops {
-                if own(o) && !matches!(o.kind, PhpOpKind::Raw { .. }) {
-                    let mut w = o.clone();
-                    if k > 0 {
-                        w.t_off_us = base[k - 1].t_off_us;
-                    }
-                    after[k].push(w);
-                } else if !own(o) {
-                    let key = o.kind.key();
-                    while k < base.len() && base[k].kind.key() != key {
-                        k += 1;
-                    }
-                    k = (k + 1).min(base.len());
+        }
+        PhpOpKind::Stat {
+            path,
+            missing: false,
+        } if is_script(path) => vec![("script", path.as_str())],
+        PhpOpKind::Resolve { .. } | PhpOpKind::Lstat { .. } | PhpOpKind::PrimaryResolve { .. } => {
+            Vec::new()
+        }
+        k => vec![k.key()],
+    }
+}
+
+/// [`take_template`] with the keys of each operation given by `keyf`.
+fn take_template_by<F>(r: &mut WorkRequest, tpl: &WorkRequest, s: String, keyf: F) -> bool
+where
+    F: for<'a> Fn(&'a PhpOp) -> Vec<(&'static str, &'a str)>,
+{
+    let own = own_op;
+    let m: Vec<(&str, &str)> = r.ops.iter().filter(|o| !own(o)).flat_map(&keyf).collect();
+    let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
+    // the template's keys, each with the index of its operation in `base`
+    let flat: Vec<((&str, &str), usize)> = base
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| keyf(o).into_iter().map(move |k| (k, i)))
+        .collect();
+    let t2: Vec<(&str, &str)> = flat.iter().map(|(k, _)| *k).collect();
+    if !(m.len() <= t2.len() && is_subsequence(&m, &t2)) {
+        return false;
+    }
+    // each own write goes right after the template operation
+    // matched to the request's last modelled operation before it
+    // (the template's offsets differ from the request's)
+    let mut after: Vec<Vec<PhpOp>> = vec![Vec::new(); base.len() + 1];
+    let mut k = 0; // template operations matched so far
+    let mut j = 0; // template keys looked at so far
+    for o in &r.ops {
+        if own(o) && !matches!(o.kind, PhpOpKind::Raw { .. }) {
+            let mut w = o.clone();
+            if k > 0 {
+                w.t_off_us = base[k - 1].t_off_us;
+            }
+            after[k].push(w);
+        } else if !own(o) {
+            for key in keyf(o) {
+                while j < flat.len() && flat[j].0 != key {
+                    j += 1;
+                }
+                if j < flat.len() {
+                    k = flat[j].1 + 1;
+                    j += 1;
+                } else {
+                    k = base.len();
                 }
             }
-            let mut ops: Vec<PhpOp> = after[0].drain(..).collect();
-            for (i, b) in base.iter().enumerate() {
-                ops.push((*b).clone());
-                ops.append(&mut after[i + 1]);
-            }
-            ops.extend(
-                r.ops
-                    .iter()
-                    .filter(|o| matches!(o.kind, PhpOpKind::Raw { .. }))
-                    .cloned(),
-            );
-            ops.sort_by_key(|o| o.t_off_us);
-            r.ops = ops;
-            r.script = Some(s);
-            r.from_template = true;
         }
     }
+    let mut ops: Vec<PhpOp> = after[0].drain(..).collect();
+    for (i, b) in base.iter().enumerate() {
+        ops.push((*b).clone());
+        ops.append(&mut after[i + 1]);
+    }
+    ops.extend(
+        r.ops
+            .iter()
+            .filter(|o| matches!(o.kind, PhpOpKind::Raw { .. }))
+            .cloned(),
+    );
+    ops.sort_by_key(|o| o.t_off_us);
+    r.ops = ops;
+    r.script = Some(s);
+    r.from_template = true;
+    true
 }
 
 fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence {

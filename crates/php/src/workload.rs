@@ -190,3 +190,26 @@ pub struct Workload {
     #[serde(default)]
     pub links: std::collections::BTreeMap<String, String>,
 }
+
+/// How a capture was completed from a reference capture
+/// ([`crate::lift::lift_with_reference`]): a short capture of the same
+/// application with OPcache and the realpath cache off, whose requests show
+/// every include, its kind and every `*_once` repeat.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceUse {
+    /// Requests in the reference capture (none of them is lowered: they
+    /// are not part of the predicted load).
+    pub requests: usize,
+    /// The reference showed every include and resolution
+    /// (`evidence.complete`, or stated settings with both caches off).
+    pub complete: bool,
+    /// Indices of the capture's requests that took their PHP operations
+    /// from a reference request of the same script.
+    pub completed: Vec<usize>,
+    /// Indices of requests whose script has reference requests, but which
+    /// made operations none of them showed: left as lifted.
+    pub unmatched: Vec<usize>,
+    /// Indices of requests whose script no reference request ran: left as
+    /// lifted.
+    pub no_reference: Vec<usize>,
+}
