@@ -28,6 +28,9 @@ use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// The start of the evidence note of an incomplete capture.
+const HIDDEN_NOTE: &str = "caches hid part of the includes";
+
 /// Within this time after a path was lstat'ed, a lone lstat of it again
 /// cannot be a realpath-cache miss under the default TTL (120 s, R55).
 const LSTAT_REPEAT_US: i64 = 120_000_000;
@@ -1059,7 +1062,11 @@ pub fn lift_with_reference(
         used.no_reference.len(),
         used.unmatched.len()
     ));
-    evidence.complete = evidence.complete || used.completed.len() == active;
+    if used.completed.len() == active && !evidence.complete {
+        // what caches hid in the capture, the reference showed
+        evidence.notes.retain(|n| !n.starts_with(HIDDEN_NOTE));
+        evidence.complete = true;
+    }
     Ok((
         Workload {
             schema: WORKLOAD_SCHEMA.to_string(),
@@ -1450,10 +1457,9 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
     // validations: the application's own
     ev.complete = !includes || (cache_off && recompiled > 0);
     if !ev.complete {
-        ev.notes.push(
-            "caches hid part of the includes (include vs include_once, repeated include_once): predictions toward realpath_cache_size=0 or open_basedir undercount; record with both caches off for full information"
-                .into(),
-        );
+        ev.notes.push(format!(
+            "{HIDDEN_NOTE} (include vs include_once, repeated include_once): predictions toward realpath_cache_size=0 or open_basedir undercount; record with both caches off for full information"
+        ));
     }
     if let Some((dir, n)) = basedirs.iter().max_by_key(|(_, n)| **n) {
         ev.notes.push(format!(

@@ -3,7 +3,7 @@
 
 use crate::config::PhpConfig;
 use crate::lower::lower;
-use crate::workload::{WorkRequest, Workload};
+use crate::workload::{ReferenceUse, WorkRequest, Workload};
 use statstorm_trace::op::Op;
 use statstorm_trace::request::Requests;
 use statstorm_trace::Trace;
@@ -130,4 +130,55 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
         ));
     }
     notes
+}
+
+/// The note for a prediction completed from a reference capture
+/// ([`crate::lift::lift_with_reference`]): which requests took their PHP
+/// operations from it and which were left as lifted (those still undercount
+/// what caches hid). Request numbers are those of the report (requests in
+/// time order).
+pub fn reference_note(w: &Workload, reference: &Workload, used: &ReferenceUse) -> String {
+    let mut order: Vec<usize> = (0..w.requests.len()).collect();
+    order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    let mut rank = vec![0usize; order.len()];
+    for (n, &i) in order.iter().enumerate() {
+        rank[i] = n;
+    }
+    let list = |v: &[usize]| -> String {
+        let mut r: Vec<usize> = v.iter().map(|&i| rank[i]).collect();
+        r.sort_unstable();
+        r.iter()
+            .map(|n| format!("#{n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let active = w.requests.iter().filter(|r| !r.ops.is_empty()).count();
+    let head = format!(
+        "{} of {active} requests completed from the reference capture ({} requests recorded with both caches off, not predicted themselves): their includes, include vs include_once and *_once repeats come from it; their times, workers and writes are the capture's own",
+        used.completed.len(),
+        reference.requests.len()
+    );
+    if used.completed.len() == active {
+        return format!("{head}; the counts are not a lower bound");
+    }
+    let mut rest = Vec::new();
+    if !used.unmatched.is_empty() {
+        rest.push(format!(
+            "{} made operations no reference request of their script showed ({})",
+            used.unmatched.len(),
+            list(&used.unmatched)
+        ));
+    }
+    if !used.no_reference.is_empty() {
+        rest.push(format!(
+            "{} ran a script the reference did not ({})",
+            used.no_reference.len(),
+            list(&used.no_reference)
+        ));
+    }
+    format!(
+        "{head} ({}); left as lifted, with their counts a lower bound: {}",
+        list(&used.completed),
+        rest.join("; ")
+    )
 }

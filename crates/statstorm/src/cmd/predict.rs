@@ -1,11 +1,13 @@
 //! `statstorm predict TRACE... --php KEY=VALUE ... [--php-ini FILE]
 //! [--from-php K=V ...] [--from-php-ini FILE] [--from-php-info FILE]
+//! [--reference REFTRACE [--reference-php K=V ... | --reference-php-ini F]]
 //! [--format text|json]`
 //!
-//! Load traces -> lift (PHP operations per request) -> lower under the
-//! recorded settings (before) and under the proposed ones (after) ->
-//! render per-request syscall counts side by side. The model lives in
-//! `statstorm-php` (docs/php-model.md).
+//! Load traces -> lift (PHP operations per request; with `--reference`,
+//! completed from a short capture of the same application made with both
+//! caches off) -> lower under the recorded settings (before) and under the
+//! proposed ones (after) -> render per-request syscall counts side by side.
+//! The model lives in `statstorm-php` (docs/php-model.md).
 //!
 //! Exit codes: 0 predicted; 2 bad arguments, unreadable input or a
 //! malformed setting.
@@ -53,6 +55,31 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// A reference capture of the same application, recorded with OPcache and
+    /// the realpath cache off (`opcache.enable=0 realpath_cache_size=0`, or
+    /// open_basedir set), e.g. a few requests on one staging pool: it shows
+    /// every include, include vs include_once and every *_once repeat, which
+    /// a capture made with caches on hides. Its PHP operations complete the
+    /// requests of TRACE (whose times, workers, request mix and writes are
+    /// kept); its own requests are not predicted. Refused when caches hid
+    /// part of its includes (repeatable: files of one capture).
+    #[arg(long = "reference", value_name = "REFTRACE")]
+    pub reference: Vec<PathBuf>,
+    /// A setting the reference capture was recorded under (repeatable); only
+    /// needed when the trace alone does not show that both caches were off.
+    #[arg(
+        long = "reference-php",
+        value_name = "KEY=VALUE",
+        requires = "reference"
+    )]
+    pub reference_php: Vec<String>,
+    /// The php.ini the reference capture was recorded under.
+    #[arg(
+        long = "reference-php-ini",
+        value_name = "FILE",
+        requires = "reference"
+    )]
+    pub reference_php_ini: Option<PathBuf>,
     /// Also write the lifted PHP operations (statstorm.workload/1 JSON).
     #[arg(long = "workload-out", value_name = "FILE")]
     pub workload_out: Option<PathBuf>,
@@ -143,6 +170,10 @@ struct RequestOut {
     script: Option<String>,
     /// Operations taken from a richer request of the same script.
     from_template: bool,
+    /// Operations taken from a request of the reference capture (with
+    /// --reference).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    from_reference: bool,
     before: Side,
     after: Side,
 }
@@ -186,6 +217,30 @@ struct Report {
     /// Simulated latency before/after (docs/simulator.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     latency: Option<latency::LatencyOut>,
+    /// The reference capture (with --reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reference: Option<ReferenceOut>,
+}
+
+/// What the reference capture gave (`--reference`).
+#[derive(Serialize)]
+struct ReferenceOut {
+    files: Vec<String>,
+    /// Requests in the reference capture (not predicted).
+    requests: usize,
+    /// The reference showed every include and resolution.
+    complete: bool,
+    /// "inferred" (from the reference trace) or "given"
+    /// (--reference-php/--reference-php-ini).
+    complete_from: String,
+    /// Requests of TRACE that took their PHP operations from the reference.
+    completed_requests: usize,
+    /// Requests of TRACE left as lifted: their script has reference
+    /// requests, but they made operations none of them showed.
+    unmatched_requests: usize,
+    /// Requests of TRACE left as lifted: no reference request ran their
+    /// script.
+    no_reference_requests: usize,
 }
 
 #[derive(Serialize)]
@@ -228,6 +283,75 @@ fn recorded_config(
     Ok((c, "given".into()))
 }
 
+/// Loads and lifts the reference capture; an error unless it is complete
+/// (by its own trace, or by the settings given for it: both caches off and
+/// nothing in the trace against it).
+fn reference_workload(args: &Args, notes: &mut Vec<String>) -> Result<(Workload, String)> {
+    let files = args
+        .reference
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let trace = statstorm_trace::read_paths(&args.reference)
+        .with_context(|| format!("reading the reference capture {files}"))?;
+    if trace.events.is_empty() {
+        bail!(
+            "no strace events in the reference capture {files} (expected `strace -f -ttt -T -y` output)"
+        );
+    }
+    let split = split_requests(&trace.events, &trace.strings);
+    let mut w = statstorm_php::lift(&trace, &split);
+    let given = !args.reference_php.is_empty() || args.reference_php_ini.is_some();
+    if w.evidence.complete {
+        return Ok((w, "inferred".into()));
+    }
+    if !given {
+        bail!(
+            "reference capture {files}: {} (its evidence: {})",
+            statstorm_php::ReferenceError::Incomplete,
+            w.evidence.notes.join("; ")
+        );
+    }
+    let mut c = PhpConfig::default();
+    if let Some(p) = &args.reference_php_ini {
+        notes.extend(c.apply_ini_file(p)?);
+    }
+    notes.extend(c.apply_flags(&args.reference_php)?);
+    let cli = w.requests.iter().any(|r| r.cli);
+    let realpath_off = c.realpath_cache_size == 0 || !c.open_basedir.is_empty();
+    let opcache_seen = w
+        .evidence
+        .inferred
+        .iter()
+        .any(|(k, v)| k == "opcache.enable" && v == "1");
+    if c.opcache_on(cli) || !realpath_off {
+        bail!(
+            "reference capture {files}: the settings given for it keep {} on, so caches hid part of its includes; record it with opcache.enable=0 and realpath_cache_size=0 (or open_basedir set)",
+            if c.opcache_on(cli) {
+                "OPcache"
+            } else {
+                "the realpath cache"
+            }
+        );
+    }
+    if opcache_seen {
+        bail!(
+            "reference capture {files}: the settings given for it say OPcache was off, but the trace shows OPcache timestamp validations (scripts stat()ed without being opened)"
+        );
+    }
+    notes.push(format!(
+        "reference capture {files}: complete by the settings given for it (OPcache off, {}); its trace alone did not show it",
+        if c.open_basedir.is_empty() {
+            "realpath_cache_size=0"
+        } else {
+            "open_basedir set"
+        }
+    ));
+    w.evidence.complete = true;
+    Ok((w, "given".into()))
+}
+
 fn settings_map(c: &PhpConfig) -> BTreeMap<String, String> {
     c.to_pairs().into_iter().collect()
 }
@@ -257,8 +381,17 @@ pub fn run(args: Args) -> Result<i32> {
         ));
     }
     let split = split_requests(&trace.events, &trace.strings);
-    // lift
-    let w = statstorm_php::lift(&trace, &split);
+    // lift (completed from the reference capture, if any)
+    let mut reference = None;
+    let w = if args.reference.is_empty() {
+        statstorm_php::lift(&trace, &split)
+    } else {
+        let (rw, complete_from) = reference_workload(&args, &mut notes)?;
+        let (w, used) = statstorm_php::lift_with_reference(&trace, &split, &rw)
+            .map_err(|e| anyhow::anyhow!("reference capture: {e}"))?;
+        reference = Some((rw, complete_from, used));
+        w
+    };
     if let Some(p) = &args.workload_out {
         let f = std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)?;
@@ -270,13 +403,25 @@ pub fn run(args: Args) -> Result<i32> {
         notes.extend(proposed.apply_ini_file(p)?);
     }
     notes.extend(proposed.apply_flags(&args.php)?);
-    // what a capture made with caches on cannot show: a lower bound
+    // what a capture made with caches on cannot show: a lower bound, unless
+    // the reference completed every request
     notes.extend(statstorm_php::predict::hidden_work_notes(
         &w, &recorded, &proposed,
     ));
+    if let Some((rw, _, used)) = &reference {
+        notes.push(statstorm_php::predict::reference_note(&w, rw, used));
+    }
     // lower
     let preds = predict_workload(&w, &recorded, &proposed);
-    let templated = preds.iter().filter(|p| p.from_template).count();
+    let completed: std::collections::HashSet<usize> = reference
+        .as_ref()
+        .map(|(_, _, u)| u.completed.iter().copied().collect())
+        .unwrap_or_default();
+    let templated = preds
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| p.from_template && !completed.contains(i))
+        .count();
     if templated > 0 {
         notes.push(format!(
             "{templated} requests showed only part of their work (caches hid the rest); they are modelled with the operations of the fullest request of the same script"
@@ -314,6 +459,12 @@ pub fn run(args: Args) -> Result<i32> {
         None => None,
     };
     let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
+    let mut from_reference = vec![false; preds.len()];
+    if let Some((_, _, used)) = &reference {
+        for &i in &used.completed {
+            from_reference[i] = true;
+        }
+    }
     let mut report = build(
         &args,
         &split.note,
@@ -322,8 +473,22 @@ pub fn run(args: Args) -> Result<i32> {
         source,
         proposed,
         preds,
+        &from_reference,
         notes,
     );
+    report.reference = reference.map(|(rw, complete_from, used)| ReferenceOut {
+        files: args
+            .reference
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        requests: rw.requests.len(),
+        complete: rw.evidence.complete,
+        complete_from,
+        completed_requests: used.completed.len(),
+        unmatched_requests: used.unmatched.len(),
+        no_reference_requests: used.no_reference.len(),
+    });
     if let (Some(n), Some((b, a))) = (&nfs, &rpcs) {
         attach_rpcs(&mut report, n, b, a);
     }
@@ -344,6 +509,7 @@ fn build(
     source: String,
     proposed: PhpConfig,
     preds: Vec<RequestPrediction>,
+    from_reference: &[bool],
     notes: Vec<String>,
 ) -> Report {
     let mut order: Vec<usize> = (0..preds.len()).collect();
@@ -361,6 +527,7 @@ fn build(
             end: secs(p.end_us),
             script: p.script.clone(),
             from_template: p.from_template,
+            from_reference: from_reference.get(i).copied().unwrap_or(false),
             before: Side::of(&p.before),
             after: Side::of(&p.after),
         };
@@ -396,6 +563,7 @@ fn build(
         totals,
         nfs: None,
         latency: None,
+        reference: None,
     }
 }
 
