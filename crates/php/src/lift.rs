@@ -985,7 +985,22 @@ pub fn lift_with_reference(
     let (mut reqs, mut evidence, mut links) = lift_requests(trace, requests);
     script_facts(&mut reqs);
     reference_facts(&mut reqs, reference);
-    let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own_op(o)).count();
+    // opens the reference never resolved: not plain-wrapper fopens
+    let resolved: HashSet<&str> = reference
+        .requests
+        .iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::Open {
+                path,
+                resolves: 1..,
+                ..
+            } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let own = |o: &PhpOp| reference_own_op(o, &resolved);
+    let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own(o)).count();
     // reference requests by entry script, fullest first (equal sizes in
     // capture order: stable sort)
     let mut all: Vec<&WorkRequest> = refs
@@ -1036,7 +1051,7 @@ pub fn lift_with_reference(
         }
         let done = cands.iter().any(|t| {
             let s = t.script.clone().unwrap_or_default();
-            take_template_by(r, t, s, reference_keys)
+            take_template_by(r, t, s, reference_keys, &own)
         });
         if done {
             used.completed.push(i);
@@ -1243,7 +1258,7 @@ fn apply_templates(reqs: &mut [WorkRequest]) {
 /// (the request ran the template, caches hid the rest); `r` keeps its own
 /// unmodelled calls and writes ([`own_op`]). Returns whether it did.
 fn take_template(r: &mut WorkRequest, tpl: &WorkRequest, s: String) -> bool {
-    take_template_by(r, tpl, s, |o| vec![o.kind.key()])
+    take_template_by(r, tpl, s, |o| vec![o.kind.key()], &own_op)
 }
 
 /// The keys of an operation when a request made with caches on is matched
@@ -1284,12 +1299,33 @@ fn reference_keys(o: &PhpOp) -> Vec<(&'static str, &str)> {
     }
 }
 
-/// [`take_template`] with the keys of each operation given by `keyf`.
-fn take_template_by<F>(r: &mut WorkRequest, tpl: &WorkRequest, s: String, keyf: F) -> bool
+/// Operations a request keeps as its own when it takes a reference
+/// request's operations: those of [`own_op`], and opens of paths the
+/// complete reference never resolved (`resolved`), which PHP does not
+/// resolve (glibc's locale files, `/dev/urandom`, opendir: R74).
+/// No PHP cache hides them, so the request shows exactly the ones it made,
+/// and some are made once per process (glibc loads a locale on a process's
+/// first `setlocale`, measured on MediaWiki: 13 opens of
+/// `/usr/lib/locale/C.utf8/*` in a worker's first request only), which a
+/// reference request run as some worker's first would carry into every
+/// request.
+fn reference_own_op(o: &PhpOp, resolved: &HashSet<&str>) -> bool {
+    own_op(o)
+        || matches!(&o.kind, PhpOpKind::Open { path, .. } if !resolved.contains(path.as_str()))
+}
+
+/// [`take_template`] with the keys of each operation given by `keyf` and
+/// the operations the request keeps given by `own`.
+fn take_template_by<F>(
+    r: &mut WorkRequest,
+    tpl: &WorkRequest,
+    s: String,
+    keyf: F,
+    own: &dyn Fn(&PhpOp) -> bool,
+) -> bool
 where
     F: for<'a> Fn(&'a PhpOp) -> Vec<(&'static str, &'a str)>,
 {
-    let own = own_op;
     let m: Vec<(&str, &str)> = r.ops.iter().filter(|o| !own(o)).flat_map(&keyf).collect();
     let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
     // the template's keys, each with the index of its operation in `base`

@@ -7,7 +7,8 @@
 //! As in `cross.rs`, the prediction is made at Y's request times and
 //! workers (X's requests re-timed onto Y's), so that only the settings
 //! differ. Asserted within 2% per request (5% for WordPress and
-//! MediaWiki). Pairs with no complete capture besides Y are printed as
+//! MediaWiki), and every request of X that ran PHP must have matched a
+//! request of R. Pairs with no complete capture besides Y are printed as
 //! "no independent reference" and not asserted.
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
@@ -155,6 +156,20 @@ fn reference_completes_incomplete_sources() {
                     }
                 }
                 asserted += 1;
+                // every request that ran PHP matched a reference request
+                // (the matching is what this test checks, not only the sums)
+                let active = w.requests.iter().filter(|q| !q.ops.is_empty()).count();
+                if used.completed.len() != active {
+                    failures.push(format!(
+                        "{} + {} -> {}: {} of {active} requests completed (unmatched {:?}, no reference {:?})",
+                        x.name,
+                        r.name,
+                        y.name,
+                        used.completed.len(),
+                        used.unmatched,
+                        used.no_reference
+                    ));
+                }
                 rows.push(format!(
                     "{:<24} + {:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}% (#{}) completed {}/{}{}{}",
                     x.name,
