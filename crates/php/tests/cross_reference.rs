@@ -218,3 +218,35 @@ fn reference_completes_incomplete_sources() {
         failures.len()
     );
 }
+
+#[test]
+fn incomplete_or_other_sapi_reference_is_refused() {
+    let caps = captures();
+    let find = |n: &str| caps.iter().find(|c| c.name == n).unwrap();
+    let load_trace = |n: &str| {
+        let t = statstorm_trace::read_path(&find(n).path).unwrap();
+        let r = split_requests(&t.events, &t.strings);
+        (t, r)
+    };
+    let (t, r) = load_trace("fpm-tree-nooc");
+    // OPcache on: caches hid part of the reference's own includes
+    let rf2 = load(find("fpm-tree-rf2")).workload;
+    assert!(!rf2.evidence.complete);
+    assert_eq!(
+        statstorm_php::lift_with_reference(&t, &r, &rf2).unwrap_err(),
+        statstorm_php::ReferenceError::Incomplete
+    );
+    // complete, but php-cli for a php-fpm capture
+    let cli = load(find("cli-tree-rp0")).workload;
+    assert!(cli.evidence.complete);
+    assert_eq!(
+        statstorm_php::lift_with_reference(&t, &r, &cli).unwrap_err(),
+        statstorm_php::ReferenceError::Sapi { capture_cli: false }
+    );
+    // lift stays what it was: a reference changes only lift_with_reference
+    let (w, used) =
+        statstorm_php::lift_with_reference(&t, &r, &load(find("fpm-tree-obd")).workload).unwrap();
+    assert_eq!(used.completed.len(), 8);
+    assert!(w.evidence.complete);
+    assert!(!statstorm_php::lift(&t, &r).evidence.complete);
+}
