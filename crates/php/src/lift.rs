@@ -961,7 +961,9 @@ impl std::error::Error for ReferenceError {}
 /// - Reference requests themselves are not part of the result.
 ///
 /// The evidence about the recorded settings is the capture's own; it is
-/// marked complete when every request that ran PHP was completed.
+/// marked complete when every request that ran PHP was completed. A capture
+/// complete by itself is lifted as [`lift`] does and the reference is not
+/// used (`capture_complete`).
 pub fn lift_with_reference(
     trace: &Trace,
     requests: &Requests,
@@ -983,6 +985,26 @@ pub fn lift_with_reference(
         return Err(ReferenceError::Sapi { capture_cli });
     }
     let (mut reqs, mut evidence, mut links) = lift_requests(trace, requests);
+    if evidence.complete {
+        // the capture showed everything itself: the reference has nothing
+        // to add, and its requests must not stand in for the capture's
+        script_facts(&mut reqs);
+        apply_templates(&mut reqs);
+        return Ok((
+            Workload {
+                schema: WORKLOAD_SCHEMA.to_string(),
+                requests: reqs,
+                evidence,
+                links,
+            },
+            ReferenceUse {
+                requests: reference.requests.len(),
+                complete: true,
+                capture_complete: true,
+                ..Default::default()
+            },
+        ));
+    }
     script_facts(&mut reqs);
     reference_facts(&mut reqs, reference);
     // opens the reference never resolved: not plain-wrapper fopens

@@ -138,6 +138,12 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
 /// what caches hid). Request numbers are those of the report (requests in
 /// time order).
 pub fn reference_note(w: &Workload, reference: &Workload, used: &ReferenceUse) -> String {
+    if used.capture_complete {
+        return format!(
+            "the capture shows every include and resolution itself (no cache hid any): the reference capture ({} requests) was not needed and not used",
+            reference.requests.len()
+        );
+    }
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
     let mut rank = vec![0usize; order.len()];

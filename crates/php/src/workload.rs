@@ -212,4 +212,8 @@ pub struct ReferenceUse {
     /// Indices of requests whose script no reference request ran: left as
     /// lifted.
     pub no_reference: Vec<usize>,
+    /// The capture showed every include and resolution itself: lifted
+    /// without the reference.
+    #[serde(default)]
+    pub capture_complete: bool,
 }

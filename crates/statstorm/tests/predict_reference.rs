@@ -62,6 +62,7 @@ fn nooc_completed_from_obd_predicts_rp0() {
     assert_eq!(r["requests"], 8);
     assert_eq!(r["complete"], true);
     assert_eq!(r["complete_from"], "inferred");
+    assert_eq!(r["capture_complete"], false);
     assert_eq!(r["completed_requests"], 8);
     let notes: Vec<&str> = v["notes"]
         .as_array()
@@ -180,4 +181,36 @@ fn settings_given_for_the_reference_must_turn_both_caches_off_and_fit_the_trace(
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("OPcache timestamp validations"), "{err}");
+}
+
+#[test]
+fn a_complete_capture_does_not_use_the_reference() {
+    let json = |args: &[&str]| -> Value {
+        let out = predict(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let rp0 = path("fpm-tree-rp0");
+    let with = json(&[
+        &rp0,
+        "--reference",
+        &path("fpm-tree-obd"),
+        "--php",
+        "opcache.enable=1",
+        "--format",
+        "json",
+    ]);
+    let without = json(&[&rp0, "--php", "opcache.enable=1", "--format", "json"]);
+    assert_eq!(with["reference"]["capture_complete"], true);
+    assert_eq!(with["reference"]["completed_requests"], 0);
+    assert_eq!(with["requests"], without["requests"]);
+    assert!(with["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("was not needed and not used")));
 }

@@ -233,6 +233,8 @@ struct ReferenceOut {
     /// "inferred" (from the reference trace) or "given"
     /// (--reference-php/--reference-php-ini).
     complete_from: String,
+    /// TRACE showed every include itself: the reference was not used.
+    capture_complete: bool,
     /// Requests of TRACE that took their PHP operations from the reference.
     completed_requests: usize,
     /// Requests of TRACE left as lifted: their script has reference
@@ -485,6 +487,7 @@ pub fn run(args: Args) -> Result<i32> {
         requests: rw.requests.len(),
         complete: rw.evidence.complete,
         complete_from,
+        capture_complete: used.capture_complete,
         completed_requests: used.completed.len(),
         unmatched_requests: used.unmatched.len(),
         no_reference_requests: used.no_reference.len(),
