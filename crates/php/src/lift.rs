@@ -948,7 +948,7 @@ impl std::error::Error for ReferenceError {}
 /// workers) and completes it from `reference`, a short complete capture of
 /// the same application (OPcache and the realpath cache off, or
 /// open_basedir on: every include, its kind and every `*_once` repeat shows,
-/// R52/R53/R61).
+/// R52-R54, R62-R63).
 ///
 /// - A request of the capture whose modelled operations are a subsequence
 ///   of those of a reference request of the same entry script is taken to
