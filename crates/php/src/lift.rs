@@ -599,14 +599,33 @@ pub fn lift_request(
         seen: std::mem::take(seen),
     };
     let mut ops = ops;
+    let mut opcache_cli = false;
     if cli {
         let first = ops
             .iter()
             .position(|o| o.kind == OpKind::Open && o.ok() && is_script(&o.path))
             .unwrap_or(ops.len());
+        let mut lock: Option<&str> = None;
         for o in &ops[..first] {
+            if lock.is_none() && is_opcache_lock_create(o) {
+                // OPcache's start in this process (zend_shared_alloc_create_lock)
+                lock = Some(&o.path);
+                let dir = o.path.rsplit_once('/').map_or("", |(d, _)| d);
+                l.push(
+                    o.t_us,
+                    PhpOpKind::OpcacheStartup {
+                        lock_dir: if dir.is_empty() { "/" } else { dir }.to_string(),
+                    },
+                );
+                continue;
+            }
+            if o.kind == OpKind::Unlink && lock == Some(o.path.as_str()) {
+                // the same function unlinks the lock file at once
+                continue;
+            }
             l.push(o.t_us, PhpOpKind::Raw { op: o.clone() });
         }
+        opcache_cli = lock.is_some();
         ops = &ops[first..];
     }
     let mut links = BTreeMap::new();
@@ -631,8 +650,83 @@ pub fn lift_request(
         }
     }
     l.flush();
+    if opcache_cli {
+        absorb_opcache_entry(&mut l.out);
+    }
     *seen = std::mem::take(&mut l.seen);
     (l.out, l.basedirs, l.links)
+}
+
+/// The file name OPcache gives its lock file: `mkstemp` of
+/// `<opcache.lockfile_path>/.ZendSem.XXXXXX` (php-src
+/// ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`,
+/// `SEM_FILENAME_PREFIX`).
+pub const OPCACHE_LOCK_PREFIX: &str = ".ZendSem.";
+
+/// `openat(<dir>/.ZendSem.XXXXXX, O_RDWR|O_CREAT|O_EXCL)`: `mkstemp`
+/// creating OPcache's lock file.
+fn is_opcache_lock_create(o: &Op) -> bool {
+    const CREATE: u32 = Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL;
+    o.kind == OpKind::Open
+        && o.ok()
+        && o.flags & CREATE == CREATE
+        && basename(&o.path).starts_with(OPCACHE_LOCK_PREFIX)
+        && basename(&o.path).len() == OPCACHE_LOCK_PREFIX.len() + 6
+}
+
+/// Whether the entry script of a php-cli request was named relative to the
+/// working directory: PHP's own `getcwd` follows its open at once (measured:
+/// `php tree.php` and `php ./tree.php` show it, `php /abs/tree.php` makes no
+/// `getcwd` at all).
+/// Returns that `getcwd`.
+pub fn entry_getcwd(ops: &[PhpOp]) -> Option<&Op> {
+    let i = ops
+        .iter()
+        .position(|o| matches!(o.kind, PhpOpKind::Compile { via: Via::Main, .. }))?;
+    match ops.get(i + 1) {
+        Some(PhpOp {
+            kind: PhpOpKind::Raw { op },
+            ..
+        }) if op.kind == OpKind::Getcwd => Some(op),
+        _ => None,
+    }
+}
+
+/// With OPcache on in a php-cli process, the entry script's compile shows
+/// two calls of OPcache's own (measured, cli-tree-oc against
+/// cli-tree-nooc): a `getcwd` for the key of a relative name (R61:
+/// `accel_make_persistent_key` -> `accel_getcwd`, once per request), right
+/// after PHP's own `getcwd`s, and one more `fstat` of the open handle before
+/// PHP's own (R64 step 2 on a cache store: `cache_script_in_shared_memory`
+/// -> `zend_get_file_handle_timestamp`, which `fstat`s a `ZEND_HANDLE_FP`
+/// handle, the kind php-cli opens its script with). They are taken out
+/// here (the compile keeps PHP's own `fstat`s, one `getcwd` less stays
+/// raw) and re-emitted by the lower whenever OPcache is on for the CLI.
+fn absorb_opcache_entry(out: &mut Vec<PhpOp>) {
+    let Some(i) = out
+        .iter()
+        .position(|o| matches!(o.kind, PhpOpKind::Compile { via: Via::Main, .. }))
+    else {
+        return;
+    };
+    if let PhpOpKind::Compile { fstats, .. } = &mut out[i].kind {
+        *fstats = fstats.saturating_sub(1);
+    }
+    if entry_getcwd(out).is_none() {
+        return;
+    }
+    // the last getcwd of the raw calls that follow the entry's open
+    let mut last = None;
+    for (j, o) in out.iter().enumerate().skip(i + 1) {
+        match &o.kind {
+            PhpOpKind::Raw { op } if op.kind == OpKind::Getcwd => last = Some(j),
+            PhpOpKind::Raw { .. } => {}
+            _ => break,
+        }
+    }
+    if let Some(j) = last.filter(|&j| j > i + 1) {
+        out.remove(j);
+    }
 }
 
 /// include or include_once: what every request of the workload says about
@@ -1219,7 +1313,7 @@ fn lift_requests(
 /// their realpath cache (R57).
 fn own_op(o: &PhpOp) -> bool {
     match &o.kind {
-        PhpOpKind::Raw { .. } | PhpOpKind::Write { .. } => true,
+        PhpOpKind::Raw { .. } | PhpOpKind::Write { .. } | PhpOpKind::OpcacheStartup { .. } => true,
         PhpOpKind::Open { flags, .. } => {
             flags & (Flags::O_CREAT | Flags::O_WRONLY | Flags::O_RDWR | Flags::O_TRUNC) != 0
         }
@@ -1460,6 +1554,27 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
                 compiles.len()
             ));
         }
+    }
+    // OPcache's lock file in a php-cli process: OPcache on for the CLI
+    let cli_opcache = reqs
+        .iter()
+        .filter(|r| {
+            r.cli
+                && r.ops
+                    .iter()
+                    .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }))
+        })
+        .count();
+    if cli_opcache > 0 {
+        ev.notes.push(format!(
+            "{cli_opcache} php-cli processes created OPcache's lock file ({OPCACHE_LOCK_PREFIX}XXXXXX): OPcache on for the CLI (opcache.enable=1, opcache.enable_cli=1)"
+        ));
+        ev.inferred.push(("opcache.enable".into(), "1".into()));
+        ev.inferred.push(("opcache.enable_cli".into(), "1".into()));
+    } else if reqs.iter().any(|r| r.cli) && compiles_total > 0 {
+        ev.notes.push(
+            "no php-cli process created OPcache's lock file: OPcache off for the CLI (opcache.enable=0 or opcache.enable_cli=0, PHP's default)".into(),
+        );
     }
     if !reval_times.is_empty() {
         ev.notes.push(format!(

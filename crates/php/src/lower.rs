@@ -49,6 +49,10 @@ struct Ctx<'a> {
     /// Whether the next compile's open runs the open_basedir check (not
     /// for php-cli's entry script, which the SAPI opens itself: measured).
     check_open: bool,
+    /// OPcache's own calls on the next compile's open handle (php-cli's
+    /// entry script with OPcache on): the `getcwd` of a relative name's
+    /// key, if any, and the `fstat` of the timestamp.
+    opcache_entry: Option<Option<Op>>,
 }
 
 impl Ctx<'_> {
@@ -199,6 +203,19 @@ impl Ctx<'_> {
         }
         self.check_open = true;
         self.emit(OpKind::Open, path, 0, None);
+        if let Some(getcwd) = self.opcache_entry.take() {
+            // docs/php-model.md "CLI OPcache startup": R61's getcwd for a
+            // relative name's key (ZendAccelerator.c
+            // accel_make_persistent_key -> accel_getcwd), then the
+            // timestamp of the handle being cached (R64 step 2:
+            // cache_script_in_shared_memory -> zend_get_file_handle_timestamp,
+            // fstat of the ZEND_HANDLE_FP php-cli opened), before PHP's own
+            // fstats (measured order)
+            if let Some(g) = getcwd {
+                self.emit(OpKind::Getcwd, &g.path, g.flags, None);
+            }
+            self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+        }
         for _ in 0..fstats {
             self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
         }
@@ -268,10 +285,12 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
                 t_us: r.start_us,
                 req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
                 check_open: true,
+                opcache_entry: None,
             },
             included: HashMap::new(),
             added: HashMap::new(),
             opcache: cfg.opcache_on(r.cli),
+            opcache_started: false,
         })
         .collect();
     // (time, request order, op) for every php-fpm operation
@@ -328,6 +347,30 @@ struct ReqState<'a> {
     /// scripts this request put into OPcache
     added: HashMap<String, ()>,
     opcache: bool,
+    /// OPcache's lock file was created (php-cli)
+    opcache_started: bool,
+}
+
+/// `opcache.lockfile_path`'s default (ext/opcache/zend_accelerator_module.c
+/// INI table: `/tmp`), where a php-cli process whose trace showed no lock
+/// file would create it.
+const LOCKFILE_PATH: &str = "/tmp";
+
+/// OPcache's start in a php-cli process (docs/php-model.md "CLI OPcache
+/// startup"): `mkstemp` of the lock file, then its `unlink`
+/// (ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`, from
+/// `accel_startup`; `fchmod` and `fcntl` are not file-system operations of
+/// the model). The random suffix cannot be predicted: `XXXXXX` stands for it.
+fn opcache_startup(cx: &mut Ctx, lock_dir: &str) {
+    let dir = lock_dir.trim_end_matches('/');
+    let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
+    cx.emit(
+        OpKind::Open,
+        &path,
+        Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
+        None,
+    );
+    cx.emit(OpKind::Unlink, &path, 0, None);
 }
 
 fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: &mut Shm) {
@@ -336,6 +379,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
         included,
         added,
         opcache,
+        opcache_started,
     } = st;
     let opcache = *opcache;
     let cfg = cx.cfg;
@@ -422,6 +466,16 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // opens with a second resolution (a cache hit unless the
                 // cache is off); the entry script as recorded
                 cx.check_open = !(r.cli && *via == Via::Main);
+                if r.cli && *via == Via::Main && opcache {
+                    // OPcache on for the CLI: started before the entry
+                    // script is opened (measured position), whether or not
+                    // the trace showed it (a capture with OPcache off)
+                    if !*opcache_started {
+                        opcache_startup(cx, LOCKFILE_PATH);
+                        *opcache_started = true;
+                    }
+                    cx.opcache_entry = Some(crate::lift::entry_getcwd(&r.ops).cloned());
+                }
                 // the entry script: two resolutions (php-fpm and php-cli,
                 // measured with realpath_cache_size=0)
                 let _ = resolves;
@@ -543,6 +597,15 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 w.realpath_bytes = 0;
             }
             cx.out.push(op);
+        }
+        PhpOpKind::OpcacheStartup { lock_dir } => {
+            // only when OPcache is on for this SAPI (opcache.enable and,
+            // for php-cli, opcache.enable_cli: accel_startup returns
+            // before creating the lock otherwise)
+            if opcache && r.cli && !*opcache_started {
+                opcache_startup(cx, lock_dir);
+                *opcache_started = true;
+            }
         }
         PhpOpKind::Raw { op } => {
             let mut op = op.clone();

@@ -104,6 +104,15 @@ pub enum PhpOpKind {
     },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
     Write { op: Op },
+    /// OPcache starting in a php-cli process (measured; not in
+    /// SEMANTICS.md: docs/php-model.md "CLI OPcache startup"): its lock file, created
+    /// with a random name in `lock_dir` (`opcache.lockfile_path`), made
+    /// close-on-exec and unlinked at once (`openat(O_RDWR|O_CREAT|O_EXCL)`,
+    /// `unlink`; php-src ext/opcache/zend_shared_alloc.c
+    /// `zend_shared_alloc_create_lock`, called from `accel_startup`); its
+    /// fd stays open for the `fcntl` locks around cache updates. php-fpm
+    /// does this once in the master, outside any request.
+    OpcacheStartup { lock_dir: String },
     /// A filesystem call the model does not derive from PHP settings; it
     /// is replayed as recorded.
     Raw { op: Op },
@@ -126,6 +135,7 @@ impl PhpOpKind {
             PhpOpKind::Lstat { path } => ("lstat", path),
             PhpOpKind::Open { path, .. } => ("open", path),
             PhpOpKind::Write { op } => ("write", &op.path),
+            PhpOpKind::OpcacheStartup { lock_dir } => ("opcache_startup", lock_dir),
             PhpOpKind::Raw { op } => ("raw", &op.path),
         }
     }
