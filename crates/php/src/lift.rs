@@ -600,6 +600,7 @@ pub fn lift_request(
     };
     let mut ops = ops;
     let mut opcache_cli = false;
+    let mut lock_path: Option<String> = None;
     if cli {
         let first = ops
             .iter()
@@ -626,6 +627,7 @@ pub fn lift_request(
             l.push(o.t_us, PhpOpKind::Raw { op: o.clone() });
         }
         opcache_cli = lock.is_some();
+        lock_path = lock.map(str::to_string);
         ops = &ops[first..];
     }
     let mut links = BTreeMap::new();
@@ -652,6 +654,13 @@ pub fn lift_request(
     l.flush();
     if opcache_cli {
         absorb_opcache_entry(&mut l.out);
+        // the lock file's close at shutdown (zend_shared_alloc_shutdown,
+        // measured at the end of the process) is OPcache's too: the lower
+        // emits it with the startup
+        l.out.retain(|o| {
+            !matches!(&o.kind, PhpOpKind::Raw { op }
+                if op.kind == OpKind::Close && Some(&op.path) == lock_path.as_ref())
+        });
     }
     *seen = std::mem::take(&mut l.seen);
     (l.out, l.basedirs, l.links)
@@ -1760,6 +1769,98 @@ mod tests {
         assert_eq!(parent("/m/a/../b"), Some("/m/a"));
         assert_eq!(parent("/m/a//b"), Some("/m/a"));
         assert_eq!(normalize("/m/a/../b//c/./d"), "/m/b/c/d");
+    }
+
+    /// The call sequence of real php-cli 8.2 with `opcache.enable_cli=1`
+    /// running `php tree.php` (cli-tree-oc, abridged): OPcache's lock file,
+    /// the entry script with PHP's and OPcache's getcwd/fstat, the lock's
+    /// close at shutdown.
+    fn cli_entry(opcache: bool, lock: &str) -> Vec<Op> {
+        use OpKind::*;
+        let mut v = Vec::new();
+        let e = "/w/tree.php";
+        if opcache {
+            let mut o = op(1, Open, lock, false);
+            o.flags = Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL;
+            v.push(o);
+            v.push(op(2, Unlink, lock, false));
+        }
+        v.extend([
+            op(3, Open, e, false),
+            op(4, Getcwd, "/w", false),
+            op(5, Lstat, e, false),
+            op(6, Lstat, "/w", false),
+            op(7, Fstat, "/dev/null", false),
+            op(8, Getcwd, "/w", false),
+        ]);
+        if opcache {
+            v.push(op(9, Getcwd, "/w", false));
+            v.push(op(10, Fstat, e, false));
+        }
+        v.extend([op(11, Fstat, e, false), op(12, Fstat, e, false)]);
+        v.push(op(13, Read, e, false));
+        if opcache {
+            let mut c = op(14, Close, lock, false);
+            c.flags = Flags::FD_DELETED;
+            v.push(c);
+        }
+        v
+    }
+
+    #[test]
+    fn cli_opcache_calls_are_lifted_as_opcaches() {
+        let lift = |ops: &[Op]| {
+            lift_request(
+                ops,
+                0,
+                false,
+                true,
+                &mut HashMap::new(),
+                &mut HashSet::new(),
+            )
+            .0
+        };
+        let on = lift(&cli_entry(true, "/tmp/.ZendSem.AbC123"));
+        let off = lift(&cli_entry(false, ""));
+        // the same workload but OPcache's start
+        assert_eq!(
+            on[0].kind,
+            PhpOpKind::OpcacheStartup {
+                lock_dir: "/tmp".into()
+            }
+        );
+        let kinds = |l: &[PhpOp]| -> Vec<PhpOpKind> {
+            l.iter()
+                .map(|o| o.kind.clone())
+                .filter(|k| !matches!(k, PhpOpKind::OpcacheStartup { .. }))
+                .collect()
+        };
+        assert_eq!(kinds(&on), kinds(&off));
+        assert!(matches!(
+            &off[0].kind,
+            PhpOpKind::Compile {
+                via: Via::Main,
+                fstats: 2,
+                ..
+            }
+        ));
+        assert!(entry_getcwd(&off).is_some());
+        // not OPcache's: another name, or no O_EXCL
+        for (name, flags) in [
+            (
+                "/tmp/.ZendSem.AbC12",
+                Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
+            ),
+            ("/tmp/.ZendSem.AbC123", Flags::O_RDWR | Flags::O_CREAT),
+        ] {
+            let mut ops = cli_entry(true, name);
+            ops[0].flags = flags;
+            let l = lift(&ops);
+            assert!(!l
+                .iter()
+                .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. })));
+            assert!(matches!(&l[0].kind, PhpOpKind::Raw { op } if op.path == name));
+        }
     }
 
     #[test]

@@ -291,6 +291,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             added: HashMap::new(),
             opcache: cfg.opcache_on(r.cli),
             opcache_started: false,
+            lock_path: String::new(),
         })
         .collect();
     // (time, request order, op) for every php-fpm operation
@@ -323,6 +324,15 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             for o in &r.ops {
                 lower_op(o, r, &mut states[i], &mut wk, &mut shm);
             }
+            let st = &mut states[i];
+            if st.opcache_started {
+                // OPcache's shutdown closes its lock file
+                // (zend_shared_alloc_shutdown), after the script's last
+                // call (measured)
+                st.cx.t_us = r.start_us + r.ops.last().map_or(0, |o| o.t_off_us);
+                let path = st.lock_path.clone();
+                st.cx.emit(OpKind::Close, &path, Flags::FD_DELETED, None);
+            }
             continue;
         }
         for (j, o) in r.ops.iter().enumerate() {
@@ -349,6 +359,8 @@ struct ReqState<'a> {
     opcache: bool,
     /// OPcache's lock file was created (php-cli)
     opcache_started: bool,
+    /// its name
+    lock_path: String,
 }
 
 /// `opcache.lockfile_path`'s default (ext/opcache/zend_accelerator_module.c
@@ -361,7 +373,7 @@ const LOCKFILE_PATH: &str = "/tmp";
 /// (ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`, from
 /// `accel_startup`; `fchmod` and `fcntl` are not file-system operations of
 /// the model). The random suffix cannot be predicted: `XXXXXX` stands for it.
-fn opcache_startup(cx: &mut Ctx, lock_dir: &str) {
+fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
     let dir = lock_dir.trim_end_matches('/');
     let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
     cx.emit(
@@ -371,6 +383,7 @@ fn opcache_startup(cx: &mut Ctx, lock_dir: &str) {
         None,
     );
     cx.emit(OpKind::Unlink, &path, 0, None);
+    path
 }
 
 fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: &mut Shm) {
@@ -380,6 +393,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
         added,
         opcache,
         opcache_started,
+        lock_path,
     } = st;
     let opcache = *opcache;
     let cfg = cx.cfg;
@@ -471,7 +485,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     // script is opened (measured position), whether or not
                     // the trace showed it (a capture with OPcache off)
                     if !*opcache_started {
-                        opcache_startup(cx, LOCKFILE_PATH);
+                        *lock_path = opcache_startup(cx, LOCKFILE_PATH);
                         *opcache_started = true;
                     }
                     cx.opcache_entry = Some(crate::lift::entry_getcwd(&r.ops).cloned());
@@ -603,7 +617,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             // for php-cli, opcache.enable_cli: accel_startup returns
             // before creating the lock otherwise)
             if opcache && r.cli && !*opcache_started {
-                opcache_startup(cx, lock_dir);
+                *lock_path = opcache_startup(cx, lock_dir);
                 *opcache_started = true;
             }
         }

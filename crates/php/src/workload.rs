@@ -110,8 +110,10 @@ pub enum PhpOpKind {
     /// close-on-exec and unlinked at once (`openat(O_RDWR|O_CREAT|O_EXCL)`,
     /// `unlink`; php-src ext/opcache/zend_shared_alloc.c
     /// `zend_shared_alloc_create_lock`, called from `accel_startup`); its
-    /// fd stays open for the `fcntl` locks around cache updates. php-fpm
-    /// does this once in the master, outside any request.
+    /// fd stays open for the `fcntl` locks around cache updates and is
+    /// closed at shutdown (`zend_shared_alloc_shutdown`; the lower emits
+    /// that `close` after the request's last call). php-fpm does this once
+    /// in the master, outside any request.
     OpcacheStartup { lock_dir: String },
     /// A filesystem call the model does not derive from PHP settings; it
     /// is replayed as recorded.

@@ -10,6 +10,8 @@
 //! captures where caches hid includes the table is printed but not
 //! asserted: the trace does not say whether a hidden include was include
 //! or include_once, nor how many include_once repeats there were.
+//! php-cli with OPcache on (cli-tree-oc, cli-filecheck-oc) is among the
+//! targets of the complete php-cli sources (rp0, obd).
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -49,6 +51,31 @@ fn predictions_match_real_captures_of_other_configs() {
     }
     // the complete sources must cover every workload and SAPI
     assert!(c.asserted >= 40, "too few complete sources: {}", c.asserted);
+    // php-cli with OPcache on (cli-*-oc): predicted from the complete
+    // captures (OPcache and realpath cache off, or open_basedir) and
+    // asserted; the tree capture itself is incomplete (OPcache served its
+    // repeated includes without a syscall), the filecheck one is complete
+    // (no include besides the entry script)
+    for wl in ["tree", "filecheck"] {
+        for src in ["rp0", "obd"] {
+            let pair = (format!("cli-{wl}-{src}"), format!("cli-{wl}-oc"));
+            assert!(
+                c.asserted_pairs.contains(&pair),
+                "{} -> {} not asserted",
+                pair.0,
+                pair.1
+            );
+        }
+    }
+    let complete = |n: &str| {
+        let i = caps.iter().position(|c| c.name == n).unwrap();
+        loaded[i].workload.evidence.complete
+    };
+    assert!(
+        !complete("cli-tree-oc"),
+        "cli-tree-oc: OPcache hid includes"
+    );
+    assert!(complete("cli-filecheck-oc"));
     assert!(
         c.failures.is_empty(),
         "{} requests beyond tolerance (table above)",

@@ -37,3 +37,119 @@ fn every_capture_round_trips() {
         r.failures.join("\n")
     );
 }
+
+/// The real php-cli captures with OPcache on (cli-tree-oc, cli-filecheck-oc:
+/// `opcache.enable_cli=1`) against their twins with OPcache off: OPcache's
+/// own calls (its lock file at startup, the entry script's extra `getcwd`
+/// and `fstat`) are lifted as OPcache's, not as the application's, and come
+/// back only when OPcache is on for the CLI. Checked beyond the four
+/// acceptance syscalls: `getcwd` and `unlink` too.
+#[test]
+fn cli_opcache_calls_are_opcaches() {
+    use statstorm_php::lower::count_by_syscall;
+    use statstorm_php::workload::PhpOpKind;
+    const MORE: &[&str] = &[
+        "newfstatat",
+        "openat",
+        "access",
+        "readlink",
+        "getcwd",
+        "unlink",
+        "close",
+    ];
+    let caps = captures();
+    let find = |n: &str| {
+        caps.iter()
+            .find(|c| c.name == n)
+            .unwrap_or_else(|| panic!("{n} missing from the manifest (scripts/php-harness)"))
+    };
+    let real_counts = |c: &Capture| -> Counts {
+        let trace = statstorm_trace::read_path(&c.path).unwrap();
+        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let ops = statstorm_php::lift::request_ops(&trace, &reqs);
+        assert_eq!(ops.len(), 1, "{}: one php-cli process", c.name);
+        let m = count_by_syscall(&ops[0]);
+        MORE.iter()
+            .map(|k| (k.to_string(), m.get(*k).copied().unwrap_or(0)))
+            .collect()
+    };
+    let lowered = |w: &statstorm_php::Workload, cfg: &statstorm_php::PhpConfig| -> Counts {
+        let m = count_by_syscall(&statstorm_php::lower(w, cfg)[0]);
+        MORE.iter()
+            .map(|k| (k.to_string(), m.get(*k).copied().unwrap_or(0)))
+            .collect()
+    };
+    for wl in ["tree", "filecheck"] {
+        let oc = find(&format!("cli-{wl}-oc"));
+        let off = find(&format!("cli-{wl}-rp0"));
+        let nooc = find(&format!("cli-{wl}-nooc"));
+        assert!(oc.config.opcache_on(true) && !nooc.config.opcache_on(true));
+        let (loc, lrp0, lnooc) = (load(oc), load(off), load(nooc));
+        let (roc, rnooc) = (real_counts(oc), real_counts(nooc));
+        // the real difference OPcache makes at startup: one open and one
+        // unlink of its lock file
+        assert_eq!(roc["unlink"], rnooc["unlink"] + 1, "{wl}: lock file unlink");
+        // lifted: one OpcacheStartup in /tmp (opcache.lockfile_path's
+        // default), no raw call on the lock file, and the evidence
+        let ops = &loc.workload.requests[0].ops;
+        let starts: Vec<&String> = ops
+            .iter()
+            .filter_map(|o| match &o.kind {
+                PhpOpKind::OpcacheStartup { lock_dir } => Some(lock_dir),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, ["/tmp"], "cli-{wl}-oc: OPcache's start");
+        assert!(
+            !ops.iter().any(|o| matches!(&o.kind,
+                PhpOpKind::Raw { op } | PhpOpKind::Write { op } if op.path.contains("/.ZendSem."))),
+            "cli-{wl}-oc: the lock file left as the application's"
+        );
+        let inferred = &loc.workload.evidence.inferred;
+        assert!(inferred.contains(&("opcache.enable_cli".into(), "1".into())));
+        assert!(inferred.contains(&("opcache.enable".into(), "1".into())));
+        for l in [&lrp0, &lnooc] {
+            assert!(!l.workload.requests[0]
+                .ops
+                .iter()
+                .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. })));
+            assert!(!l
+                .workload
+                .evidence
+                .inferred
+                .iter()
+                .any(|(k, _)| k == "opcache.enable_cli"));
+        }
+        // round trip with getcwd and unlink, both ways across OPcache: from
+        // the complete capture (rp0) to OPcache on, and from OPcache on to
+        // off (exact for filecheck, whose only script is the entry; the
+        // tree's repeated includes are hidden by OPcache: 3 opens and 3
+        // fstats fewer, not asserted here, see cross.rs)
+        assert_eq!(
+            lowered(&loc.workload, &oc.config),
+            roc,
+            "cli-{wl}-oc round trip"
+        );
+        assert_eq!(
+            lowered(&lrp0.workload, &oc.config),
+            roc,
+            "cli-{wl}-rp0 -> oc"
+        );
+        assert_eq!(
+            lowered(&lnooc.workload, &nooc.config),
+            rnooc,
+            "cli-{wl}-nooc round trip"
+        );
+        let back = lowered(&loc.workload, &nooc.config);
+        if wl == "filecheck" {
+            assert_eq!(back, rnooc, "cli-{wl}-oc -> nooc");
+        } else {
+            for k in ["getcwd", "unlink", "access", "readlink"] {
+                assert_eq!(back[k], rnooc[k], "cli-{wl}-oc -> nooc: {k}");
+            }
+        }
+        println!(
+            "cli-{wl}-oc real {roc:?}\ncli-{wl}-nooc real {rnooc:?}\ncli-{wl}-oc -> nooc {back:?}"
+        );
+    }
+}

@@ -187,6 +187,8 @@ pub struct Cross {
     pub pairs: usize,
     /// Pairs from complete sources, not listed as known gaps.
     pub asserted: usize,
+    /// The asserted pairs (source, target).
+    pub asserted_pairs: Vec<(String, String)>,
 }
 
 /// From the capture under config X, predicts the capture under config Y
@@ -206,6 +208,7 @@ pub fn cross(
         failures: Vec::new(),
         pairs: 0,
         asserted: 0,
+        asserted_pairs: Vec::new(),
     };
     for (xi, x) in caps.iter().enumerate() {
         for (yi, y) in caps.iter().enumerate() {
@@ -275,6 +278,7 @@ pub fn cross(
             }
             if asserted {
                 out.asserted += 1;
+                out.asserted_pairs.push((x.name.clone(), y.name.clone()));
             }
             out.rows.push(format!(
                 "{:<24} -> {:<24} predicted {:>6} real {:>6} worst request {:>5.1}%{}",
