@@ -10,6 +10,8 @@
 //! MediaWiki), and every request of X that ran PHP must have matched a
 //! request of R. Pairs with no complete capture besides Y are printed as
 //! "no independent reference" and not asserted.
+//! php-cli with OPcache on (cli-tree-oc) is among both the sources and the
+//! targets.
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -62,6 +64,7 @@ fn reference_completes_incomplete_sources() {
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     let (mut asserted, mut unasserted) = (0usize, 0usize);
+    let mut triples: Vec<(String, String, String)> = Vec::new();
     for (xi, x) in caps.iter().enumerate() {
         if all[xi].loaded.workload.evidence.complete {
             continue;
@@ -156,6 +159,7 @@ fn reference_completes_incomplete_sources() {
                     }
                 }
                 asserted += 1;
+                triples.push((x.name.clone(), r.name.clone(), y.name.clone()));
                 // every request that ran PHP matched a reference request
                 // (the matching is what this test checks, not only the sums)
                 let active = w.requests.iter().filter(|q| !q.ops.is_empty()).count();
@@ -212,6 +216,20 @@ fn reference_completes_incomplete_sources() {
         println!("{f}");
     }
     assert!(asserted >= 100, "too few asserted triples: {asserted}");
+    // php-cli with OPcache on: cli-tree-oc (incomplete: OPcache served its
+    // repeated includes) completed from each complete php-cli capture
+    // predicts the others, and cli-tree-nooc completed predicts cli-tree-oc
+    let has = |x: &str, r: &str, y: &str| triples.iter().any(|t| t.0 == x && t.1 == r && t.2 == y);
+    for (x, r, y) in [
+        ("cli-tree-oc", "cli-tree-rp0", "cli-tree-nooc"),
+        ("cli-tree-oc", "cli-tree-obd", "cli-tree-nooc"),
+        ("cli-tree-oc", "cli-tree-rp0", "cli-tree-obd"),
+        ("cli-tree-oc", "cli-tree-obd", "cli-tree-rp0"),
+        ("cli-tree-nooc", "cli-tree-rp0", "cli-tree-oc"),
+        ("cli-tree-nooc", "cli-tree-obd", "cli-tree-oc"),
+    ] {
+        assert!(has(x, r, y), "{x} + {r} -> {y} not asserted");
+    }
     assert!(
         failures.is_empty(),
         "{} requests beyond tolerance (table above)",
