@@ -19,6 +19,11 @@
 //!   validation (R64); `stat(dir/.user.ini)` is php-fpm's user ini lookup.
 //! - `access(p)` is file_exists/is_readable (R71); `stat(p)` of another
 //!   file is a stat-family function after a stat-cache miss (R72).
+//! - in a php-cli process, `openat(<dir>/.ZendSem.XXXXXX,
+//!   O_RDWR|O_CREAT|O_EXCL)` and its `unlink` before the entry script is
+//!   opened are OPcache starting (`zend_shared_alloc_create_lock`), and
+//!   with it the lock's `close` at the end and one `getcwd`/`fstat` on the
+//!   entry script are OPcache's (docs/php-model.md "CLI OPcache startup").
 
 use crate::workload::{
     Evidence, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload, WORKLOAD_SCHEMA,
