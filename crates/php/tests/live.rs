@@ -13,6 +13,10 @@
 //! - every pair from a complete source (rp0, obd) within 2% per request;
 //!   the pairs from nooc and rf2 (caches on) are printed.
 //!
+//! A second test does the same for php-cli with OPcache on: fresh
+//! cli-tree-oc and cli-filecheck-oc beside their rp0 and nooc twins; round
+//! trip exact, rp0 -> oc asserted, OPcache's calls lifted as OPcache's.
+//!
 //! It fails if php-fpm8.2, cgi-fcgi, strace, php, gzip or zstd is missing.
 //! The pool listens on a port the test gets free from the kernel; the lab
 //! and the captures live in a fresh temporary directory; the harness runs
@@ -70,6 +74,60 @@ fn live_harness_round_trip_and_cross_config() {
     // off): 2 sources x 3 targets
     assert_eq!(c.pairs, 12);
     assert_eq!(c.asserted, 6, "complete sources: rp0 and obd");
+    assert!(
+        c.failures.is_empty(),
+        "{} requests beyond tolerance (table above)",
+        c.failures.len()
+    );
+}
+
+/// php-cli captures: OPcache on for the CLI and its twins.
+const CLI_CAPTURES: &[&str] = &[
+    "cli-filecheck-nooc",
+    "cli-filecheck-oc",
+    "cli-filecheck-rp0",
+    "cli-tree-nooc",
+    "cli-tree-oc",
+    "cli-tree-rp0",
+];
+/// One php-cli process per capture, well under a second each.
+const CLI_HARNESS_LIMIT: Duration = Duration::from_secs(90);
+
+#[test]
+fn live_cli_opcache_round_trip_and_cross_config() {
+    use statstorm_php::workload::PhpOpKind;
+    let run = run_harness(CLI_CAPTURES, false, CLI_HARNESS_LIMIT);
+    let out = run.out.clone();
+    let caps = captures_in(&out);
+    let names: Vec<&str> = caps.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, CLI_CAPTURES, "captures in {}", out.display());
+    let loaded: Vec<Loaded> = caps.iter().map(load).collect();
+    let r = round_trip(&caps, &loaded);
+    println!("round trip: {} requests checked", r.requests);
+    assert!(
+        r.failures.is_empty(),
+        "round trip: {} mismatches:\n{}",
+        r.failures.len(),
+        r.failures.join("\n")
+    );
+    let c = cross(&caps, &loaded, &[]);
+    print_cross(&c);
+    for wl in ["tree", "filecheck"] {
+        let pair = (format!("cli-{wl}-rp0"), format!("cli-{wl}-oc"));
+        assert!(c.asserted_pairs.contains(&pair), "{pair:?} not asserted");
+        let i = names.iter().position(|n| *n == pair.1).unwrap();
+        let w = &loaded[i].workload;
+        let starts = w.requests[0]
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }))
+            .count();
+        assert_eq!(starts, 1, "{}: OPcache's start", pair.1);
+        assert!(w
+            .evidence
+            .inferred
+            .contains(&("opcache.enable_cli".into(), "1".into())));
+    }
     assert!(
         c.failures.is_empty(),
         "{} requests beyond tolerance (table above)",
