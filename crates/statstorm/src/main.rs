@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod analyze;
 mod cmd;
+mod progress;
 mod render;
 
 /// Find, explain, predict and fix metadata-syscall storms of PHP on network storage.

@@ -98,19 +98,6 @@ impl<R: Read> Read for Progress<R> {
     }
 }
 
-fn progress_bar(name: &str) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = indicatif::ProgressBar::new_spinner();
-    b.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} {bytes} ({bytes_per_sec})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    b.set_message(name.to_string());
-    Some(b)
-}
-
 struct Collected {
     analyzer: Analyzer,
     strings: Interner,
@@ -140,7 +127,7 @@ impl Collected {
         let mut sink = AnalyzeSink {
             a: &mut self.analyzer,
         };
-        let bar = progress_bar(name);
+        let bar = crate::progress::bytes(name);
         let res = match input {
             Input::Read(reader) => {
                 let reader = Progress {

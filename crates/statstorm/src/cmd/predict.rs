@@ -363,7 +363,9 @@ fn secs(us: i64) -> f64 {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    let stages = crate::progress::Stages::new("predict");
     // load
+    stages.stage("reading traces");
     let trace = statstorm_trace::read_paths(&args.traces).context("reading traces")?;
     if trace.events.is_empty() {
         bail!(
@@ -382,8 +384,10 @@ pub fn run(args: Args) -> Result<i32> {
             trace.skipped()
         ));
     }
+    stages.stage("splitting requests");
     let split = split_requests(&trace.events, &trace.strings);
     // lift (completed from the reference capture, if any)
+    stages.stage("lifting to PHP operations");
     let mut reference = None;
     let w = if args.reference.is_empty() {
         statstorm_php::lift(&trace, &split)
@@ -414,6 +418,7 @@ pub fn run(args: Args) -> Result<i32> {
         notes.push(statstorm_php::predict::reference_note(&w, rw, used));
     }
     // lower
+    stages.stage("lowering under both php.ini settings");
     let preds = predict_workload(&w, &recorded, &proposed);
     let completed: std::collections::HashSet<usize> = reference
         .as_ref()
@@ -442,6 +447,7 @@ pub fn run(args: Args) -> Result<i32> {
         preds.iter().flat_map(|p| p.before.iter()).collect();
     let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(anyhow::Error::msg)?;
     let rpcs = nfs.as_ref().map(|n| {
+        stages.stage("NFS client model");
         notes.extend(n.notes.iter().cloned());
         let before: Vec<&[statstorm_trace::op::Op]> =
             preds.iter().map(|p| p.before.as_slice()).collect();
@@ -457,7 +463,10 @@ pub fn run(args: Args) -> Result<i32> {
         )
     });
     let lat = match &nfs {
-        Some(n) => Some(latency::compute(&args.sim, n, &trace, &split, &preds)?),
+        Some(n) => {
+            stages.stage("simulating latency");
+            Some(latency::compute(&args.sim, n, &trace, &split, &preds)?)
+        }
         None => None,
     };
     let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
@@ -499,6 +508,7 @@ pub fn run(args: Args) -> Result<i32> {
         Some(c) => latency::attach(&mut report, &starts, c),
         None => report.latency = Some(latency::not_simulated(&args.sim)),
     }
+    drop(stages);
     render(&args, &report)?;
     Ok(0)
 }

@@ -54,6 +54,8 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let seed = args.seed.or(sc.seed).unwrap_or(1);
     let t0 = std::time::Instant::now();
+    let stages = crate::progress::Stages::new("simulate");
+    stages.stage(&format!("{} requests", sc.requests.len()));
     let mut report = match simulate_requests(&sc.requests, &sc.params, seed) {
         Ok(r) => r,
         Err(e) => {
@@ -62,6 +64,7 @@ pub fn run(args: Args) -> Result<i32> {
         }
     };
     let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    drop(stages);
     report.scenario = Some(sc.name.clone());
     if !args.reproducible {
         report.engine.wall_ms = Some((wall_ms * 1000.0).round() / 1000.0);
