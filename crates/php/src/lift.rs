@@ -43,6 +43,9 @@ const LSTAT_REPEAT_US: i64 = 120_000_000;
 /// Files libsqlite3 creates and removes next to a database.
 const SQLITE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
 
+/// The system time zone database ext/date reads (Debian's PHP).
+const TZDIR: &str = "/usr/share/zoneinfo/";
+
 /// File name endings PHP applications include.
 const SCRIPT_EXT: &[&str] = &[
     ".php", ".inc", ".module", ".phtml", ".install", ".theme", ".profile", ".engine",
@@ -430,6 +433,17 @@ impl Lifter {
                     _ => {}
                 }
             }
+        }
+        if op.path.starts_with(TZDIR) {
+            // the time zone database: libc calls of ext/date, not PHP file
+            // functions, so no open_basedir check (measured: `stat` of
+            // /usr/share/zoneinfo/UTC alone under open_basedir=/ in
+            // fpm-wordpress-obd and `php -n -d open_basedir=/`; Debian's
+            // system-tzdata patch to ext/date/lib/parse_tz.c)
+            self.flush();
+            let t = op.t_us;
+            self.push(t, PhpOpKind::Raw { op });
+            return;
         }
         let readonly = op.flags & (Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT) == 0;
         match op.kind {
