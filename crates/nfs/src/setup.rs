@@ -2,7 +2,7 @@
 //! proposed, the NFS root, the server assumptions, and the per-request RPC
 //! counts before and after.
 
-use crate::client::{normalize, replay_groups, ClientParams, RpcCounts, RpcOp, ServerChange};
+use crate::client::{normalize, replay_groups_warm, ClientParams, RpcCounts, RpcOp, ServerChange};
 use crate::mount::MountOptions;
 use statstorm_trace::op::Op;
 use std::collections::BTreeMap;
@@ -23,6 +23,9 @@ pub struct NfsFlags {
     pub delegations: bool,
     /// `--server-change EPOCH:PATH` (repeatable).
     pub server_changes: Vec<String>,
+    /// `--nfs-cache warm`: the client's caches are warmed by the capture's
+    /// own read-side operations before its first call (else cold).
+    pub warm: bool,
 }
 
 /// Everything the NFS model needs for a before/after prediction.
@@ -32,6 +35,9 @@ pub struct NfsSetup {
     pub proposed: MountOptions,
     pub params: ClientParams,
     pub changes: Vec<ServerChange>,
+    /// Warm the client with the capture's read-side operations first
+    /// ([`crate::warmup_ops`], [`crate::client::WARM_PASSES`] passes).
+    pub warm: bool,
     /// Assumptions to print with the report.
     pub notes: Vec<String>,
 }
@@ -171,11 +177,19 @@ impl NfsSetup {
                 "not granted (assumed)"
             }
         ));
-        notes.push(
-            "NFS client caches assumed cold at the first traced call (a fresh mount); \
+        notes.push(if f.warm {
+            format!(
+                "NFS client caches warm at the first traced call: the capture's read-side operations ran {} times \
+                 just before it, as if the same traffic had been running (--nfs-cache warm); \
+                 requests of all traces share one client, merged by time",
+                crate::client::WARM_PASSES
+            )
+        } else {
+            "NFS client caches assumed cold at the first traced call (a fresh mount; \
+             --nfs-cache warm for a capture from a client that had been serving the same traffic); \
              requests of all traces share one client, merged by time"
-                .into(),
-        );
+                .into()
+        });
         let mut changes = Vec::new();
         for s in &f.server_changes {
             changes.push(ServerChange::parse(s).map_err(|e| format!("--server-change: {e}"))?);
@@ -185,6 +199,7 @@ impl NfsSetup {
             proposed,
             params,
             changes,
+            warm: f.warm,
             notes,
         }))
     }
@@ -193,10 +208,20 @@ impl NfsSetup {
     /// `after` ops under the proposed ones; each on one client, requests
     /// merged by time.
     pub fn predict(&self, before: &[&[Op]], after: &[&[Op]]) -> (Vec<RpcCounts>, Vec<RpcCounts>) {
-        (
-            replay_groups(before, &self.recorded, &self.params, &self.changes),
-            replay_groups(after, &self.proposed, &self.params, &self.changes),
-        )
+        let side = |groups: &[&[Op]], opts: &MountOptions| {
+            let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
+            replay_groups_warm(&warm, groups, opts, &self.params, &self.changes)
+        };
+        (side(before, &self.recorded), side(after, &self.proposed))
+    }
+
+    /// The warm-up operations for `ops` (none unless `warm`).
+    pub fn warmup<'a>(&self, ops: impl IntoIterator<Item = &'a Op>) -> Vec<Op> {
+        if self.warm {
+            crate::warmup_ops(ops, crate::client::WARM_PASSES)
+        } else {
+            Vec::new()
+        }
     }
 }
 

@@ -395,3 +395,37 @@ fn free_rpcs_leave_the_recorded_cpu_time() {
         );
     }
 }
+
+/// `--nfs-cache warm`: the lab's php-cli file_exists loop run right after
+/// the same run (cli_fe warm: 2001 GETATTR measured, nothing else) is
+/// predicted from its own trace on a client warmed by it; the default cold
+/// client pays the first run's LOOKUPs and ACCESSes instead.
+#[test]
+fn warm_nfs_cache_predicts_a_run_that_followed_the_same_work() {
+    for vers in ["3", "4.1"] {
+        let warm = predict_json_vers(vers, "cli_fe-warm", &["--nfs-cache", "warm"]);
+        let cold = predict_json_vers(vers, "cli_fe-warm", &[]);
+        let rpc = |v: &Value, op: &str| v["totals"]["before"]["rpc"][op].as_u64().unwrap_or(0);
+        let getattr = rpc(&warm, "GETATTR");
+        assert!(
+            getattr.abs_diff(2001) <= 100,
+            "v{vers} warm: GETATTR {getattr}, lab 2001"
+        );
+        assert_eq!(rpc(&warm, "LOOKUP"), 0, "v{vers} warm: {}", warm["totals"]);
+        assert_eq!(rpc(&warm, "ACCESS"), 0, "v{vers} warm: {}", warm["totals"]);
+        assert!(
+            rpc(&cold, "LOOKUP") > 2000,
+            "v{vers} cold: {}",
+            cold["totals"]
+        );
+        let note = |v: &Value| {
+            v["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|n| n.as_str())
+                .any(|n| n.starts_with("NFS client caches warm"))
+        };
+        assert!(note(&warm) && !note(&cold));
+    }
+}

@@ -115,6 +115,17 @@ pub struct NfsArgs {
     /// Another client created, renamed or removed PATH at EPOCH (repeatable).
     #[arg(long = "server-change", value_name = "EPOCH:PATH")]
     pub server_change: Vec<String>,
+    /// The NFS client's caches at the first traced call: cold (a fresh
+    /// mount) or warm (the capture's read-side operations ran twice just
+    /// before, as on a client that had been serving the same traffic).
+    #[arg(long = "nfs-cache", value_enum, default_value_t = NfsCache::Cold)]
+    pub nfs_cache: NfsCache,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NfsCache {
+    Cold,
+    Warm,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -442,6 +453,7 @@ pub fn run(args: Args) -> Result<i32> {
         nfs_root: args.nfs.nfs_root.clone(),
         delegations: args.nfs.delegations == OnOff::On,
         server_changes: args.nfs.server_change.clone(),
+        warm: args.nfs.nfs_cache == NfsCache::Warm,
     };
     let all_ops: Vec<&statstorm_trace::op::Op> =
         preds.iter().flat_map(|p| p.before.iter()).collect();

@@ -20,7 +20,7 @@
 use super::{Report, Side};
 use anyhow::{bail, Result};
 use serde::Serialize;
-use statstorm_nfs::{replay, MountOptions, NfsSetup, Vers};
+use statstorm_nfs::{replay_warm, MountOptions, NfsSetup, Vers};
 use statstorm_php::RequestPrediction;
 use statstorm_sim::{
     simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
@@ -290,7 +290,7 @@ fn rpcs_per_op(groups: &[&[Op]], opts: &MountOptions, n: &NfsSetup) -> Vec<Vec<V
         all.extend(ops.iter().cloned());
         owner.extend((0..ops.len()).map(|j| (g, j)));
     }
-    let r = replay(&all, opts, &n.params, &n.changes);
+    let r = replay_warm(&n.warmup(&all), &all, opts, &n.params, &n.changes);
     let mut out: Vec<Vec<Vec<&'static str>>> =
         groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
     for rpc in &r.rpcs {
