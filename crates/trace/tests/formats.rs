@@ -157,6 +157,20 @@ fn via_slice_par(data: &[u8], block_size: usize) -> Run {
     }
 }
 
+/// Another path's run of a fixture gives the slice path's events, string
+/// ids and counts.
+fn assert_same_run(r: &Run, s: &Run, what: &str) {
+    assert!(r.events == s.events, "{what}: events differ");
+    assert!(
+        same_strings(&r.strings, &s.strings),
+        "{what}: strings differ"
+    );
+    assert_eq!(r.stats.lines, s.stats.lines, "{what}");
+    assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{what}");
+    assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
+    assert_eq!(r.stats.detected, s.stats.detected, "{what}");
+}
+
 fn same_strings(a: &Interner, b: &Interner) -> bool {
     a.len() == b.len()
         && (0..a.len() as u32)
@@ -187,31 +201,14 @@ fn every_fixture_same_events_through_every_path_and_buffer_size() {
             for size in [1, 7, 64, 256 << 10] {
                 let r = via_reader(&data, size, threads, block);
                 let what = format!("{name}: reader(read {size}, threads {threads}, block {block})");
-                assert!(r.events == s.events, "{what}: events differ");
-                assert!(
-                    same_strings(&r.strings, &s.strings),
-                    "{what}: strings differ"
-                );
-                assert_eq!(r.stats.lines, s.stats.lines, "{what}");
-                assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{what}");
-                assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
-                assert_eq!(r.stats.detected, s.stats.detected, "{what}");
+                assert_same_run(&r, &s, &what);
             }
         }
         // The parallel path over the input in memory, blocks from one line
         // to the whole file.
         for block in [1, 7, 64, 1000, 1 << 20] {
             let r = via_slice_par(&data, block);
-            let what = format!("{name}: slice_par(block {block})");
-            assert!(r.events == s.events, "{what}: events differ");
-            assert!(
-                same_strings(&r.strings, &s.strings),
-                "{what}: strings differ"
-            );
-            assert_eq!(r.stats.lines, s.stats.lines, "{what}");
-            assert_eq!(r.stats.resumed_lines, s.stats.resumed_lines, "{what}");
-            assert_eq!(r.stats.bytes, s.stats.bytes, "{what}");
-            assert_eq!(r.stats.detected, s.stats.detected, "{what}");
+            assert_same_run(&r, &s, &format!("{name}: slice_par(block {block})"));
         }
     }
 }
