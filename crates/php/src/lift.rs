@@ -46,6 +46,30 @@ const SQLITE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
 /// The system time zone database ext/date reads (Debian's PHP).
 const TZDIR: &str = "/usr/share/zoneinfo/";
 
+/// The path `p` names once the symlinks in `links` (link -> absolute
+/// target) are followed, component by component (`tsrm_realpath_r`, R53).
+pub(crate) fn follow_links(links: &BTreeMap<String, String>, p: &str) -> String {
+    let mut cur = String::new();
+    let mut hops = 0;
+    for c in p.split('/').filter(|c| !c.is_empty()) {
+        cur.push('/');
+        cur.push_str(c);
+        while let Some(t) = links.get(&cur) {
+            hops += 1;
+            if hops > 40 {
+                // ELOOP in the kernel: the name as it is
+                return p.to_string();
+            }
+            cur = t.trim_end_matches('/').to_string();
+        }
+    }
+    if cur.is_empty() {
+        "/".to_string()
+    } else {
+        cur
+    }
+}
+
 /// File name endings PHP applications include.
 const SCRIPT_EXT: &[&str] = &[
     ".php", ".inc", ".module", ".phtml", ".install", ".theme", ".profile", ".engine",
@@ -94,7 +118,7 @@ fn is_ancestor(dir: &str, p: &str) -> bool {
     p.len() > dir.len() && p.starts_with(dir) && p.as_bytes()[dir.len()] == b'/'
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Chain {
     path: String,
     /// The path the walk resolved to (through symlinks).
@@ -222,6 +246,11 @@ struct Lifter {
     links: BTreeMap<String, String>,
     /// Paths this worker lstat'ed, and when (across requests).
     seen: HashMap<String, i64>,
+    /// The request shows open_basedir checks (a missing path's second
+    /// walk tries `readlink`, R59) whose basedir leaves no walk of its own
+    /// (`open_basedir=/`: the root is never lstat'ed, R53): a check is
+    /// then the two walks of the path and of its real path alone.
+    root_basedir: bool,
 }
 
 impl Lifter {
@@ -247,8 +276,12 @@ impl Lifter {
         let mut basedir = false;
         let mut pr = Vec::new();
         let mut name = None;
+        // the check's VCWD_REALPATH walks the real path (R59)
+        let real = follow_links(&self.links, p);
         while let Some(c) = self.pending.last() {
-            if (c.ok || c.walked) && pr.is_empty() && (c.path == p || c.resolved == p) {
+            let real_walk = self.root_basedir && c.resolved == real;
+            if (c.ok || c.walked) && pr.is_empty() && (c.path == p || c.resolved == p || real_walk)
+            {
                 if c.path != p {
                     name = Some(c.path.clone());
                 }
@@ -263,20 +296,47 @@ impl Lifter {
             }
             self.pending.pop();
         }
-        if basedir {
-            n = n.saturating_sub(2);
+        if basedir || (self.root_basedir && n >= 2) {
+            n -= 2.min(n);
         }
         pr.reverse();
         ((n, pr), name)
     }
 
     fn flush(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending).into_iter().peekable();
         let mut probes: Vec<(String, i64)> = Vec::new();
-        for c in pending {
+        while let Some(c) = pending.next() {
             if !c.ok {
                 probes.push((c.path, c.t_us));
                 continue;
+            }
+            if self.root_basedir && c.walked {
+                // open_basedir=/ (see `root_basedir`): two walks of the
+                // real path right after are the check of PHP's realpath()
+                // (R59, ext/standard/file.c PHP_FUNCTION(realpath) checks
+                // what VCWD_REALPATH returned); two walks of p right
+                // before a lone lstat(p) are the check of PHP's lstat()
+                // family (R72)
+                let rest: Vec<Chain> = pending.clone().take(2).collect();
+                let walks = |x: &Chain| x.walked && x.path == c.resolved;
+                if rest.len() == 2
+                    && walks(&rest[0])
+                    && rest[1].path == c.path
+                    && !rest[1].walked
+                    && rest[1].ok
+                {
+                    // walk, walk, lone lstat: the lstat() and its check
+                    pending.next();
+                    let last = pending.next().expect("two chains follow");
+                    self.seen.insert(last.path.clone(), last.t_us);
+                    self.push(last.t_us, PhpOpKind::Lstat { path: last.path });
+                    continue;
+                }
+                if rest.len() == 2 && walks(&rest[0]) && walks(&rest[1]) {
+                    pending.next();
+                    pending.next();
+                }
             }
             let kind = if is_script(&c.path) && self.compiled.contains_key(&c.path) {
                 PhpOpKind::OnceRepeat {
@@ -616,6 +676,13 @@ pub fn lift_request(
         basedirs: BTreeMap::new(),
         links: BTreeMap::new(),
         seen: std::mem::take(seen),
+        root_basedir: ops.windows(2).any(|w| {
+            w[0].kind == OpKind::Lstat
+                && w[0].errno.as_deref() == Some("ENOENT")
+                && w[1].kind == OpKind::Readlink
+                && w[1].path == w[0].path
+                && w[1].errno.as_deref() == Some("ENOENT")
+        }),
     };
     let mut ops = ops;
     let mut opcache_cli = false;

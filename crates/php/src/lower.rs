@@ -125,27 +125,7 @@ impl Ctx<'_> {
     /// The path `p` names once the known symlinks are followed
     /// (`tsrm_realpath_r`, absolute link targets, R53).
     fn realpath_of(&self, p: &str) -> String {
-        let mut cur = String::new();
-        let mut rest: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
-        rest.reverse();
-        let mut hops = 0;
-        while let Some(c) = rest.pop() {
-            cur.push('/');
-            cur.push_str(c);
-            if let Some(t) = self.links.get(&cur) {
-                hops += 1;
-                if hops > 40 {
-                    // ELOOP in the kernel; keep the name as it is
-                    return p.to_string();
-                }
-                cur = t.trim_end_matches('/').to_string();
-            }
-        }
-        if cur.is_empty() {
-            "/".to_string()
-        } else {
-            cur
-        }
+        crate::lift::follow_links(self.links, p)
     }
 
     /// A failed include_path candidate: one lstat, nothing cached (R50).
