@@ -978,9 +978,7 @@ impl Decoder {
 
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
         if name.len() <= 16 && !name.contains(&0) {
-            let mut k = [0u8; 16];
-            k[..name.len()].copy_from_slice(name);
-            let key = u128::from_le_bytes(k);
+            let key = name_key(name);
             let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(17))
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 >> 56;
@@ -1183,6 +1181,32 @@ impl Decoder {
         }
         self.argl = al;
     }
+}
+
+/// A name of at most 16 bytes as a zero-padded little-endian `u128`, built
+/// from (overlapping) word loads: a byte copy into a stack buffer read back
+/// as one word stalls on store forwarding, and this runs once per line.
+#[inline]
+fn name_key(name: &[u8]) -> u128 {
+    let n = name.len();
+    debug_assert!(n <= 16);
+    let w8 = |s: &[u8]| u64::from_le_bytes(s.try_into().unwrap());
+    let w4 = |s: &[u8]| u32::from_le_bytes(s.try_into().unwrap()) as u64;
+    let (lo, hi) = if n >= 8 {
+        // bytes 8..n: the last 8 bytes shifted down past those of 0..8
+        let hi = if n > 8 { w8(&name[n - 8..]) >> ((16 - n) * 8) } else { 0 };
+        (w8(&name[..8]), hi)
+    } else if n >= 4 {
+        // two overlapping 4-byte words: the shared bytes are equal
+        (w4(&name[..4]) | w4(&name[n - 4..]) << ((n - 4) * 8), 0)
+    } else {
+        let mut v = 0u64;
+        for (i, &b) in name.iter().enumerate() {
+            v |= (b as u64) << (i * 8);
+        }
+        (v, 0)
+    };
+    (hi as u128) << 64 | lo as u128
 }
 
 /// The pid part of a line's prefix.
@@ -1392,6 +1416,16 @@ mod tests {
     /// Verbatim from `strace -f -tt -T sh -c '...' 2>log` on this machine:
     /// strace's own message cut the clone line, and the first process's
     /// lines carry no `[pid N]` until it has a child.
+    #[test]
+    fn name_key_is_the_zero_padded_name() {
+        for n in 0..=16usize {
+            let name: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            let mut k = [0u8; 16];
+            k[..n].copy_from_slice(&name);
+            assert_eq!(name_key(&name), u128::from_le_bytes(k), "length {n}");
+        }
+    }
+
     #[test]
     fn stderr_line_cut_by_attach_message() {
         let log = b"02:26:48.827595 clone(child_stack=NULL, flags=CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLDstrace: Process 31238 attached\n <unfinished ...>\n[pid 31238] 02:26:48.827692 set_robust_list(0x7fda5f080a20, 24) = 0 <0.000007>\n[pid 31237] 02:26:48.827712 <... clone resumed>, child_tidptr=0x7fda5f080a10) = 31238 <0.000111>\n[pid 31238] 02:26:48.831580 +++ exited with 0 +++\n02:26:48.831707 wait4(-1, 0x7ffc9a5b732c, WNOHANG, NULL) = -1 ECHILD (No child processes) <0.000007>\n";
