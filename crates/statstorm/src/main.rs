@@ -36,8 +36,49 @@ fn main() {
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {
-            eprintln!("statstorm: error: {e:#}");
+            eprintln!("statstorm: error: {}", message(&e));
             std::process::exit(2);
         }
+    }
+}
+
+/// The error and its causes, `: `-separated, each cause left out when the
+/// message so far already ends with it (an input error quotes the I/O
+/// error it wraps, which is also its source).
+fn message(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if msg.is_empty() {
+            msg = c;
+        } else if !msg.ends_with(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+    use anyhow::Context;
+
+    #[test]
+    fn causes_quoted_already_are_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let open = statstorm_trace::input::Error::Open {
+            path: "/x.strace".into(),
+            source: io,
+        };
+        let e = Err::<(), _>(open)
+            .context("reading the reference capture /x.strace")
+            .unwrap_err();
+        assert_eq!(
+            message(&e),
+            "reading the reference capture /x.strace: /x.strace: No such file or directory"
+        );
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(message(&e), "outer: inner");
     }
 }
