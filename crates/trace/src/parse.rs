@@ -1194,7 +1194,11 @@ fn name_key(name: &[u8]) -> u128 {
     let w4 = |s: &[u8]| u32::from_le_bytes(s.try_into().unwrap()) as u64;
     let (lo, hi) = if n >= 8 {
         // bytes 8..n: the last 8 bytes shifted down past those of 0..8
-        let hi = if n > 8 { w8(&name[n - 8..]) >> ((16 - n) * 8) } else { 0 };
+        let hi = if n > 8 {
+            w8(&name[n - 8..]) >> ((16 - n) * 8)
+        } else {
+            0
+        };
         (w8(&name[..8]), hi)
     } else if n >= 4 {
         // two overlapping 4-byte words: the shared bytes are equal
