@@ -179,7 +179,14 @@ fn items(
         }
         if op.kind == OpKind::Lstat {
             let cont = match (&last, out.last_mut()) {
-                (Some(prev), Some(Item::Chain(c))) if op.ok() => {
+                // a missing path's walk goes on through its missing
+                // parents (ENOENT) up to the first that exists: the
+                // CWD_FILEPATH walks of an open_basedir check (R59,
+                // measured on MediaWiki's autoloader probing
+                // `includes/libs//RemexHtml/...` under open_basedir=/)
+                (Some(prev), Some(Item::Chain(c)))
+                    if op.ok() || (!c.ok && parent(prev) == Some(op.path.as_str())) =>
+                {
                     if let Some(link) = jump.take() {
                         // the link's target
                         links.insert(link.clone(), op.path.clone());
@@ -336,6 +343,18 @@ impl Lifter {
                 if rest.len() == 2 && walks(&rest[0]) && walks(&rest[1]) {
                     pending.next();
                     pending.next();
+                } else if !rest.is_empty()
+                    && walks(&rest[0])
+                    && !(is_script(&c.path) && self.compiled.contains_key(&c.path))
+                {
+                    // a walk of the name and one of its real path with no
+                    // call after them: a check alone, glob()'s of each
+                    // match (ext/standard/dir.c; measured on WordPress's
+                    // theme patterns under open_basedir=/)
+                    pending.next();
+                    self.seen.insert(c.path.clone(), c.t_us);
+                    self.push(c.t_us, PhpOpKind::BasedirCheck { path: c.path });
+                    continue;
                 }
             }
             let kind = if is_script(&c.path) && self.compiled.contains_key(&c.path) {
@@ -1503,9 +1522,10 @@ fn reference_keys(o: &PhpOp) -> Vec<(&'static str, &str)> {
             path,
             missing: false,
         } if is_script(path) => vec![("script", path.as_str())],
-        PhpOpKind::Resolve { .. } | PhpOpKind::Lstat { .. } | PhpOpKind::PrimaryResolve { .. } => {
-            Vec::new()
-        }
+        PhpOpKind::Resolve { .. }
+        | PhpOpKind::Lstat { .. }
+        | PhpOpKind::PrimaryResolve { .. }
+        | PhpOpKind::BasedirCheck { .. } => Vec::new(),
         k => vec![k.key()],
     }
 }
@@ -2018,5 +2038,94 @@ mod tests {
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
         assert_eq!(b.get("/b"), Some(&1));
+    }
+
+    /// open_basedir=/ (the sequences of fpm-wordpress-obd and
+    /// fpm-mediawiki-obd, on a small tree with a link /l -> /r): the checks
+    /// are recognised without a basedir walk, dropped, and re-derived by
+    /// the lower with the same calls.
+    #[test]
+    fn root_basedir_checks_are_recognised() {
+        use OpKind::*;
+        let walk = |ops: &mut Vec<Op>, p: &str| {
+            let mut q = Some(p);
+            while let Some(c) = q {
+                ops.push(op(1, Lstat, c, false));
+                if c == "/l" {
+                    let mut r = op(1, Readlink, c, false);
+                    r.bytes = 2;
+                    ops.push(r);
+                    ops.push(op(1, Lstat, "/r", false));
+                    break;
+                }
+                q = parent(c);
+            }
+        };
+        let mut ops = Vec::new();
+        // file_exists() of a missing file whose parent is missing too
+        ops.push(op(1, Lstat, "/r/x/y", true));
+        ops.push(op(1, Lstat, "/r/x", true));
+        walk(&mut ops, "/r");
+        ops.push(op(1, Lstat, "/r/x/y", true));
+        ops.push(op(1, Readlink, "/r/x/y", true));
+        ops.push(op(1, Lstat, "/r/x", true));
+        walk(&mut ops, "/r");
+        ops.push(op(1, Access, "/r/x/y", true));
+        // realpath("/l/f"): its walk, then the check of the result
+        walk(&mut ops, "/l/f");
+        walk(&mut ops, "/r/f");
+        walk(&mut ops, "/r/f");
+        ops.push(op(1, Getcwd, "/", false));
+        // glob() returning /l/g: the check alone
+        walk(&mut ops, "/l/g");
+        walk(&mut ops, "/r/g");
+        ops.push(op(1, Getcwd, "/", false));
+        // is_file("/l/h"): the check, then stat
+        walk(&mut ops, "/l/h");
+        walk(&mut ops, "/r/h");
+        ops.push(op(1, Stat, "/l/h", false));
+        let (l, _, links) = lift_request(
+            &ops,
+            0,
+            true,
+            false,
+            &mut HashMap::new(),
+            &mut HashSet::new(),
+        );
+        let kinds: Vec<&PhpOpKind> = l
+            .iter()
+            .map(|o| &o.kind)
+            .filter(|k| !matches!(k, PhpOpKind::Raw { .. }))
+            .collect();
+        assert!(
+            matches!(
+                kinds[..],
+                [
+                    PhpOpKind::Access { missing: true, .. },
+                    PhpOpKind::Resolve { .. },
+                    PhpOpKind::BasedirCheck { .. },
+                    PhpOpKind::Stat { missing: false, .. },
+                ]
+            ),
+            "{kinds:?}"
+        );
+        // and back: the same calls under open_basedir=/
+        let w = Workload {
+            schema: WORKLOAD_SCHEMA.to_string(),
+            requests: vec![req(1, l)],
+            evidence: Default::default(),
+            links,
+        };
+        let mut cfg = crate::PhpConfig::default();
+        cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();
+        let low = crate::lower(&w, &cfg);
+        let count = |v: &[Op], k: OpKind| v.iter().filter(|o| o.kind == k).count();
+        for k in [Lstat, Readlink, Access, Stat] {
+            assert_eq!(count(&low[0], k), count(&ops, k), "{k:?}");
+        }
+        // without open_basedir only realpath()'s walk and the calls remain
+        let low = crate::lower(&w, &crate::PhpConfig::default());
+        assert_eq!(count(&low[0], Lstat), 3);
+        assert_eq!(count(&low[0], Readlink), 1);
     }
 }

@@ -157,12 +157,18 @@ impl Ctx<'_> {
             .collect();
         for e in entries {
             if missing {
-                for readlink in [false, true] {
-                    self.emit(OpKind::Lstat, p, Flags::AT_SYMLINK_NOFOLLOW, Some("ENOENT"));
+                // the second walk is VCWD_REALPATH's of what
+                // expand_filepath returned: the real path (through
+                // symlinks of the parents, measured on WordPress's
+                // missing theme `block-templates/index.html` under
+                // open_basedir=/)
+                let real = self.realpath_of(p);
+                for (q, readlink) in [(p, false), (real.as_str(), true)] {
+                    self.emit(OpKind::Lstat, q, Flags::AT_SYMLINK_NOFOLLOW, Some("ENOENT"));
                     if readlink {
-                        self.emit(OpKind::Readlink, p, 0, Some("ENOENT"));
+                        self.emit(OpKind::Readlink, q, 0, Some("ENOENT"));
                     }
-                    if let Some(parent) = parent(p) {
+                    if let Some(parent) = parent(q) {
                         self.resolve(w, parent);
                     }
                 }
@@ -572,6 +578,8 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             let real = cx.realpath_of(path);
             cx.basedir_check(w, &real);
         }
+        // R59 alone (glob()'s check of each match)
+        PhpOpKind::BasedirCheck { path } => cx.basedir_check(w, path),
         PhpOpKind::Probe { path } => cx.probe(path),
         PhpOpKind::UserIni { path } => {
             // php_cgi_ini_activate_user_config: per worker, per
@@ -612,9 +620,14 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             // R74: open_basedir check, expand_filepath (realpath
             // cache), open (measured in this order); opendir does not
             // resolve
+            let name = resolve_as.as_deref().unwrap_or(path);
             if *resolves > 0 {
-                cx.basedir_check(w, path);
-                cx.resolve(w, resolve_as.as_deref().unwrap_or(path));
+                // the plain wrapper checks the name it was given, then
+                // expand_filepath resolves it and the real path is opened
+                // (measured on WordPress's theme files, opened through
+                // the /var/lib symlink, under open_basedir=/)
+                cx.basedir_check(w, name);
+                cx.resolve(w, name);
             } else if flags & Flags::O_DIRECTORY != 0 {
                 // opendir: checked, not resolved (not measured)
                 cx.basedir_check(w, path);

@@ -68,6 +68,10 @@ pub enum PhpOpKind {
         #[serde(default)]
         lone: bool,
     },
+    /// An open_basedir check with no call of its own after it: glob()
+    /// checks each match (ext/standard/dir.c, `php_check_open_basedir_ex`
+    /// per result; R59). Costs nothing without open_basedir.
+    BasedirCheck { path: String },
     /// A failed resolution (lstat ENOENT, nothing cached: R50/R54).
     Probe { path: String },
     /// lstat()/is_link()/filetype() and directory iterators (R72): `lstat`.
@@ -130,6 +134,7 @@ impl PhpOpKind {
             PhpOpKind::OnceRepeat { path, .. } => ("once", path),
             PhpOpKind::PrimaryResolve { path } => ("primary", path),
             PhpOpKind::Resolve { path, .. } => ("resolve", path),
+            PhpOpKind::BasedirCheck { path } => ("basedir_check", path),
             PhpOpKind::Probe { path } => ("probe", path),
             PhpOpKind::UserIni { path } => ("user_ini", path),
             PhpOpKind::Access { path, .. } => ("access", path),
