@@ -258,6 +258,9 @@ struct Lifter {
     /// (`open_basedir=/`: the root is never lstat'ed, R53): a check is
     /// then the two walks of the path and of its real path alone.
     root_basedir: bool,
+    /// Paths at the end of a root-first walk (libsqlite3's
+    /// `unixFullPathname`): its database files.
+    root_first: HashSet<String>,
 }
 
 impl Lifter {
@@ -303,8 +306,12 @@ impl Lifter {
             }
             self.pending.pop();
         }
-        if basedir || (self.root_basedir && n >= 2) {
+        if basedir {
             n -= 2.min(n);
+        } else if self.root_basedir && n >= 2 {
+            // a check with basedir `/`: evidence of open_basedir=/
+            *self.basedirs.entry("/".into()).or_default() += 1;
+            n -= 2;
         }
         pr.reverse();
         ((n, pr), name)
@@ -575,6 +582,22 @@ impl Lifter {
                 self.active = Some((idx, op.path.clone()));
                 self.active_fixed = false;
             }
+            // a root-first walk is not PHP's (see `items`)
+            OpKind::Lstat => {
+                self.root_first.insert(op.path.clone());
+                self.flush();
+                let t = op.t_us;
+                self.push(t, PhpOpKind::Raw { op });
+            }
+            // libsqlite3's own `stat`s of a database it walked root-first
+            // (unixOpen, journal and WAL checks): not PHP's file functions,
+            // no open_basedir check (measured: fpm-mediawiki-obd shows the
+            // check walks only before PHP's first stat of each database)
+            OpKind::Stat if self.root_first.contains(&op.path) => {
+                self.flush();
+                let t = op.t_us;
+                self.push(t, PhpOpKind::Raw { op });
+            }
             OpKind::Stat if op.path.ends_with("/.user.ini") => {
                 self.flush();
                 self.push(op.t_us, PhpOpKind::UserIni { path: op.path });
@@ -695,6 +718,7 @@ pub fn lift_request(
         basedirs: BTreeMap::new(),
         links: BTreeMap::new(),
         seen: std::mem::take(seen),
+        root_first: HashSet::new(),
         root_basedir: ops.windows(2).any(|w| {
             w[0].kind == OpKind::Lstat
                 && w[0].errno.as_deref() == Some("ENOENT")
@@ -1750,9 +1774,15 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
         ));
     }
     if let Some((dir, n)) = basedirs.iter().max_by_key(|(_, n)| **n) {
-        ev.notes.push(format!(
-            "{n} checks walked the directory {dir} right before the checked file: open_basedir={dir}"
-        ));
+        ev.notes.push(if dir == "/" {
+            format!(
+                "{n} checks walked the checked file and its real path with no basedir walk after them, and a missing path's check tried readlink: open_basedir=/"
+            )
+        } else {
+            format!(
+                "{n} checks walked the directory {dir} right before the checked file: open_basedir={dir}"
+            )
+        });
         ev.inferred.push(("open_basedir".into(), dir.clone()));
         ev.inferred.push(("realpath_cache_size".into(), "0".into()));
     } else if cache_off {
