@@ -4,6 +4,9 @@
 # R65, never applies to the tree itself):
 #   www/tree.php       entry: include tree, include vs include_once, include_path
 #   www/filecheck.php  entry: seed-004 style file_exists/is_readable/filesize loop
+#   www/override.php   entry: includes three scripts, then file_exists/is_file/
+#                      is_readable on them, on a data file and on a missing file
+#                      (opcache.enable_file_override)
 #   www/t/d1/.../d4/m{0,1,2}.php   depth 4, fan-out 3
 #   www/inc/lib/u{1,2}.php          found through include_path (second entry)
 #   www/rel/r1.php                  included as './rel/r1.php'
@@ -75,4 +78,24 @@ $c = file_get_contents('/tmp/statstorm-lab/data/d0/f0.txt');
 echo count($ok), ' ', strlen($c), "\n";
 PHP
 sed -i "s|/tmp/statstorm-lab|$LAB|g" "$W/filecheck.php"
+cat >"$W/override.php" <<'PHP'
+<?php
+// opcache.enable_file_override workload (statstorm php-harness): file
+// functions on scripts OPcache holds, on a data file and on a missing file.
+$GLOBALS['n'] = [];
+$scripts = [__DIR__ . '/inc/lib/u1.php', __DIR__ . '/rel/r1.php', __DIR__ . '/t/d1/d2/d3/d4/m1.php'];
+foreach ($scripts as $f) {
+    include_once $f;
+}
+$files = array_merge($scripts, [dirname(__DIR__) . '/data/d0/f0.txt', dirname(__DIR__) . '/data/d0/f4.txt']);
+$yes = 0;
+for ($r = 0; $r < 3; $r++) {
+    foreach ($files as $f) {
+        $yes += (int) file_exists($f);
+        $yes += (int) is_file($f);
+        $yes += (int) is_readable($f);
+    }
+}
+echo $yes, ' ', count($GLOBALS['n']), "\n";
+PHP
 find "$LAB" -exec touch -h -d '2026-01-01 00:00:00' {} +

@@ -310,6 +310,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             opcache: cfg.opcache_on(r.cli),
             opcache_started: false,
             lock_path: String::new(),
+            stat_cache: StatCache::default(),
         })
         .collect();
     // (time, request order, op) for every php-fpm operation
@@ -379,6 +380,68 @@ struct ReqState<'a> {
     opcache_started: bool,
     /// its name
     lock_path: String,
+    /// PHP's one-entry stat cache, as far as the file override changes it
+    stat_cache: StatCache,
+}
+
+/// PHP's stat cache (main/streams/streams.c `php_stream_stat_path_ex`:
+/// `BG(CurrentStatFile)`, the last path a PHP stat function stat()ed
+/// successfully; a stat function on that same path is answered without a
+/// syscall; unlink/rename/rmdir clear it, ext/standard/filestat.c
+/// `php_clear_stat_cache`). A capture only holds the misses, so the model
+/// only needs it where a configuration removes stats the capture had: with
+/// `opcache.enable_file_override` an is_file() on a cached script no longer
+/// reaches `php_stat`, so the entry it used to replace stays, and a later
+/// stat of the previous path becomes a hit (measured: fpm-override-fo,
+/// is_file() of the data file in rounds 2 and 3 of each request).
+#[derive(Default)]
+struct StatCache {
+    /// the path of the last successful stat function's stat()
+    last: Option<String>,
+    /// an overridden is_file() came after it (the capture's intervening
+    /// miss is gone)
+    overridden: bool,
+}
+
+/// `opcache.enable_file_override` (R66): OPcache replaces file_exists(),
+/// is_file() and is_readable() (ext/opcache/zend_accelerator_module.c
+/// `accel_file_exists`/`accel_is_file`/`accel_is_readable`). When the path
+/// is a key of a script in the shared cache (`filename_is_in_cache`:
+/// `accel_make_persistent_key`, `zend_accel_hash_find`), the answer is true
+/// after the same timestamp validation as an include
+/// (`validate_timestamp_and_record_ex`, R64: no syscall within
+/// revalidate_freq of the last check, else a resolution of the name and one
+/// `stat`, and the stamp renewed; none at all with validate_timestamps=0);
+/// otherwise the original function
+/// runs (R71/R72). Returns true when the call was answered from the cache
+/// (its validation, if due, already emitted).
+///
+/// Approximations: the key is the path as called, matched against the
+/// paths scripts were cached under (a relative name or one through a
+/// symlink falls back to the original, as in php-src, but the model does
+/// not compute `accel_make_persistent_key`'s cwd/include_path keys); a
+/// lifted `stat()` cannot tell is_file() from filesize()/filemtime()/
+/// is_dir(), so every successful stat function on a cached script is taken
+/// as is_file(); a script modified since its check (validation failure) is
+/// not modelled (the model has no mtimes).
+fn file_override(
+    cx: &mut Ctx,
+    w: &mut Worker,
+    shm: &mut Shm,
+    opcache: bool,
+    path: &str,
+    missing: bool,
+) -> bool {
+    if !(opcache && cx.cfg.enable_file_override) || missing || !shm.scripts.contains_key(path) {
+        return false;
+    }
+    // do_validate_timestamps (ZendAccelerator.c): the handle has no
+    // opened_path, so the name is resolved by the original resolver
+    // (realpath cache, R53) before the stat (measured: fpm-override-fo-rf0,
+    // the first file_exists() of each script in the worker that did not
+    // compile it walks the script's path)
+    cx.revalidate(w, shm, path, Some((path, &[][..])));
+    true
 }
 
 /// `opcache.lockfile_path`'s default (ext/opcache/zend_accelerator_module.c
@@ -412,6 +475,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
         opcache,
         opcache_started,
         lock_path,
+        stat_cache,
     } = st;
     let opcache = *opcache;
     let cfg = cx.cfg;
@@ -530,9 +594,18 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             }
         }
         PhpOpKind::Revalidate { path, resolves } => {
-            included.insert(path.clone(), ());
+            let again = included.insert(path.clone(), ()).is_some();
             if opcache && shm.scripts.contains_key(path) {
-                let r = (*resolves > 0).then_some((path.as_str(), &[][..]));
+                // a validation of a script already in this request's
+                // included_files is a plain include's or a file function's
+                // under opcache.enable_file_override (R66), never a
+                // *_once's (R63: no cost): its handle has no opened_path,
+                // so do_validate_timestamps (ZendAccelerator.c) resolves the
+                // name first, a realpath cache hit the capture may not show
+                // (measured: fpm-override-fo-rf0, the worker that found the
+                // scripts cached walks each one before its first
+                // file_exists())
+                let r = (*resolves > 0 || again).then_some((path.as_str(), &[][..]));
                 cx.revalidate(w, shm, path, r);
             } else {
                 // not cached under this config: compiled (R51), with the
@@ -597,6 +670,13 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             mode,
             missing,
         } => {
+            // R66: file_exists() (F_OK) and is_readable() (R_OK) of a
+            // cached script; is_writable()/is_executable() are not replaced
+            if (*mode == 0 || *mode == Flags::R_OK)
+                && file_override(cx, w, shm, opcache, path, *missing)
+            {
+                return;
+            }
             // R71 (+ R59 check first)
             cx.basedir_check_ex(w, path, *missing);
             cx.emit(OpKind::Access, path, *mode, None);
@@ -607,9 +687,26 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             cx.emit(OpKind::Lstat, path, Flags::AT_SYMLINK_NOFOLLOW, None);
         }
         PhpOpKind::Stat { path, missing } => {
+            // R66: is_file() of a cached script (see file_override)
+            if file_override(cx, w, shm, opcache, path, *missing) {
+                stat_cache.overridden = true;
+                return;
+            }
+            // PHP's stat cache: a hit only where an overridden is_file()
+            // left the entry in place (StatCache)
+            if !*missing
+                && stat_cache.overridden
+                && stat_cache.last.as_deref() == Some(path.as_str())
+            {
+                return;
+            }
             // R72 (+ R59 check first)
             cx.basedir_check_ex(w, path, *missing);
             cx.emit(OpKind::Stat, path, 0, None);
+            if !*missing {
+                stat_cache.last = Some(path.clone());
+                stat_cache.overridden = false;
+            }
         }
         PhpOpKind::Open {
             path,
@@ -642,6 +739,8 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // R57: the whole realpath cache of the process
                 w.realpath.clear();
                 w.realpath_bytes = 0;
+                // and PHP's stat cache (php_clear_stat_cache)
+                *stat_cache = StatCache::default();
             }
             cx.out.push(op);
         }

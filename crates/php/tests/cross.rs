@@ -11,7 +11,9 @@
 //! asserted: the trace does not say whether a hidden include was include
 //! or include_once, nor how many include_once repeats there were.
 //! php-cli with OPcache on (cli-tree-oc, cli-filecheck-oc) is among the
-//! targets of the complete php-cli sources (rp0, obd).
+//! targets of the complete php-cli sources (rp0, obd); the captures with
+//! opcache.enable_file_override (fpm-override-fo*) are among the targets of
+//! fpm-override-rp0.
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -75,6 +77,19 @@ fn predictions_match_real_captures_of_other_configs() {
                 pair.1
             );
         }
+    }
+    // opcache.enable_file_override (R66): from the complete capture (rp0)
+    // to the captures with it, where file_exists()/is_file()/is_readable()
+    // on cached scripts are answered by OPcache (validation stat only when
+    // due), and to those without it
+    for y in ["nooc", "rf2", "fo", "fo-rf0", "fo-vt0"] {
+        let pair = ("fpm-override-rp0".to_string(), format!("fpm-override-{y}"));
+        assert!(
+            c.asserted_pairs.contains(&pair),
+            "{} -> {} not asserted",
+            pair.0,
+            pair.1
+        );
     }
     let complete = |n: &str| {
         let i = caps.iter().position(|c| c.name == n).unwrap();

@@ -11,7 +11,8 @@
 //! request of R. Pairs with no complete capture besides Y are printed as
 //! "no independent reference" and not asserted.
 //! php-cli with OPcache on (cli-tree-oc) is among both the sources and the
-//! targets.
+//! targets, and so are the captures with opcache.enable_file_override
+//! (fpm-override-fo, -fo-rf0, -fo-vt0).
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -229,6 +230,23 @@ fn reference_completes_incomplete_sources() {
         ("cli-tree-nooc", "cli-tree-obd", "cli-tree-oc"),
     ] {
         assert!(has(x, r, y), "{x} + {r} -> {y} not asserted");
+    }
+    // opcache.enable_file_override (R66): the captures made with it
+    // (fpm-override-fo*) hide the file functions on cached scripts, so they
+    // are incomplete; completed from the complete capture (rp0) they predict
+    // the captures without it, and the others predict them
+    for x in ["fo", "fo-rf0", "fo-vt0"] {
+        for y in ["nooc", "rf2"] {
+            let (x, y) = (format!("fpm-override-{x}"), format!("fpm-override-{y}"));
+            assert!(
+                has(&x, "fpm-override-rp0", &y),
+                "{x} + rp0 -> {y} not asserted"
+            );
+            assert!(
+                has(&y, "fpm-override-rp0", &x),
+                "{y} + rp0 -> {x} not asserted"
+            );
+        }
     }
     assert!(
         failures.is_empty(),

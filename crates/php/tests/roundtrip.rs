@@ -153,3 +153,77 @@ fn cli_opcache_calls_are_opcaches() {
         );
     }
 }
+
+/// `opcache.enable_file_override` (R66) on the real captures of the
+/// override workload (file_exists(), is_file(), is_readable() on three
+/// included scripts, a data file and a missing file, three rounds): with it,
+/// no `access()` of a script is left (fpm-override-fo, -fo-rf0, -fo-vt0)
+/// while without it every check shows (fpm-override-rf2); the complete
+/// capture (rp0) lowered under each override config gives its real counts
+/// exactly, and the same config with the override off gives other counts in
+/// every request (so the rule, not the rest of the model, makes the match).
+#[test]
+fn file_override_answers_for_cached_scripts() {
+    use statstorm_php::lower::count_by_syscall;
+    let caps = captures();
+    let find = |n: &str| {
+        caps.iter()
+            .find(|c| c.name == n)
+            .unwrap_or_else(|| panic!("{n} missing from the manifest (scripts/php-harness)"))
+    };
+    let script_access = |c: &Capture| -> usize {
+        let trace = statstorm_trace::read_path(&c.path).unwrap();
+        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        statstorm_php::lift::request_ops(&trace, &reqs)
+            .iter()
+            .flatten()
+            .filter(|o| o.kind == statstorm_trace::op::OpKind::Access && o.path.ends_with(".php"))
+            .count()
+    };
+    // 3 scripts x 2 access() (file_exists, is_readable) x 3 rounds x 8 requests
+    assert_eq!(script_access(find("fpm-override-rf2")), 144);
+    let rp0 = load(find("fpm-override-rp0"));
+    for y in ["fo", "fo-rf0", "fo-vt0"] {
+        let cy = find(&format!("fpm-override-{y}"));
+        assert!(cy.config.enable_file_override, "{}", cy.name);
+        assert_eq!(script_access(cy), 0, "{}: access() of a script", cy.name);
+        let ly = load(cy);
+        let mut w = rp0.workload.clone();
+        for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
+            rx.pid = ry.pid;
+            rx.start_us = ry.start_us;
+            rx.end_us = ry.end_us;
+            rx.request_time_us = ry.request_time_us;
+        }
+        let mut off = cy.config.clone();
+        off.enable_file_override = false;
+        let (on_ops, off_ops) = (
+            statstorm_php::lower(&w, &cy.config),
+            statstorm_php::lower(&w, &off),
+        );
+        let sum = |ops: &[Vec<statstorm_trace::op::Op>]| -> u64 {
+            ops.iter()
+                .map(|o| checked(&count_by_syscall(o)).values().sum::<u64>())
+                .sum()
+        };
+        println!(
+            "fpm-override-rp0 -> {}: predicted {} (override off: {}), real {}",
+            cy.name,
+            sum(&on_ops),
+            sum(&off_ops),
+            ly.real.iter().map(|c| c.values().sum::<u64>()).sum::<u64>()
+        );
+        for (i, real) in ly.real.iter().enumerate() {
+            let on = checked(&count_by_syscall(&on_ops[i]));
+            let off = checked(&count_by_syscall(&off_ops[i]));
+            assert_eq!(&on, real, "fpm-override-rp0 -> {} request {i}", cy.name);
+            // with revalidate_freq=0 the override trades access() for
+            // validation stats: other calls, not always fewer
+            assert_ne!(
+                &off, real,
+                "{} request {i}: the override made no difference",
+                cy.name
+            );
+        }
+    }
+}

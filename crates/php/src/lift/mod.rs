@@ -971,6 +971,44 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             }
         }
     }
+    // a validation with no resolution in a worker that never resolved the
+    // script (no compile, walk or resolution of it in an earlier request or
+    // earlier in this one): its realpath cache cannot hold the name, and
+    // an include's validation resolves it (ZendAccelerator.c
+    // do_validate_timestamps: no opened_path), so it was a *_once whose
+    // name OPcache found as a key (persistent_zend_resolve_path; measured:
+    // fpm-override-fo, the include_once'd scripts validated by the worker
+    // that found them cached)
+    if !cache_off {
+        let mut order: Vec<usize> = (0..reqs.len()).collect();
+        order.sort_by_key(|&i| (reqs[i].start_us, i));
+        let mut resolved: HashMap<u32, HashSet<&str>> = HashMap::new();
+        for i in order {
+            let r = &reqs[i];
+            if r.cli {
+                continue;
+            }
+            let seen = resolved.entry(r.pid).or_default();
+            for o in &r.ops {
+                match &o.kind {
+                    PhpOpKind::Compile { path, .. }
+                    | PhpOpKind::Resolve { path, .. }
+                    | PhpOpKind::PrimaryResolve { path }
+                    | PhpOpKind::OnceRepeat { path, .. } => {
+                        seen.insert(path);
+                    }
+                    PhpOpKind::Revalidate { path, resolves } => {
+                        if *resolves == 0 && !seen.contains(path.as_str()) && !mains.contains(path)
+                        {
+                            facts.insert(path.clone(), Via::Once);
+                        }
+                        seen.insert(path);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
     // an open whose path was never seen resolved in any request is not a
     // plain-wrapper fopen (glibc locale files, /dev/urandom, ...): no
     // resolution; one seen resolved somewhere resolves every time (R74)
@@ -1052,6 +1090,7 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             _ => None,
         })
         .chain(app_stats)
+        .chain(reqs.iter().flat_map(|r| beside_access(&r.ops)))
         .collect();
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
         if let PhpOpKind::Revalidate { path, .. } = &o.kind {
@@ -1097,6 +1136,27 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             }
         }
     }
+}
+
+/// Scripts `stat()`ed right before or after an `access()` of the same path:
+/// file functions (`file_exists()`, `is_file()`, `is_readable()` in a row),
+/// not OPcache validations, which never call `access()` (R64/R71;
+/// measured: fpm-override-rf2, where each request's three checks of each
+/// included script are access, stat, access). With
+/// `opcache.enable_file_override` (R66) the checks of cached scripts make no
+/// `access()`, and their validation `stat`s stay validations.
+fn beside_access(ops: &[PhpOp]) -> Vec<String> {
+    let access_of = |o: Option<&PhpOp>, p: &str| matches!(o, Some(PhpOp { kind: PhpOpKind::Access { path, .. }, .. }) if path == p);
+    let mut out = Vec::new();
+    for (i, o) in ops.iter().enumerate() {
+        if let PhpOpKind::Revalidate { path, .. } = &o.kind {
+            let before = i.checked_sub(1).and_then(|j| ops.get(j));
+            if access_of(before, path) || access_of(ops.get(i + 1), path) {
+                out.push(path.clone());
+            }
+        }
+    }
+    out
 }
 
 fn script_of(ops: &[PhpOp]) -> Option<String> {

@@ -294,6 +294,17 @@ fn reference_keys(o: &PhpOp) -> Vec<(&'static str, &str)> {
             path,
             missing: false,
         } if is_script(path) => vec![("script", path.as_str())],
+        // file_exists()/is_readable() of a script: with
+        // opcache.enable_file_override OPcache answers them for a cached
+        // script with its validation instead (R66: accel_file_exists,
+        // accel_is_readable; measured: fpm-override-fo-rf0)
+        PhpOpKind::Access {
+            path,
+            mode,
+            missing: false,
+        } if is_script(path) && (*mode == 0 || *mode == Flags::R_OK) => {
+            vec![("script", path.as_str())]
+        }
         PhpOpKind::Resolve { .. }
         | PhpOpKind::Lstat { .. }
         | PhpOpKind::PrimaryResolve { .. }
