@@ -326,6 +326,21 @@ impl Lifter {
         ((n, pr), name)
     }
 
+    /// `n` resolutions of `path` (walks of the path itself) left pending,
+    /// to be flushed as operations of their own.
+    fn resolutions_of(&mut self, path: &str, n: u32, t_us: i64) {
+        for _ in 0..n {
+            self.pending.push(Chain {
+                path: path.to_string(),
+                resolved: path.to_string(),
+                ok: true,
+                walked: true,
+                parent_seen: true,
+                t_us,
+            });
+        }
+    }
+
     fn flush(&mut self) {
         let mut pending = std::mem::take(&mut self.pending).into_iter().peekable();
         let mut probes: Vec<(String, i64)> = Vec::new();
@@ -626,16 +641,7 @@ impl Lifter {
                 let (n, _) = self.take(&op.path, false);
                 // chains of p not explained by the basedir check stay
                 // resolutions of their own
-                for _ in 0..n {
-                    self.pending.push(Chain {
-                        path: op.path.clone(),
-                        resolved: op.path.clone(),
-                        ok: true,
-                        walked: true,
-                        parent_seen: true,
-                        t_us: op.t_us,
-                    });
-                }
+                self.resolutions_of(&op.path, n, op.t_us);
                 self.flush();
                 let missing = op.errno.as_deref() == Some("ENOENT");
                 let kind = if op.kind == OpKind::Stat {
@@ -663,16 +669,7 @@ impl Lifter {
                 } else {
                     1
                 };
-                for _ in own..n {
-                    self.pending.push(Chain {
-                        path: op.path.clone(),
-                        resolved: op.path.clone(),
-                        ok: true,
-                        walked: true,
-                        parent_seen: true,
-                        t_us: op.t_us,
-                    });
-                }
+                self.resolutions_of(&op.path, n.saturating_sub(own), op.t_us);
                 self.flush();
                 self.push(
                     op.t_us,
@@ -886,6 +883,22 @@ fn absorb_opcache_entry(out: &mut Vec<PhpOp>) {
 /// - a repeated *_once: *_once.
 ///
 /// Unknown scripts stay `include`.
+/// Paths some request opened through the plain wrapper after resolving
+/// them (fopen, file_get_contents: R74).
+fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
+    reqs.iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::Open {
+                path,
+                resolves: 1..,
+                ..
+            } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn script_facts(reqs: &mut [WorkRequest]) {
     // entry scripts: what php-fpm resolved first (SCRIPT_FILENAME); a first
     // compile of another script is an include whose entry script was an
@@ -1012,17 +1025,9 @@ fn script_facts(reqs: &mut [WorkRequest]) {
     // an open whose path was never seen resolved in any request is not a
     // plain-wrapper fopen (glibc locale files, /dev/urandom, ...): no
     // resolution; one seen resolved somewhere resolves every time (R74)
-    let fopened: HashSet<String> = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .filter_map(|o| match &o.kind {
-            PhpOpKind::Open {
-                path,
-                resolves: 1..,
-                ..
-            } => Some(path.clone()),
-            _ => None,
-        })
+    let fopened: HashSet<String> = resolved_opens(reqs)
+        .into_iter()
+        .map(str::to_string)
         .collect();
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
         if let PhpOpKind::Open {

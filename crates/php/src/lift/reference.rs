@@ -103,19 +103,7 @@ pub fn lift_with_reference(
     script_facts(&mut reqs);
     reference_facts(&mut reqs, reference);
     // opens the reference never resolved: not plain-wrapper fopens
-    let resolved: HashSet<&str> = reference
-        .requests
-        .iter()
-        .flat_map(|r| &r.ops)
-        .filter_map(|o| match &o.kind {
-            PhpOpKind::Open {
-                path,
-                resolves: 1..,
-                ..
-            } => Some(path.as_str()),
-            _ => None,
-        })
-        .collect();
+    let resolved: HashSet<&str> = resolved_opens(&reference.requests);
     let own = |o: &PhpOp| reference_own_op(o, &resolved);
     let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own(o)).count();
     // reference requests by entry script, fullest first (equal sizes in
