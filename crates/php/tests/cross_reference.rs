@@ -126,15 +126,7 @@ fn reference_completes_incomplete_sources() {
                     let (tp, tr) = (total(&p), total(real));
                     sp += tp;
                     sr += tr;
-                    let err = if tr == 0 {
-                        if tp == 0 {
-                            0.0
-                        } else {
-                            1.0
-                        }
-                    } else {
-                        (tp as f64 - tr as f64).abs() / tr as f64
-                    };
+                    let err = rel_err(tp, tr);
                     if let Some((.., why)) = KNOWN_GAPS
                         .iter()
                         .find(|g| g.0 == x.name && g.1 == r.name && g.2 == y.name && g.3 == i)

@@ -246,15 +246,7 @@ pub fn cross(
                 let (tp, tr) = (sum(&p), sum(real));
                 sp += tp;
                 sr += tr;
-                let err = if tr == 0 {
-                    if tp == 0 {
-                        0.0
-                    } else {
-                        1.0
-                    }
-                } else {
-                    (tp as f64 - tr as f64).abs() / tr as f64
-                };
+                let err = rel_err(tp, tr);
                 let known = known_gaps
                     .iter()
                     .find(|(a, b, n, _)| *a == x.name && *b == y.name && *n == i);
@@ -316,5 +308,15 @@ pub fn print_cross(c: &Cross) {
     );
     for f in &c.failures {
         println!("{f}");
+    }
+}
+
+/// Relative error of a predicted count against the real one (1.0 when the
+/// real count is 0 and the prediction is not).
+pub fn rel_err(pred: u64, real: u64) -> f64 {
+    match (pred, real) {
+        (0, 0) => 0.0,
+        (_, 0) => 1.0,
+        _ => (pred as f64 - real as f64).abs() / real as f64,
     }
 }
