@@ -142,6 +142,25 @@ fn recorded_settings_are_inferred_when_not_given() {
     let v = predict_json(&[fixture("fpm-tree-rf0").to_str().unwrap()]);
     assert_eq!(v["recorded"]["settings"]["opcache.enable"], "1");
     assert_eq!(v["recorded"]["settings"]["opcache.revalidate_freq"], "0");
+    // MediaWiki stats some of its own scripts (file functions): with OPcache
+    // off (scripts compiled in every request) those are not validations, and
+    // OPcache stays off in the inferred settings
+    for (cap, oc) in [
+        ("fpm-mediawiki-nooc", "0"),
+        ("fpm-mediawiki-rp0", "0"),
+        ("fpm-mediawiki-obd", "0"),
+        ("fpm-mediawiki-rf2", "1"),
+    ] {
+        let p = fixture(cap).with_extension("zst");
+        let v = predict_json(&[p.to_str().unwrap()]);
+        assert_eq!(v["recorded"]["settings"]["opcache.enable"], oc, "{cap}");
+        let ev = v["evidence"].to_string();
+        assert_eq!(
+            ev.contains("OPcache timestamp validation"),
+            oc == "1",
+            "{cap}: {ev}"
+        );
+    }
 }
 
 #[test]

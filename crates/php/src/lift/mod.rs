@@ -1345,7 +1345,15 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
             "no php-cli process created OPcache's lock file: OPcache off for the CLI (opcache.enable=0 or opcache.enable_cli=0, PHP's default)".into(),
         );
     }
-    if !reval_times.is_empty() {
+    if !reval_times.is_empty() && recompiled > 0 {
+        // with OPcache off nothing validates timestamps: these are the
+        // application's own stat functions on scripts (as script_facts
+        // reclassifies them), not evidence of OPcache on
+        ev.notes.push(format!(
+            "{} scripts were stat()ed without being opened while scripts were compiled again: the application's own stat functions (OPcache is off)",
+            reval_times.len()
+        ));
+    } else if !reval_times.is_empty() {
         ev.notes.push(format!(
             "{} cached scripts were stat()ed without being opened: OPcache timestamp validation (validate_timestamps=1)",
             reval_times.len()
