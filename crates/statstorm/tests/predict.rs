@@ -161,6 +161,14 @@ fn recorded_settings_are_inferred_when_not_given() {
             "{cap}: {ev}"
         );
     }
+    // nor are they validations a second apart under revalidate_freq=60
+    let p = fixture("fpm-mediawiki-rf60").with_extension("zst");
+    let v = predict_json(&[p.to_str().unwrap()]);
+    assert_ne!(
+        v["recorded"]["settings"]["opcache.revalidate_freq"], "0",
+        "{}",
+        v["evidence"]
+    );
 }
 
 #[test]

@@ -899,6 +899,49 @@ fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
         .collect()
 }
 
+/// Scripts "validated" in nearly every request while most cached scripts
+/// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by the
+/// application itself (filemtime of a config file), not by OPcache.
+fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
+    let compiled: HashSet<&str> = reqs
+        .iter()
+        .flat_map(|r| &r.ops)
+        .filter_map(|o| match &o.kind {
+            PhpOpKind::Compile { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let active: usize = reqs.iter().filter(|r| !r.ops.is_empty()).count();
+    let mut reval_reqs: HashMap<String, usize> = HashMap::new();
+    for r in reqs.iter() {
+        let mut here: HashSet<&str> = HashSet::new();
+        for o in &r.ops {
+            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
+                here.insert(path);
+            }
+        }
+        for p in here {
+            *reval_reqs.entry(p.to_string()).or_default() += 1;
+        }
+    }
+    // over every cached script, validated or not
+    let mut counts: Vec<usize> = compiled
+        .iter()
+        .map(|p| reval_reqs.get(*p).copied().unwrap_or(0))
+        .collect();
+    counts.sort_unstable();
+    let median = counts.get(counts.len() / 2).copied().unwrap_or(0);
+    if active >= 4 && median * 2 <= active {
+        reval_reqs
+            .into_iter()
+            .filter(|(_, n)| n * 5 >= active * 4)
+            .map(|(p, _)| p)
+            .collect()
+    } else {
+        HashSet::new()
+    }
+}
+
 fn script_facts(reqs: &mut [WorkRequest]) {
     // entry scripts: what php-fpm resolved first (SCRIPT_FILENAME); a first
     // compile of another script is an include whose entry script was an
@@ -1051,38 +1094,7 @@ fn script_facts(reqs: &mut [WorkRequest]) {
         }
     }
     let recompiled = compiles.values().any(|&n| n > 1);
-    // a script "validated" in nearly every request while most cached
-    // scripts are validated in few (revalidate_freq > 0 windows, R64) is
-    // stat()ed by the application itself (filemtime of a config file)
-    let active: usize = reqs.iter().filter(|r| !r.ops.is_empty()).count();
-    let mut reval_reqs: HashMap<String, usize> = HashMap::new();
-    for r in reqs.iter() {
-        let mut here: HashSet<&str> = HashSet::new();
-        for o in &r.ops {
-            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-                here.insert(path);
-            }
-        }
-        for p in here {
-            *reval_reqs.entry(p.to_string()).or_default() += 1;
-        }
-    }
-    // over every cached script, validated or not
-    let mut counts: Vec<usize> = compiles
-        .keys()
-        .map(|p| reval_reqs.get(*p).copied().unwrap_or(0))
-        .collect();
-    counts.sort_unstable();
-    let median = counts.get(counts.len() / 2).copied().unwrap_or(0);
-    let app_stats: HashSet<String> = if active >= 4 && median * 2 <= active {
-        reval_reqs
-            .iter()
-            .filter(|(_, &n)| n * 5 >= active * 4)
-            .map(|(p, _)| p.clone())
-            .collect()
-    } else {
-        HashSet::new()
-    };
+    let app_stats = app_stat_scripts(reqs);
     // a script some request stat()ed as a file function (before its
     // compile, or under a name that is not canonical) is stat()ed the same
     // way in the others: not an OPcache validation
@@ -1270,6 +1282,7 @@ fn own_op(o: &PhpOp) -> bool {
 
 fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence {
     let mut ev = Evidence::default();
+    let app_stats = app_stat_scripts(reqs);
     let includes = reqs.iter().flat_map(|r| &r.ops).any(|o| {
         !matches!(&o.kind, PhpOpKind::Compile { via: Via::Main, .. })
             && matches!(
@@ -1295,7 +1308,9 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
                     }
                     *seen.entry(path).or_default() += 1;
                 }
-                PhpOpKind::Revalidate { path, .. } => {
+                // the application's own stats of a script are not
+                // validations (as script_facts reclassifies them)
+                PhpOpKind::Revalidate { path, .. } if !app_stats.contains(path) => {
                     reval_times
                         .entry(path)
                         .or_default()
