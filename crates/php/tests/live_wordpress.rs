@@ -15,7 +15,7 @@
 //! `wordpress` package or MariaDB (`mysql`) is missing. About 35 s.
 
 mod common;
-use common::harness::{require, run_harness};
+use common::harness::require;
 use common::*;
 use std::time::Duration;
 
@@ -29,47 +29,10 @@ fn live_wordpress_round_trip_and_cross_config() {
         std::path::Path::new("/usr/share/wordpress/index.php").is_file(),
         "WordPress is missing: the live WordPress test needs Debian's wordpress package (apt-get install wordpress mariadb-server php-mysql)"
     );
-    let run = run_harness(CAPTURES, true, HARNESS_LIMIT);
-    let caps = captures_in(&run.out);
-    let names: Vec<&str> = caps.iter().map(|c| c.name.as_str()).collect();
-    let mut want = CAPTURES.to_vec();
-    want.sort();
-    assert_eq!(names, want, "captures in {}", run.out.display());
-    let loaded: Vec<Loaded> = caps.iter().map(load).collect();
-    for (c, l) in caps.iter().zip(&loaded) {
-        assert_eq!(
-            l.real.len(),
-            8,
-            "{}: 8 requests sent, {} found in the capture",
-            c.name,
-            l.real.len()
-        );
-    }
-
-    let r = round_trip(&caps, &loaded);
-    println!(
-        "round trip: {} requests checked, {} differ within {}%:",
-        r.requests,
-        r.differences.len(),
-        ROUND_TRIP_APP_TOLERANCE * 100.0
-    );
-    for d in &r.differences {
-        println!("  {d}");
-    }
-    assert!(
-        r.failures.is_empty(),
-        "round trip: {} mismatches:\n{}",
-        r.failures.len(),
-        r.failures.join("\n")
-    );
-
+    let (_run, caps, loaded) = live_captures(CAPTURES, true, HARNESS_LIMIT, Some(8));
+    assert_round_trip(&caps, &loaded);
     let c = cross(&caps, &loaded, &[]);
-    print_cross(&c);
+    assert_cross(&c);
     assert_eq!(c.pairs, 2);
     assert_eq!(c.asserted, 1, "complete source: rp0");
-    assert!(
-        c.failures.is_empty(),
-        "{} requests beyond tolerance (table above)",
-        c.failures.len()
-    );
 }

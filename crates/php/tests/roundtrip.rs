@@ -20,22 +20,7 @@ use common::*;
 fn every_capture_round_trips() {
     let caps = captures();
     let loaded: Vec<Loaded> = caps.iter().map(load).collect();
-    let r = round_trip(&caps, &loaded);
-    println!("{} requests checked", r.requests);
-    println!(
-        "{} application requests differ within {}%:",
-        r.differences.len(),
-        ROUND_TRIP_APP_TOLERANCE * 100.0
-    );
-    for d in &r.differences {
-        println!("  {d}");
-    }
-    assert!(
-        r.failures.is_empty(),
-        "{} mismatches:\n{}",
-        r.failures.len(),
-        r.failures.join("\n")
-    );
+    assert_round_trip(&caps, &loaded);
 }
 
 /// The real php-cli captures with OPcache on (cli-tree-oc, cli-filecheck-oc:

@@ -320,3 +320,67 @@ pub fn rel_err(pred: u64, real: u64) -> f64 {
         _ => (pred as f64 - real as f64).abs() / real as f64,
     }
 }
+
+/// Runs the harness for `only` (each name one capture) into a temporary
+/// directory and loads the fresh captures, checking that each of them is
+/// there and, when `requests` is given, holds that many requests. The run
+/// is returned to keep its directory (and pool) alive.
+pub fn live_captures(
+    only: &[&str],
+    apps: bool,
+    limit: std::time::Duration,
+    requests: Option<usize>,
+) -> (harness::LiveRun, Vec<Capture>, Vec<Loaded>) {
+    let run = harness::run_harness(only, apps, limit);
+    let caps = captures_in(&run.out);
+    let names: Vec<&str> = caps.iter().map(|c| c.name.as_str()).collect();
+    let mut want = only.to_vec();
+    want.sort();
+    assert_eq!(names, want, "captures in {}", run.out.display());
+    let loaded: Vec<Loaded> = caps.iter().map(load).collect();
+    if let Some(n) = requests {
+        for (c, l) in caps.iter().zip(&loaded) {
+            assert_eq!(
+                l.real.len(),
+                n,
+                "{}: {n} requests sent, {} found in the capture",
+                c.name,
+                l.real.len()
+            );
+        }
+    }
+    (run, caps, loaded)
+}
+
+/// The round trip of `caps`, printed (with the application requests that
+/// differ within tolerance) and asserted free of mismatches.
+pub fn assert_round_trip(caps: &[Capture], loaded: &[Loaded]) -> RoundTrip {
+    let r = round_trip(caps, loaded);
+    println!(
+        "round trip: {} requests checked, {} application requests differ within {}%:",
+        r.requests,
+        r.differences.len(),
+        ROUND_TRIP_APP_TOLERANCE * 100.0
+    );
+    for d in &r.differences {
+        println!("  {d}");
+    }
+    assert!(
+        r.failures.is_empty(),
+        "round trip: {} mismatches:\n{}",
+        r.failures.len(),
+        r.failures.join("\n")
+    );
+    r
+}
+
+/// Prints the cross table and asserts that no asserted request is beyond
+/// tolerance.
+pub fn assert_cross(c: &Cross) {
+    print_cross(c);
+    assert!(
+        c.failures.is_empty(),
+        "{} requests beyond tolerance (table above)",
+        c.failures.len()
+    );
+}
