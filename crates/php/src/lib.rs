@@ -9,6 +9,7 @@ pub mod config;
 pub use config::{ConfigError, PhpConfig};
 pub mod lift;
 pub mod lower;
+pub mod realpath;
 pub mod workload;
 
 pub use lift::{lift, lift_with_reference, ReferenceError};

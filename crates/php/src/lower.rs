@@ -11,25 +11,35 @@
 
 use crate::config::PhpConfig;
 use crate::lift::parent;
+use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Approximate bytes of one realpath cache entry besides the path strings
-/// (`realpath_cache_bucket` on x86-64, Zend/zend_virtual_cwd.h).
-const BUCKET_BYTES: u64 = 56;
-
-#[derive(Default)]
 struct Worker {
-    /// path -> expiry (epoch seconds)
-    realpath: HashMap<String, i64>,
-    realpath_bytes: u64,
+    realpath: RealpathCache,
     /// user ini path -> expiry (epoch seconds)
     user_ini: HashMap<String, i64>,
     /// non-canonical `*_once` names this worker has already resolved on
     /// an OPcache hit (R63, measured: resolved once per worker)
     once_names: HashSet<String>,
+}
+
+impl Worker {
+    fn new(cfg: &PhpConfig) -> Self {
+        // open_basedir turns the cache off (R58): limit 0
+        let limit = if cfg.realpath_cache_enabled() {
+            cfg.realpath_cache_size
+        } else {
+            0
+        };
+        Worker {
+            realpath: RealpathCache::new(limit, cfg.realpath_cache_ttl),
+            user_ini: HashMap::new(),
+            once_names: HashSet::new(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -79,47 +89,12 @@ impl Ctx<'_> {
     /// path up to the first cached prefix (the root is never lstat'ed),
     /// inserting each resolved prefix while the budget allows.
     fn resolve(&mut self, w: &mut Worker, p: &str) {
-        let enabled = self.cfg.realpath_cache_enabled();
+        let links = self.links;
         let now = self.now_s();
-        let mut cur = Some(p.to_string());
-        let mut walked: Vec<String> = Vec::new();
-        while let Some(c) = cur {
-            if enabled {
-                match w.realpath.get(&c) {
-                    // realpath_cache_find: an entry expires when
-                    // expires < now (Zend/zend_virtual_cwd.c)
-                    Some(&exp) if exp >= now => break,
-                    Some(_) => {
-                        w.realpath.remove(&c);
-                    }
-                    None => {}
-                }
-            }
-            self.emit(OpKind::Lstat, &c, Flags::AT_SYMLINK_NOFOLLOW, None);
-            if let Some(target) = self.links.get(&c) {
-                // a symlink: readlink, then the target is resolved instead
-                // of the parent (tsrm_realpath_r, absolute link)
-                self.emit(OpKind::Readlink, &c, 0, None);
-                let target = target.clone();
-                walked.push(c);
-                self.resolve(w, &target);
-                break;
-            }
-            cur = parent(&c).map(str::to_string);
-            walked.push(c);
-        }
-        if enabled {
-            for c in walked {
-                let size = BUCKET_BYTES + 2 * (c.len() as u64 + 1);
-                // realpath_cache_add: no insertion once the budget is spent
-                if w.realpath_bytes + size > self.cfg.realpath_cache_size {
-                    continue;
-                }
-                w.realpath_bytes += size;
-                let exp = now + self.cfg.realpath_cache_ttl as i64;
-                w.realpath.insert(c, exp);
-            }
-        }
+        w.realpath.resolve(p, now, links, &mut |c| match c {
+            Call::Lstat(c) => self.emit(OpKind::Lstat, c, Flags::AT_SYMLINK_NOFOLLOW, None),
+            Call::Readlink(c) => self.emit(OpKind::Readlink, c, 0, None),
+        });
     }
 
     /// The path `p` names once the known symlinks are followed
@@ -338,7 +313,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
         let r = &w.requests[i];
         if r.cli {
             // a php-cli process: caches of its own, replayed alone
-            let mut wk = Worker::default();
+            let mut wk = Worker::new(cfg);
             let mut shm = Shm::default();
             for o in &r.ops {
                 lower_op(o, r, &mut states[i], &mut wk, &mut shm);
@@ -362,7 +337,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
     events.sort_unstable();
     for (_, _, i, j) in events {
         let r = &w.requests[i];
-        let wk = workers.entry(r.pid).or_default();
+        let wk = workers.entry(r.pid).or_insert_with(|| Worker::new(cfg));
         lower_op(&r.ops[j], r, &mut states[i], wk, &mut pool);
     }
     states.into_iter().map(|s| s.cx.out).collect()
@@ -737,8 +712,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
             op.pid = r.pid;
             if op.ok() && matches!(op.kind, OpKind::Unlink | OpKind::Rename | OpKind::Rmdir) {
                 // R57: the whole realpath cache of the process
-                w.realpath.clear();
-                w.realpath_bytes = 0;
+                w.realpath.clean();
                 // and PHP's stat cache (php_clear_stat_cache)
                 *stat_cache = StatCache::default();
             }
