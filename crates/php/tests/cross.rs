@@ -100,6 +100,33 @@ fn predictions_match_real_captures_of_other_configs() {
         "cli-tree-oc: OPcache hid includes"
     );
     assert!(complete("cli-filecheck-oc"));
+    // a realpath cache too small for the tree (realpath_cache_size=1K,
+    // R54): predicted from the complete captures, and itself incomplete
+    // (walks repeat, but the directories cached before the budget ran out
+    // still hide include_once repeats)
+    for y in ["rcs1k", "rcs1k-ttl1"] {
+        for src in ["rp0", "obd"] {
+            let pair = (format!("fpm-tree-{src}"), format!("fpm-tree-{y}"));
+            assert!(
+                c.asserted_pairs.contains(&pair),
+                "{} -> {} not asserted",
+                pair.0,
+                pair.1
+            );
+        }
+        let n = format!("fpm-tree-{y}");
+        assert!(!complete(&n), "{n}: the partial realpath cache hid repeats");
+        let i = caps.iter().position(|c| c.name == n).unwrap();
+        assert!(
+            loaded[i]
+                .workload
+                .evidence
+                .notes
+                .iter()
+                .any(|t| t.contains("realpath_cache_size too small")),
+            "{n}: no note of a realpath cache too small"
+        );
+    }
     assert!(
         c.failures.is_empty(),
         "{} requests beyond tolerance (table above)",

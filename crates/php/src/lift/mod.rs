@@ -140,7 +140,19 @@ struct Chain {
     /// The parent was lstat'ed before by this worker (a lone lstat of a
     /// path whose parent never was cannot be a realpath-cache miss).
     parent_seen: bool,
+    /// The last path the walk lstat'ed.
+    top: String,
     t_us: i64,
+}
+
+/// What the walks of one request tell about the settings.
+#[derive(Debug, Default, Clone)]
+pub struct WalkFacts {
+    /// open_basedir checks by the basedir they walked (R59).
+    pub basedirs: BTreeMap<String, u32>,
+    /// Walks that stopped below the top directory: a cached prefix, so the
+    /// realpath cache is on (R53/R54).
+    pub short_walks: u32,
 }
 
 enum Item {
@@ -217,6 +229,11 @@ fn items(
                 _ => false,
             };
             jump = None;
+            if cont {
+                if let Some(Item::Chain(c)) = out.last_mut() {
+                    c.top = op.path.clone();
+                }
+            }
             if !cont {
                 out.push(Item::Chain(Chain {
                     path: op.path.clone(),
@@ -224,6 +241,7 @@ fn items(
                     ok: op.ok(),
                     walked: false,
                     parent_seen: parent(&op.path).map_or(true, |q| walked_before.contains(q)),
+                    top: op.path.clone(),
                     t_us: op.t_us,
                 }));
             }
@@ -336,6 +354,7 @@ impl Lifter {
                 ok: true,
                 walked: true,
                 parent_seen: true,
+                top: path.to_string(),
                 t_us,
             });
         }
@@ -711,7 +730,7 @@ pub fn lift_request(
     cli: bool,
     seen: &mut HashMap<String, i64>,
     walked_before: &mut HashSet<String>,
-) -> (Vec<PhpOp>, BTreeMap<String, u32>, BTreeMap<String, String>) {
+) -> (Vec<PhpOp>, WalkFacts, BTreeMap<String, String>) {
     let mut l = Lifter {
         start_us,
         fpm,
@@ -768,9 +787,19 @@ pub fn lift_request(
     let mut links = BTreeMap::new();
     let its = items(ops, &mut links, walked_before);
     l.links = links;
-    for it in its {
+    let mut short_walks = 0;
+    let n_items = its.len();
+    for (i, it) in its.into_iter().enumerate() {
         match it {
             Item::Chain(c) => {
+                // a walk of two or more lstats that ends below the top
+                // directory found the next prefix cached: never seen with
+                // realpath_cache_size=0 or open_basedir. Not the request's
+                // last item: a worker stopped mid-walk (SIGQUIT at the
+                // end of fpm-mediawiki-obd) leaves a cut walk.
+                if c.ok && c.walked && parent(&c.top).is_some() && i + 1 < n_items {
+                    short_walks += 1;
+                }
                 // a chain of the script being compiled (php-cli resolves the
                 // entry script after opening it)
                 if let Some((idx, path)) = &l.active {
@@ -798,7 +827,11 @@ pub fn lift_request(
         });
     }
     *seen = std::mem::take(&mut l.seen);
-    (l.out, l.basedirs, l.links)
+    let facts = WalkFacts {
+        basedirs: l.basedirs,
+        short_walks,
+    };
+    (l.out, facts, l.links)
 }
 
 /// The file name OPcache gives its lock file: `mkstemp` of
@@ -1232,6 +1265,7 @@ fn lift_requests(
     let cli = requests.mode == RequestMode::Cli;
     let fpm = requests.mode == RequestMode::Fpm;
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
+    let mut short_walks = 0u32;
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
@@ -1245,9 +1279,10 @@ fn lift_requests(
         let wb = walked_by_pid.entry(r.pid).or_default();
         let (lifted, b, l) = lift_request(ops, start, fpm, cli, seen, wb);
         links.extend(l);
-        for (k, v) in b {
+        for (k, v) in b.basedirs {
             *basedirs.entry(k).or_default() += v;
         }
+        short_walks += b.short_walks;
         reqs.push(WorkRequest {
             pid: r.pid,
             request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
@@ -1259,7 +1294,7 @@ fn lift_requests(
             ops: lifted,
         });
     }
-    let evidence = evidence(&reqs, &basedirs);
+    let evidence = evidence(&reqs, &basedirs, short_walks);
     (reqs, evidence, links)
 }
 
@@ -1280,7 +1315,7 @@ fn own_op(o: &PhpOp) -> bool {
     }
 }
 
-fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence {
+fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>, short_walks: u32) -> Evidence {
     let mut ev = Evidence::default();
     let app_stats = app_stat_scripts(reqs);
     let includes = reqs.iter().flat_map(|r| &r.ops).any(|o| {
@@ -1400,24 +1435,29 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>) -> Evidence 
                 .into(),
         );
     }
-    if repeated_chain_in_request > 0 {
+    if repeated_chain_in_request > 0 && short_walks > 0 {
+        ev.notes.push(format!(
+            "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request, while {short_walks} walks stopped at a cached directory: the realpath cache is on but does not keep every path (realpath_cache_size too small for the application, R54)"
+        ));
+    } else if repeated_chain_in_request > 0 {
         ev.notes.push(format!(
             "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
         ));
     }
-    let cache_off = reqs.iter().flat_map(|r| &r.ops).any(|o| {
-        // a canonical name resolved twice: the second walk of the same
-        // key shows only without realpath cache (`a//b.php` shows two
-        // walks anyway: two keys)
-        matches!(
-            &o.kind,
-            PhpOpKind::Compile {
-                via: Via::Once,
-                resolve_as: None,
-                ..
-            }
-        )
-    });
+    let cache_off = short_walks == 0
+        && reqs.iter().flat_map(|r| &r.ops).any(|o| {
+            // a canonical name resolved twice: the second walk of the same
+            // key shows only without realpath cache (`a//b.php` shows two
+            // walks anyway: two keys)
+            matches!(
+                &o.kind,
+                PhpOpKind::Compile {
+                    via: Via::Once,
+                    resolve_as: None,
+                    ..
+                }
+            )
+        });
     // with OPcache off (scripts compiled again) script stats cannot be
     // validations: the application's own
     ev.complete = !includes || (cache_off && recompiled > 0);
@@ -1720,7 +1760,7 @@ mod tests {
         );
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
-        assert_eq!(b.get("/b"), Some(&1));
+        assert_eq!(b.basedirs.get("/b"), Some(&1));
     }
 
     /// open_basedir=/ (the sequences of fpm-wordpress-obd and
