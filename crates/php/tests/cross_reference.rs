@@ -24,7 +24,52 @@ use statstorm_trace::Trace;
 /// Requests of asserted triples that are not asserted, with the reason
 /// (printed in the table; the test checks the reason still holds):
 /// (source, reference, target, request index, reason).
-const KNOWN_GAPS: &[(&str, &str, &str, usize, &str)] = &[];
+/// MediaWiki checks its job queue in some requests only, depending on its
+/// object cache (see tests/cross.rs): the last request of the rcs16k
+/// capture did not (acce=8, 1110 opens), the last request of the rf60
+/// capture did; the reference supplies includes, not the application's
+/// own calls.
+const KNOWN_GAPS: &[(&str, &str, &str, usize, &str)] = &[
+    (
+        "fpm-mediawiki-rcs16k",
+        "fpm-mediawiki-obd",
+        "fpm-mediawiki-rf60",
+        7,
+        "MediaWiki did not check its job queue in the source's request 7 but did in the target's (application state, not PHP settings)",
+    ),
+    (
+        "fpm-mediawiki-rcs16k",
+        "fpm-mediawiki-rp0",
+        "fpm-mediawiki-rf60",
+        7,
+        "MediaWiki did not check its job queue in the source's request 7 but did in the target's (application state, not PHP settings)",
+    ),
+];
+
+/// Requests of a source that may stay unmatched with a reference, with
+/// the reason: (source, reference, request index, script A, script B,
+/// reason). The reason is checked: the source request compiles A before
+/// B, every request of the reference B before A (MediaWiki runs its
+/// deferred updates at a point that follows its object cache, not PHP's
+/// settings), so no reference request holds its operations in order.
+const KNOWN_UNMATCHED: &[(&str, &str, usize, &str, &str, &str)] = &[(
+    "fpm-mediawiki-rcs16k",
+    "fpm-mediawiki-rp0",
+    7,
+    "/usr/share/mediawiki/includes/deferred/DeferredUpdatesScope.php",
+    "/usr/share/mediawiki/includes/parser/ParserFactory.php",
+    "MediaWiki loaded its deferred-update classes before ParserFactory in request 7, after it in every request of the reference (application state)",
+)];
+
+/// Whether the request compiles script `a` before script `b`.
+fn compiles_before(r: &statstorm_php::WorkRequest, a: &str, b: &str) -> bool {
+    let at = |s: &str| {
+        r.ops.iter().position(
+            |o| matches!(&o.kind, statstorm_php::PhpOpKind::Compile { path, .. } if path == s),
+        )
+    };
+    matches!((at(a), at(b)), (Some(x), Some(y)) if x < y)
+}
 
 struct Cap {
     trace: Trace,
@@ -58,6 +103,28 @@ fn total(c: &Counts) -> u64 {
 fn reference_completes_incomplete_sources() {
     let caps = captures();
     let all = load_all(&caps);
+    // the reason for each known gap still holds: the source request made
+    // fewer access() calls (the job-queue check) than the target request
+    for (x, _, y, i, _) in KNOWN_GAPS {
+        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
+        let (lx, ly) = (&all[find(x)].loaded, &all[find(y)].loaded);
+        assert!(
+            lx.real[*i]["access"] < ly.real[*i]["access"],
+            "{x} -> {y} request {i}: the job-queue difference is gone; assert the request again"
+        );
+    }
+    for (x, r, i, a, b, _) in KNOWN_UNMATCHED {
+        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
+        let (wx, wr) = (&all[find(x)].loaded.workload, &all[find(r)].loaded.workload);
+        assert!(
+            compiles_before(&wx.requests[*i], a, b),
+            "{x} request {i} no longer compiles {a} before {b}"
+        );
+        assert!(
+            wr.requests.iter().all(|q| compiles_before(q, b, a)),
+            "{x} request {i}: a request of {r} also compiles {a} before {b}; assert the match again"
+        );
+    }
     println!("complete captures (evidence.complete):");
     for (c, l) in caps.iter().zip(&all) {
         println!("  {:<24} {}", c.name, l.loaded.workload.evidence.complete);
@@ -156,7 +223,24 @@ fn reference_completes_incomplete_sources() {
                 // every request that ran PHP matched a reference request
                 // (the matching is what this test checks, not only the sums)
                 let active = w.requests.iter().filter(|q| !q.ops.is_empty()).count();
-                if used.completed.len() != active {
+                let excused_unmatched: Vec<usize> = used
+                    .unmatched
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        KNOWN_UNMATCHED
+                            .iter()
+                            .any(|g| g.0 == x.name && g.1 == r.name && g.2 == i)
+                    })
+                    .collect();
+                for &i in &excused_unmatched {
+                    let why = KNOWN_UNMATCHED
+                        .iter()
+                        .find(|g| g.0 == x.name && g.1 == r.name && g.2 == i)
+                        .map_or("", |g| g.5);
+                    excused.push(format!("request {i} unmatched: {why}"));
+                }
+                if used.completed.len() + excused_unmatched.len() != active {
                     failures.push(format!(
                         "{} + {} -> {}: {} of {active} requests completed (unmatched {:?}, no reference {:?})",
                         x.name,

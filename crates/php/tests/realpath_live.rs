@@ -10,7 +10,8 @@
 //! both names) and a directory name with non-ASCII bytes (the key's signed
 //! `char`); (b) a one-second TTL: an expired entry is unlinked when a
 //! lookup of another path in its chain passes it, and an expired entry no
-//! lookup reached is still listed.
+//! lookup reached is still listed; and a name through `..` (its entry
+//! holds the resolved name too).
 
 mod common;
 
@@ -269,6 +270,11 @@ fn expired_entries_unlinked_by_lookups_that_pass_them() {
         Step {
             sleep_us: 0,
             includes: vec![s(&root, "a/bb/ccc/f.php")],
+        },
+        // a name through `..`: its entry holds the resolved name too
+        Step {
+            sleep_us: 0,
+            includes: vec![format!("{a}/bb/../{}", g.rsplit('/').next().unwrap())],
         },
     ];
     check(&root, 1 << 20, 1, &steps, &links);
