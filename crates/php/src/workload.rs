@@ -195,6 +195,11 @@ pub struct Evidence {
     /// include vs include_once distinction (see docs/php-model.md).
     #[serde(default)]
     pub complete: bool,
+    /// Walks repeated while others stopped at a cached directory: the
+    /// realpath cache was on but too small to keep every path (the lift
+    /// then infers its size; not part of the JSON).
+    #[serde(skip)]
+    pub realpath_partial: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

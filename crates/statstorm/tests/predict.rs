@@ -171,6 +171,53 @@ fn recorded_settings_are_inferred_when_not_given() {
     );
 }
 
+/// A capture made with a realpath cache too small for WordPress (16K), no
+/// settings given: the budget is inferred from the walks, the "before"
+/// column is the recorded counts, and the default budget is predicted as
+/// the real capture made with it.
+#[test]
+fn a_small_realpath_cache_is_inferred_and_its_fix_predicted() {
+    let src = fixture("fpm-wordpress-rcs16k").with_extension("zst");
+    let v = predict_json(&[src.to_str().unwrap(), "--php", "realpath_cache_size=4096K"]);
+    assert_eq!(v["recorded"]["source"], "inferred");
+    assert_eq!(
+        v["recorded"]["settings"]["realpath_cache_size"], "16384",
+        "{}",
+        v["evidence"]
+    );
+    let sum = |v: &Value, side: &str| -> u64 {
+        v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| n(r, side, "newfstatat"))
+            .sum()
+    };
+    let real = |name: &str| -> u64 {
+        let t = statstorm_trace::read_path(&fixture(name).with_extension("zst")).unwrap();
+        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        statstorm_php::lift::request_ops(&t, &r)
+            .iter()
+            .map(|o| {
+                statstorm_php::count_by_syscall(o)
+                    .get("newfstatat")
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .sum()
+    };
+    let (before, after) = (sum(&v, "before"), sum(&v, "after"));
+    let (rec, fixed) = (real("fpm-wordpress-rcs16k"), real("fpm-wordpress-nooc"));
+    println!(
+        "newfstatat: before {before} (recorded {rec}), after {after} (real with 4096K {fixed})"
+    );
+    assert_eq!(before, rec);
+    assert!(
+        after.abs_diff(fixed) * 100 <= fixed,
+        "after {after}, real {fixed}"
+    );
+}
+
 #[test]
 fn text_output_and_php_ini() {
     let dir = tempfile::tempdir().unwrap();

@@ -36,6 +36,7 @@ use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod budget;
 mod reference;
 mod templates;
 
@@ -1246,12 +1247,16 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let (mut reqs, evidence, links) = lift_requests(trace, requests);
     script_facts(&mut reqs);
     apply_templates(&mut reqs);
-    Workload {
+    let mut w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
         evidence,
         links,
+    };
+    if w.evidence.realpath_partial {
+        budget::infer_realpath_budget(&mut w, &request_ops(trace, requests));
     }
+    w
 }
 
 /// Every request lifted on its own, and what the trace says about the
@@ -1436,6 +1441,7 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>, short_walks:
         );
     }
     if repeated_chain_in_request > 0 && short_walks > 0 {
+        ev.realpath_partial = true;
         ev.notes.push(format!(
             "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request, while {short_walks} walks stopped at a cached directory: the realpath cache is on but does not keep every path (realpath_cache_size too small for the application, R54)"
         ));

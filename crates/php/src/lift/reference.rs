@@ -187,15 +187,16 @@ pub fn lift_with_reference(
         evidence.notes.retain(|n| !n.starts_with(HIDDEN_NOTE));
         evidence.complete = true;
     }
-    Ok((
-        Workload {
-            schema: WORKLOAD_SCHEMA.to_string(),
-            requests: reqs,
-            evidence,
-            links,
-        },
-        used,
-    ))
+    let mut w = Workload {
+        schema: WORKLOAD_SCHEMA.to_string(),
+        requests: reqs,
+        evidence,
+        links,
+    };
+    if w.evidence.realpath_partial {
+        super::budget::infer_realpath_budget(&mut w, &request_ops(trace, requests));
+    }
+    Ok((w, used))
 }
 
 /// What a complete reference says about each script (R52: include_once
