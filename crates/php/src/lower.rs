@@ -24,6 +24,13 @@ struct Worker {
     /// non-canonical `*_once` names this worker has already resolved on
     /// an OPcache hit (R63, measured: resolved once per worker)
     once_names: HashSet<String>,
+    /// names other than a script's path this worker has used as OPcache
+    /// keys (compiled under, or resolved on a hit): only these find the
+    /// script for the file override (measured: fpm-mediawiki-fo, the
+    /// worker that did not compile vendor/autoload.php answers
+    /// file_exists('.../includes/../vendor/autoload.php') with access()
+    /// until its own require_once of that name)
+    keys: HashSet<String>,
 }
 
 impl Worker {
@@ -38,6 +45,7 @@ impl Worker {
             realpath: RealpathCache::new(limit, cfg.realpath_cache_ttl),
             user_ini: HashMap::new(),
             once_names: HashSet::new(),
+            keys: HashSet::new(),
         }
     }
 }
@@ -46,6 +54,11 @@ impl Worker {
 struct Shm {
     /// script -> revalidate stamp (epoch seconds): valid while >= request_time
     scripts: HashMap<String, i64>,
+    /// names a script was compiled under that are not its path (`..`,
+    /// `a//b.php`, a symlink) -> the script: OPcache keys the script under
+    /// the name too (ZendAccelerator.c persistent_compile_file ->
+    /// zend_accel_add_key), so the file override finds it by that name
+    aliases: HashMap<String, String>,
 }
 
 struct Ctx<'a> {
@@ -407,15 +420,27 @@ fn file_override(
     path: &str,
     missing: bool,
 ) -> bool {
-    if !(opcache && cx.cfg.enable_file_override) || missing || !shm.scripts.contains_key(path) {
+    if !(opcache && cx.cfg.enable_file_override) || missing {
         return false;
     }
+    // the name as a key: the script's path, or a name it was compiled
+    // under that this worker has used (filename_is_in_cache:
+    // accel_make_persistent_key, then zend_accel_hash_find; measured on
+    // MediaWiki, fpm-mediawiki-fo: file_exists() of
+    // '.../includes/../vendor/autoload.php' makes no call then)
+    let script = if shm.scripts.contains_key(path) {
+        path.to_string()
+    } else if let Some(s) = shm.aliases.get(path).filter(|_| w.keys.contains(path)) {
+        s.clone()
+    } else {
+        return false;
+    };
     // do_validate_timestamps (ZendAccelerator.c): the handle has no
     // opened_path, so the name is resolved by the original resolver
-    // (realpath cache, R53) before the stat (measured: fpm-override-fo-rf0,
-    // the first file_exists() of each script in the worker that did not
-    // compile it walks the script's path)
-    cx.revalidate(w, shm, path, Some((path, &[][..])));
+    // (realpath cache, R53) before the stat of the script (measured:
+    // fpm-override-fo-rf0, the first file_exists() of each script in the
+    // worker that did not compile it walks the script's path)
+    cx.revalidate(w, shm, &script, Some((path, &[][..])));
     true
 }
 
@@ -527,6 +552,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     Via::Once if first => {
                         if resolve_as.is_some() && w.once_names.insert(name.to_string()) {
                             cx.resolve(w, name);
+                            w.keys.insert(name.to_string());
                         }
                         cx.revalidate(w, shm, path, None)
                     }
@@ -565,6 +591,10 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    if name != path {
+                        shm.aliases.insert(name.to_string(), path.clone());
+                        w.keys.insert(name.to_string());
+                    }
                 }
             }
         }

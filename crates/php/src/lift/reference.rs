@@ -2,6 +2,7 @@
 //! capture of the same application (`statstorm predict --reference`).
 
 use super::*;
+use std::borrow::Cow;
 
 /// Why a reference capture cannot complete a capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +121,10 @@ pub fn lift_with_reference(
         ..Default::default()
     };
     let mut rest: Vec<usize> = Vec::new();
+    // symlinks seen in either capture: a script's name through one keys
+    // as its real path
+    let mut all_links = reference.links.clone();
+    all_links.extend(links.iter().map(|(a, b)| (a.clone(), b.clone())));
     for (i, r) in reqs.iter_mut().enumerate() {
         // a connection that ran no PHP at all is not a request of a script
         if r.ops.is_empty() {
@@ -156,7 +161,7 @@ pub fn lift_with_reference(
         }
         let done = cands.iter().any(|t| {
             let s = t.script.clone().unwrap_or_default();
-            take_template_by(r, t, s, reference_keys, &own)
+            take_template_by(r, t, s, |o| reference_keys(o, &all_links), &own)
         });
         if done {
             used.completed.push(i);
@@ -270,35 +275,55 @@ fn reference_facts(reqs: &mut [WorkRequest], reference: &Workload) {
 ///   symlinked directory is walked under the name the cache missed), and
 ///   whether a lone `lstat` is a resolution or PHP's `lstat()`, depends on
 ///   the realpath cache (R53-R56); the reference shows them all.
-fn reference_keys(o: &PhpOp) -> Vec<(&'static str, &str)> {
+fn reference_keys<'a>(
+    o: &'a PhpOp,
+    links: &BTreeMap<String, String>,
+) -> Vec<(&'static str, Cow<'a, str>)> {
+    fn b(p: &str) -> Cow<'_, str> {
+        Cow::Borrowed(p)
+    }
     match &o.kind {
         PhpOpKind::Compile { path, probes, .. } | PhpOpKind::OnceRepeat { path, probes, .. } => {
             probes
                 .iter()
-                .map(|p| ("probe", p.as_str()))
-                .chain(std::iter::once(("script", path.as_str())))
+                .map(|p| ("probe", b(p)))
+                .chain(std::iter::once(("script", b(path))))
                 .collect()
         }
         PhpOpKind::Stat {
             path,
             missing: false,
-        } if is_script(path) => vec![("script", path.as_str())],
+        } if is_script(path) => vec![("script", b(path))],
         // file_exists()/is_readable() of a script: with
         // opcache.enable_file_override OPcache answers them for a cached
         // script with its validation instead (R66: accel_file_exists,
-        // accel_is_readable; measured: fpm-override-fo-rf0)
+        // accel_is_readable; measured: fpm-override-fo-rf0), a `stat` of
+        // the script's real path when the name is not it (MediaWiki's
+        // `includes/../vendor/autoload.php` and its `LocalSettings.php`
+        // symlink: fpm-mediawiki-fo)
         PhpOpKind::Access {
             path,
             mode,
             missing: false,
         } if is_script(path) && (*mode == 0 || *mode == Flags::R_OK) => {
-            vec![("script", path.as_str())]
+            let real = crate::realpath::resolved(links, path);
+            vec![(
+                "script",
+                if real == *path {
+                    b(path)
+                } else {
+                    Cow::Owned(real)
+                },
+            )]
         }
         PhpOpKind::Resolve { .. }
         | PhpOpKind::Lstat { .. }
         | PhpOpKind::PrimaryResolve { .. }
         | PhpOpKind::BasedirCheck { .. } => Vec::new(),
-        k => vec![k.key()],
+        k => {
+            let (k, v) = k.key();
+            vec![(k, b(v))]
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! operations of a fuller request of the same script.
 
 use super::*;
+use std::borrow::Cow;
 
-fn is_subsequence(small: &[(&str, &str)], big: &[(&str, &str)]) -> bool {
+fn is_subsequence<T: PartialEq>(small: &[T], big: &[T]) -> bool {
     let mut it = big.iter();
     small.iter().all(|s| it.any(|b| b == s))
 }
@@ -61,7 +62,16 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
 /// (the request ran the template, caches hid the rest); `r` keeps its own
 /// unmodelled calls and writes ([`own_op`]). Returns whether it did.
 fn take_template(r: &mut WorkRequest, tpl: &WorkRequest, s: String) -> bool {
-    take_template_by(r, tpl, s, |o| vec![o.kind.key()], &own_op)
+    take_template_by(
+        r,
+        tpl,
+        s,
+        |o| {
+            let (k, v) = o.kind.key();
+            vec![(k, Cow::Borrowed(v))]
+        },
+        &own_op,
+    )
 }
 
 /// [`take_template`] with the keys of each operation given by `keyf` and
@@ -74,17 +84,17 @@ pub(super) fn take_template_by<F>(
     own: &dyn Fn(&PhpOp) -> bool,
 ) -> bool
 where
-    F: for<'a> Fn(&'a PhpOp) -> Vec<(&'static str, &'a str)>,
+    F: for<'a> Fn(&'a PhpOp) -> Vec<(&'static str, Cow<'a, str>)>,
 {
-    let m: Vec<(&str, &str)> = r.ops.iter().filter(|o| !own(o)).flat_map(&keyf).collect();
+    let m: Vec<(&str, Cow<str>)> = r.ops.iter().filter(|o| !own(o)).flat_map(&keyf).collect();
     let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
     // the template's keys, each with the index of its operation in `base`
-    let flat: Vec<((&str, &str), usize)> = base
+    let flat: Vec<((&str, Cow<str>), usize)> = base
         .iter()
         .enumerate()
         .flat_map(|(i, o)| keyf(o).into_iter().map(move |k| (k, i)))
         .collect();
-    let t2: Vec<(&str, &str)> = flat.iter().map(|(k, _)| *k).collect();
+    let t2: Vec<(&str, Cow<str>)> = flat.iter().map(|(k, _)| k.clone()).collect();
     if !(m.len() <= t2.len() && is_subsequence(&m, &t2)) {
         return false;
     }
