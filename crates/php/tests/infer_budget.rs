@@ -1,8 +1,9 @@
-//! The realpath cache budget inferred from captures made with a cache too
-//! small for the application (lift/budget.rs): every committed capture
-//! recorded with a `realpath_cache_size` below the default and the
-//! default TTL gets that size inferred, and no capture recorded with the
-//! default size gets a size other than 0 (open_basedir, R58) inferred.
+//! The realpath cache settings inferred from captures whose walks show a
+//! cache too small for the application or a short TTL (lift/budget.rs):
+//! every committed capture recorded with a short `realpath_cache_ttl` gets
+//! that TTL inferred, every capture whose budget ran out gets its
+//! `realpath_cache_size`, and no other capture gets either claimed
+//! (a size of 0 under open_basedir or realpath_cache_size=0 aside, R58).
 //! Captures: tests/fixtures/php (scripts/php-harness).
 
 mod common;
@@ -12,68 +13,61 @@ use common::*;
 /// nothing shows the budget, nothing is claimed).
 const EXHAUSTED: &[&str] = &[
     "fpm-tree-rcs1k",
+    "fpm-tree-rcs1k-ttl1",
     "fpm-wordpress-rcs16k",
     "fpm-mediawiki-rcs16k",
 ];
 
 #[test]
-fn small_budgets_are_inferred_from_the_trace() {
+fn realpath_cache_settings_are_inferred_from_the_trace() {
     let caps = captures();
-    let mut checked = 0;
+    let (mut sizes, mut ttls) = (0, 0);
     for c in &caps {
-        let given = c
-            .settings
-            .iter()
-            .find(|(k, _)| k == "realpath_cache_size")
-            .map(|(_, v)| v.as_str());
-        let ttl_given = c.settings.iter().any(|(k, _)| k == "realpath_cache_ttl");
+        let given = |key: &str| {
+            c.settings
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
         let l = load(c);
-        let inferred = l
-            .workload
-            .evidence
-            .inferred
-            .iter()
-            .find(|(k, _)| k == "realpath_cache_size")
-            .map(|(_, v)| v.as_str());
-        println!(
-            "{:<28} recorded {:<6} inferred {:?}",
-            c.name,
-            given.unwrap_or("-"),
-            inferred
+        let inferred = |key: &str| {
+            l.workload
+                .evidence
+                .inferred
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let (size, ttl) = (given("realpath_cache_size"), given("realpath_cache_ttl"));
+        let (isize, ittl) = (
+            inferred("realpath_cache_size"),
+            inferred("realpath_cache_ttl"),
         );
-        match given {
-            // a small budget with the default TTL: inferred as recorded
-            // where the budget ran out, else nothing claimed
-            Some(v) if v != "0" && !ttl_given => {
-                if EXHAUSTED.contains(&c.name.as_str()) {
-                    assert_eq!(inferred, Some(v), "{}", c.name);
-                    checked += 1;
-                } else {
-                    assert!(
-                        inferred.is_none() || inferred == Some(v),
-                        "{}: {inferred:?}",
-                        c.name
-                    );
-                }
-            }
-            // size 0 or a budget with a short TTL: nothing claimed
-            Some(_) => assert!(
-                inferred.is_none() || inferred == Some("0"),
-                "{}: {inferred:?}",
+        println!(
+            "{:<28} recorded size {:<5} ttl {:<4} inferred size {:?} ttl {:?}",
+            c.name,
+            size.as_deref().unwrap_or("-"),
+            ttl.as_deref().unwrap_or("-"),
+            isize,
+            ittl
+        );
+        if EXHAUSTED.contains(&c.name.as_str()) {
+            assert_eq!(isize, size, "{}: size", c.name);
+            sizes += 1;
+        } else {
+            let off =
+                size.as_deref() == Some("0") || c.settings.iter().any(|(k, _)| k == "open_basedir");
+            assert!(
+                isize.is_none() || (off && isize.as_deref() == Some("0")),
+                "{}: size {isize:?}",
                 c.name
-            ),
-            None => assert!(
-                inferred.is_none()
-                    || (inferred == Some("0")
-                        && c.settings.iter().any(|(k, _)| k == "open_basedir")),
-                "{}: {inferred:?}",
-                c.name
-            ),
+            );
         }
+        // a short TTL shows in every capture made with it (the requests
+        // are spaced across it)
+        assert_eq!(ittl, ttl, "{}: ttl", c.name);
+        ttls += usize::from(ttl.is_some());
     }
-    assert_eq!(
-        checked,
-        EXHAUSTED.len(),
-        "captures missing from the manifest"
-    );
+    assert_eq!(sizes, EXHAUSTED.len(), "captures missing from the manifest");
+    assert!(ttls >= 4, "only {ttls} captures with a short TTL");
 }

@@ -1,21 +1,38 @@
-//! The realpath cache budget a capture was recorded under, when its walks
-//! show a cache that was on but full (`Evidence::realpath_partial`).
+//! The realpath cache settings a capture was recorded under, when its
+//! walks are more than the inferred settings give: a budget that ran out
+//! (`realpath_cache_size`, walks that repeat while others stop at a cached
+//! directory) or a short TTL (`realpath_cache_ttl`, a worker walking again
+//! what it resolved a few seconds before).
 //!
-//! The lower replays PHP's cache entry for entry (crate::realpath), so the
-//! number of `lstat`s it makes for the lifted workload falls as the budget
-//! grows (not strictly: see below). The region where it reaches the
-//! recorded number is found by bisection, and round budgets are tried: powers of two of KiB, then whole KiB around
-//! the region; the first that reproduces the recorded count exactly is
-//! inferred. No inference when none does (e.g. a short TTL the capture
-//! does not show).
+//! The lower replays PHP's cache entry for entry (crate::realpath) and is
+//! exact on such captures, so the settings are found by lowering the
+//! lifted workload (its first requests) under candidates and comparing the
+//! `lstat` count with the recorded one:
+//! - budgets: the count falls as the budget grows, but not strictly
+//!   everywhere (a larger budget may let in an entry a smaller one skipped
+//!   and then lack room for a later one), so a bisection over whole KiB
+//!   finds the region, then round budgets are tried: powers of two of KiB
+//!   near it and whole KiB around it;
+//! - TTLs: 1 to 10 s and a few rounder values up to the default;
+//! - both: budgets for TTLs of 1 to 5 s, when neither alone fits.
+//!
+//! The candidate closest to the recorded count wins if it is within 0.5%
+//! (ties: the default TTL, a power of two, then the smaller). Nothing is
+//! claimed unless the recorded count is more than 5% above what the
+//! inferred settings give (the model's own misses on the applications are
+//! within 1%).
 
 use super::*;
 use crate::config::PhpConfig;
 
 /// Budgets searched: up to 1 GiB.
-const MAX_BUDGET: u64 = 1 << 30;
+const MAX_BUDGET_KIB: u64 = 1 << 20;
 /// Requests the search lowers.
 const SEARCH_REQUESTS: usize = 16;
+/// TTLs tried alone (seconds).
+const TTLS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 60, 90];
+/// TTLs tried together with a budget search.
+const TTLS_WITH_BUDGET: &[u64] = &[1, 2, 3, 4, 5];
 
 fn lstats(ops: &[Vec<Op>]) -> u64 {
     ops.iter()
@@ -24,8 +41,7 @@ fn lstats(ops: &[Vec<Op>]) -> u64 {
         .count() as u64
 }
 
-/// The smallest budget in `lo..=hi` whose lstat count is at most `n`
-/// (counts fall as the budget grows), or None.
+/// The smallest `x` in `lo..=hi` with `f(x) <= n` (f falling), or None.
 fn smallest_with_at_most(f: &dyn Fn(u64) -> u64, n: u64, mut lo: u64, mut hi: u64) -> Option<u64> {
     if f(hi) > n {
         return None;
@@ -41,13 +57,29 @@ fn smallest_with_at_most(f: &dyn Fn(u64) -> u64, n: u64, mut lo: u64, mut hi: u6
     Some(lo)
 }
 
-/// Infers `realpath_cache_size` for `w` from the recorded requests `real`
-/// (the trace's calls per request, as `request_ops` gives them) and adds
-/// it to the evidence.
-pub(super) fn infer_realpath_budget(w: &mut Workload, real: &[Vec<Op>]) {
-    if !w.evidence.realpath_partial {
-        return;
-    }
+/// Round budgets (KiB) to try near where `f` (count by budget in KiB)
+/// reaches `n`.
+fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64) -> Vec<u64> {
+    let edge = smallest_with_at_most(f, n, 1, MAX_BUDGET_KIB).unwrap_or(MAX_BUDGET_KIB);
+    let mut c: Vec<u64> = (0..=20)
+        .map(|i| 1u64 << i)
+        .filter(|&k| k * 4 >= edge && k <= edge * 4)
+        .collect();
+    c.extend(edge.saturating_sub(8).max(1)..=edge + 8);
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// One candidate: (distance to the recorded count, not the default TTL,
+/// budget not a power of two, budget KiB or None for the inferred one,
+/// TTL or None for the inferred one). Ordered for `min`.
+type Cand = (u64, bool, bool, Option<u64>, Option<u64>);
+
+/// Infers `realpath_cache_size` and/or `realpath_cache_ttl` for `w` from
+/// the recorded requests `real` (the trace's calls per request, as
+/// `request_ops` gives them) and adds them to the evidence.
+pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     let mut base = PhpConfig::default();
     let flags: Vec<String> = w
         .evidence
@@ -55,7 +87,7 @@ pub(super) fn infer_realpath_budget(w: &mut Workload, real: &[Vec<Op>]) {
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    if base.apply_flags(&flags).is_err() {
+    if base.apply_flags(&flags).is_err() || !base.realpath_cache_enabled() {
         return;
     }
     // the first requests are enough (each worker's cache fills in its
@@ -64,60 +96,99 @@ pub(super) fn infer_realpath_budget(w: &mut Workload, real: &[Vec<Op>]) {
         requests: w.requests.iter().take(SEARCH_REQUESTS).cloned().collect(),
         ..w.clone()
     };
+    if sub.requests.is_empty() {
+        return;
+    }
     let n = lstats(&real[..real.len().min(SEARCH_REQUESTS)]);
-    let count = |b: u64| {
+    let count = |kib: Option<u64>, ttl: Option<u64>| {
         let mut c = base.clone();
-        c.realpath_cache_size = b;
+        if let Some(k) = kib {
+            c.realpath_cache_size = k * 1024;
+        }
+        if let Some(t) = ttl {
+            c.realpath_cache_ttl = t;
+        }
         lstats(&crate::lower::lower(&sub, &c))
     };
-    // the count falls as the budget grows, but not strictly everywhere:
-    // a larger budget may let in an entry that a smaller one skipped and
-    // then have no room for a later one. So a bisection over whole KiB
-    // finds the region, and round budgets are tried one by one: the powers
-    // of two of KiB near it, and whole KiB around it; the closest to the
-    // recorded count wins (ties: a power of two, then the smaller).
-    let kib = |k: u64| count(k * 1024);
-    // a budget is only visible when it ran out: unless the recorded
-    // count is well above what the configured (or default) budget gives,
-    // nothing is claimed (the model's own misses on the applications are
-    // within 1%; a budget that ran out adds a walk for every path it could
-    // not keep: 4.7x the default's lstats on the tree's 1K capture, 6.3x on
-    // WordPress's 16K one, 3.2x on MediaWiki's)
-    let full = count(base.realpath_cache_size);
+    let full = count(None, None);
     if full * 100 >= n * 95 {
         return;
     }
-    let edge_k = smallest_with_at_most(&kib, n, 1, MAX_BUDGET / 1024).unwrap_or(MAX_BUDGET / 1024);
-    let mut cands: Vec<u64> = (0..=20)
-        .map(|i| 1u64 << i)
-        .filter(|&k| k * 4 >= edge_k && k <= edge_k * 4)
-        .collect();
-    cands.extend(edge_k.saturating_sub(8).max(1)..=edge_k + 8);
-    cands.sort_unstable();
-    cands.dedup();
-    let best = cands
-        .iter()
-        .map(|&k| (kib(k).abs_diff(n), !k.is_power_of_two(), k))
-        .min();
-    let Some((diff, _, k)) = best.filter(|&(d, _, _)| d * 200 <= n) else {
+    let cand = |kib: Option<u64>, ttl: Option<u64>| -> Cand {
+        (
+            count(kib, ttl).abs_diff(n),
+            ttl.is_some(),
+            kib.is_some_and(|k| !k.is_power_of_two()),
+            kib,
+            ttl,
+        )
+    };
+    let mut cands: Vec<Cand> = Vec::new();
+    // walks that repeat while others stop at a cached directory: a budget
+    if w.evidence.realpath_partial {
+        let by_kib = |k: u64| count(Some(k), None);
+        for k in budget_candidates(&by_kib, n) {
+            cands.push(cand(Some(k), None));
+        }
+    }
+    for &t in TTLS {
+        cands.push(cand(None, Some(t)));
+    }
+    let fits = |c: &Cand| c.0 * 200 <= n;
+    if w.evidence.realpath_partial && !cands.iter().any(fits) {
+        for &t in TTLS_WITH_BUDGET {
+            let by_kib = |k: u64| count(Some(k), Some(t));
+            for k in budget_candidates(&by_kib, n) {
+                cands.push(cand(Some(k), Some(t)));
+            }
+        }
+    }
+    let best = cands.iter().copied().filter(fits).min();
+    // TTLs that fit as well as the best (requests spaced wider than
+    // several of them cannot tell them apart)
+    let same_ttls: Vec<u64> = best
+        .map(|b| {
+            cands
+                .iter()
+                .filter(|c| c.0 == b.0 && c.3 == b.3 && c.4.is_some())
+                .filter_map(|c| c.4)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some((diff, _, _, kib, ttl)) = best else {
         w.evidence.notes.push(format!(
-            "no realpath_cache_size near {edge_k}K reproduces the recorded {n} lstat calls of the first {} requests within 0.5% with the other settings as inferred: realpath_cache_size not inferred (a short realpath_cache_ttl?)",
+            "the recorded {n} lstat calls of the first {} requests are more than the inferred settings give ({full}), and no realpath_cache_size or realpath_cache_ttl tried reproduces them within 0.5%: not inferred",
             sub.requests.len()
         ));
         return;
     };
-    let value = format!("{k}K");
+    let mut set = Vec::new();
+    if let Some(k) = kib {
+        set.push(("realpath_cache_size", format!("{k}K")));
+    }
+    if let Some(t) = ttl {
+        set.push(("realpath_cache_ttl", t.to_string()));
+    }
+    let mut what: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if same_ttls.len() > 1 {
+        what.push(format!(
+            "(TTLs {} fit as well: the smallest is taken)",
+            same_ttls
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     w.evidence.notes.push(format!(
-        "the lower reproduces the recorded {n} lstat calls of the first {} requests with realpath_cache_size={value} ({diff} apart; {full} with {} bytes): inferred (R54)",
+        "the lower reproduces the recorded {n} lstat calls of the first {} requests with {} ({diff} apart; {full} with the settings inferred before): inferred (R54)",
         sub.requests.len(),
-        base.realpath_cache_size
+        what.join(" ")
     ));
-    w.evidence
-        .inferred
-        .retain(|(k, _)| k != "realpath_cache_size");
-    w.evidence
-        .inferred
-        .push(("realpath_cache_size".into(), value));
+    for (k, v) in set {
+        w.evidence.inferred.retain(|(key, _)| key != k);
+        w.evidence.inferred.push((k.to_string(), v));
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +209,13 @@ mod tests {
         assert_eq!(smallest_with_at_most(&f, 7, 1, 1 << 20), Some(1000));
         assert_eq!(smallest_with_at_most(&f, 6, 1, 1 << 20), Some(5000));
         assert_eq!(smallest_with_at_most(&f, 2, 1, 1 << 20), None);
+    }
+
+    #[test]
+    fn budget_candidates_are_round_and_near() {
+        let f = |k: u64| if k < 16 { 100 } else { 50 };
+        let c = budget_candidates(&f, 50);
+        assert!(c.contains(&16) && c.contains(&8) && c.contains(&64) && c.contains(&24));
+        assert!(!c.contains(&128));
     }
 }

@@ -1253,9 +1253,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         evidence,
         links,
     };
-    if w.evidence.realpath_partial {
-        budget::infer_realpath_budget(&mut w, &request_ops(trace, requests));
-    }
+    budget::infer_realpath_settings(&mut w, &request_ops(trace, requests));
     w
 }
 

@@ -198,9 +198,7 @@ pub fn lift_with_reference(
         evidence,
         links,
     };
-    if w.evidence.realpath_partial {
-        super::budget::infer_realpath_budget(&mut w, &request_ops(trace, requests));
-    }
+    super::budget::infer_realpath_settings(&mut w, &request_ops(trace, requests));
     Ok((w, used))
 }
 
