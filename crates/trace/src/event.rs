@@ -569,6 +569,10 @@ pub struct Event {
     pub ret: Ret,
     /// With `-y`, the path decoration of a returned fd (`= 3</a/b>`).
     pub ret_path: Option<PathId>,
+    /// The file's modification time (epoch seconds) of a successful
+    /// stat-family call when strace printed the whole struct (`-v`:
+    /// `st_mtime=`, statx's `stx_mtime={tv_sec=`).
+    pub mtime: Option<i64>,
     /// Input number (index into the list of inputs) and 1-based line number
     /// of the line that started the call.
     pub input: u16,

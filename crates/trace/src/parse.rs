@@ -1035,6 +1035,7 @@ impl Decoder {
             flags: Flags::default(),
             ret: Ret::Unknown,
             ret_path: None,
+            mtime: None,
             input,
             line: 0,
         };
@@ -1179,8 +1180,37 @@ impl Decoder {
         {
             ev.flags.set(Flags::TRUNCATED);
         }
+        if ev.kind.is_stat_family() && matches!(ev.ret, Ret::Ok(_)) {
+            ev.mtime = stat_mtime(text);
+        }
         self.argl = al;
     }
+}
+
+/// `st_mtime=N` or statx's `stx_mtime={tv_sec=N` in a stat-family call's
+/// arguments: strace prints them with `-v` only (the abbreviated struct
+/// ends in `...}`, which is checked first: no search on ordinary logs).
+fn stat_mtime(text: &[u8]) -> Option<i64> {
+    let end = memchr::memrchr(b'}', text)?;
+    if text[..end].ends_with(b"...") {
+        return None;
+    }
+    let v = if let Some(i) = memchr::memmem::find(text, b"st_mtime=") {
+        &text[i + 9..]
+    } else {
+        let i = memchr::memmem::find(text, b"stx_mtime={tv_sec=")?;
+        &text[i + 18..]
+    };
+    let (neg, v) = match v.first() {
+        Some(b'-') => (true, &v[1..]),
+        _ => (false, v),
+    };
+    let n = v.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 || n > 18 {
+        return None;
+    }
+    let x: i64 = std::str::from_utf8(&v[..n]).ok()?.parse().ok()?;
+    Some(if neg { -x } else { x })
 }
 
 /// A name of at most 16 bytes as a zero-padded little-endian `u128`, built

@@ -736,6 +736,7 @@ mod tests {
                 flags: Flags::default(),
                 ret: Ret::Ok(ret),
                 ret_path: None,
+                mtime: None,
                 input: 0,
                 line,
             });

@@ -387,6 +387,52 @@ fn fds_of_unlinked_files_keep_fd_and_path() {
 }
 
 #[test]
+fn mtimes_of_verbose_stat_structs() {
+    // `strace -v`: a.txt dated 1767225600 (touch -d), stat'ed by the
+    // shell's test (newfstatat), coreutils stat (statx) and cat (fstat of
+    // the open fd: newfstatat(3</.../a.txt>, "", ..., AT_EMPTY_PATH))
+    let t = read_bytes("v", &read("v-stat.txt"));
+    let s = &t.strings;
+    let on_a = |e: &&Event| {
+        [e.path, e.fd_path]
+            .into_iter()
+            .flatten()
+            .any(|p| s.str(p).ends_with("a.txt"))
+    };
+    let stats: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| e.kind.is_stat_family())
+        .filter(on_a)
+        .collect();
+    let kinds: Vec<Kind> = stats.iter().map(|e| e.kind).collect();
+    assert!(
+        kinds.contains(&Kind::Statx) && kinds.contains(&Kind::Newfstatat),
+        "{kinds:?}"
+    );
+    for e in &stats {
+        assert_eq!(e.mtime, Some(1_767_225_600), "{e:?}");
+    }
+    // every successful stat of the verbose fixture has one, no other
+    // event does
+    for e in &t.events {
+        let want = e.kind.is_stat_family() && !e.is_error();
+        assert_eq!(e.mtime.is_some(), want, "{e:?}");
+    }
+    // abbreviated structs (no -v) have none
+    for f in ["f-y.txt", "php-file.txt", "f-ttt-T.txt"] {
+        let t = read_bytes(f, &read(f));
+        assert!(t.events.iter().all(|e| e.mtime.is_none()), "{f}");
+        assert!(
+            t.events
+                .iter()
+                .any(|e| e.kind.is_stat_family() && !e.is_error()),
+            "{f}"
+        );
+    }
+}
+
+#[test]
 fn dup_family_decoded() {
     let t = read_bytes("py", &read("dup-py.txt"));
     let s = &t.strings;

@@ -1259,6 +1259,7 @@ mod tests {
                 flags: Flags(flags),
                 ret,
                 ret_path: None,
+                mtime: None,
                 input: 0,
                 line,
             });
