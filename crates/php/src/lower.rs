@@ -64,6 +64,8 @@ struct Shm {
 struct Ctx<'a> {
     cfg: &'a PhpConfig,
     links: &'a BTreeMap<String, String>,
+    /// the workload, for its scripts' mtimes (R65)
+    mtimes: &'a Workload,
     out: Vec<Op>,
     pid: u32,
     t_us: i64,
@@ -92,6 +94,21 @@ impl Ctx<'_> {
             errno: errno.map(str::to_string),
             bytes: 0,
         });
+    }
+
+    /// R65: a script modified less than file_update_protection seconds
+    /// before the request is compiled but not cached
+    /// (ZendAccelerator.c persistent_compile_file:
+    /// `request_time - file_update_protection < timestamp`; measured:
+    /// fpm-fresh-rf0). Scripts whose mtime the trace does not show are
+    /// taken as old.
+    fn cacheable(&self, script: &str) -> bool {
+        let fup = self.cfg.file_update_protection as i64;
+        fup == 0
+            || !self
+                .mtimes
+                .mtime_at(script, self.t_us)
+                .is_some_and(|m| self.req_s - fup < m)
     }
 
     fn now_s(&self) -> i64 {
@@ -286,6 +303,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             cx: Ctx {
                 cfg,
                 links: &w.links,
+                mtimes: w,
                 out: Vec::new(),
                 pid: r.pid,
                 t_us: r.start_us,
@@ -587,7 +605,10 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     // hits do not (R63 above; measured on MediaWiki)
                     w.once_names.insert(name.to_string());
                 }
-                if opcache && (shm.scripts.len() as u64) < cfg.max_accelerated_files {
+                if opcache
+                    && cx.cacheable(path)
+                    && (shm.scripts.len() as u64) < cfg.max_accelerated_files
+                {
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
@@ -616,7 +637,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts
                 cx.compile(w, path, path, &[], 1, 1, 1, false);
-                if opcache {
+                if opcache && cx.cacheable(path) {
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);

@@ -211,6 +211,26 @@ pub struct Workload {
     /// with (R53).
     #[serde(default)]
     pub links: std::collections::BTreeMap<String, String>,
+    /// Scripts' modification times seen in the trace (only with `strace
+    /// -v`): script -> (time of the stat, µs; mtime, epoch seconds), in
+    /// time order. OPcache does not cache a script modified less than
+    /// `file_update_protection` seconds before the request (R65).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub mtimes: std::collections::BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+impl Workload {
+    /// The mtime of `script` as of time `t_us`: the last one seen at or
+    /// before it, else the first one seen (the file as it was before the
+    /// capture showed it).
+    pub fn mtime_at(&self, script: &str, t_us: i64) -> Option<i64> {
+        let obs = self.mtimes.get(script)?;
+        obs.iter()
+            .take_while(|(t, _)| *t <= t_us)
+            .last()
+            .or(obs.first())
+            .map(|&(_, m)| m)
+    }
 }
 
 /// How a capture was completed from a reference capture

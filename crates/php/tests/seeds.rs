@@ -48,6 +48,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         requests,
         evidence: Default::default(),
         links: Default::default(),
+        mtimes: Default::default(),
     }
 }
 

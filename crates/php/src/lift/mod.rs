@@ -976,7 +976,43 @@ fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
     }
 }
 
-fn script_facts(reqs: &mut [WorkRequest]) {
+/// Scripts compiled less than [`FRESH_S`] seconds after their last change
+/// (mtimes from `strace -v`): OPcache may not cache them yet (R65,
+/// file_update_protection), so compiling them again says nothing about
+/// OPcache being off.
+fn fresh_scripts(
+    reqs: &[WorkRequest],
+    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+) -> HashSet<String> {
+    let w = Workload {
+        schema: String::new(),
+        requests: Vec::new(),
+        evidence: Evidence::default(),
+        links: BTreeMap::new(),
+        mtimes: mtimes.clone(),
+    };
+    let mut out = HashSet::new();
+    for r in reqs {
+        for o in &r.ops {
+            if let PhpOpKind::Compile { path, .. } = &o.kind {
+                let t = r.start_us + o.t_off_us;
+                if w.mtime_at(path, t)
+                    .is_some_and(|m| t.div_euclid(1_000_000) - m < FRESH_S)
+                {
+                    out.insert(path.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How recent a change must be for a recompile to be taken for
+/// file_update_protection's (its default is 2 s; larger settings are
+/// rare).
+const FRESH_S: i64 = 60;
+
+fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i64)>>) {
     // entry scripts: what php-fpm resolved first (SCRIPT_FILENAME); a first
     // compile of another script is an include whose entry script was an
     // OPcache hit (no open)
@@ -1127,7 +1163,8 @@ fn script_facts(reqs: &mut [WorkRequest]) {
             *compiles.entry(path.as_str()).or_default() += 1;
         }
     }
-    let recompiled = compiles.values().any(|&n| n > 1);
+    let fresh = fresh_scripts(reqs, mtimes);
+    let recompiled = compiles.iter().any(|(p, &n)| n > 1 && !fresh.contains(*p));
     let app_stats = app_stat_scripts(reqs);
     // a script some request stat()ed as a file function (before its
     // compile, or under a name that is not canonical) is stat()ed the same
@@ -1242,16 +1279,49 @@ pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
         .collect()
 }
 
+/// Scripts' modification times the trace shows (stat structs printed
+/// whole: `strace -v`), with the time of each stat, in time order; one
+/// entry per change.
+pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
+    let s = &trace.strings;
+    let mut out: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
+    for e in &trace.events {
+        let (Some(m), Some(t)) = (e.mtime, e.ts_us) else {
+            continue;
+        };
+        let name = |id: Option<statstorm_trace::PathId>| id.map(|p| s.str(p).into_owned());
+        let path = match (name(e.path), name(e.fd_path)) {
+            // fstat(fd), newfstatat(fd, "", AT_EMPTY_PATH): the fd's file
+            (None, Some(f)) => f,
+            (Some(p), Some(f)) if p.is_empty() => f,
+            (Some(p), _) if p.starts_with('/') => p,
+            // relative to the dirfd (AT_FDCWD</cwd> with -y)
+            (Some(p), Some(d)) => normalize(&format!("{d}/{p}")),
+            _ => continue,
+        };
+        if !is_script(&path) {
+            continue;
+        }
+        let v = out.entry(path).or_default();
+        if v.last().map_or(true, |&(_, last)| last != m) {
+            v.push((t, m));
+        }
+    }
+    out
+}
+
 /// Lifts every request of a trace into a [`Workload`].
 pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let (mut reqs, evidence, links) = lift_requests(trace, requests);
-    script_facts(&mut reqs);
+    let mtimes = script_mtimes(trace);
+    script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
     let mut w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
         evidence,
         links,
+        mtimes,
     };
     budget::infer_realpath_settings(&mut w, &request_ops(trace, requests));
     w
@@ -1297,7 +1367,7 @@ fn lift_requests(
             ops: lifted,
         });
     }
-    let evidence = evidence(&reqs, &basedirs, short_walks);
+    let evidence = evidence(&reqs, &basedirs, short_walks, &script_mtimes(trace));
     (reqs, evidence, links)
 }
 
@@ -1318,7 +1388,12 @@ fn own_op(o: &PhpOp) -> bool {
     }
 }
 
-fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>, short_walks: u32) -> Evidence {
+fn evidence(
+    reqs: &[WorkRequest],
+    basedirs: &BTreeMap<String, u32>,
+    short_walks: u32,
+    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+) -> Evidence {
     let mut ev = Evidence::default();
     let app_stats = app_stat_scripts(reqs);
     let includes = reqs.iter().flat_map(|r| &r.ops).any(|o| {
@@ -1363,7 +1438,20 @@ fn evidence(reqs: &[WorkRequest], basedirs: &BTreeMap<String, u32>, short_walks:
             }
         }
     }
-    let recompiled = compiles.values().filter(|&&n| n > 1).count();
+    let fresh = fresh_scripts(reqs, mtimes);
+    let recompiled = compiles
+        .iter()
+        .filter(|(p, &n)| n > 1 && !fresh.contains(**p))
+        .count();
+    if !fresh.is_empty() {
+        let mut f: Vec<&String> = fresh.iter().collect();
+        f.sort();
+        ev.notes.push(format!(
+            "{} scripts were compiled within {FRESH_S} s of their last change ({}): compiling them again may be OPcache's file_update_protection (R65), not OPcache off",
+            f.len(),
+            f.iter().take(3).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     if compiles_total > 0 {
         if recompiled > 0 {
             ev.notes.push(format!(
@@ -1842,6 +1930,7 @@ mod tests {
             requests: vec![req(1, l)],
             evidence: Default::default(),
             links,
+            mtimes: Default::default(),
         };
         let mut cfg = crate::PhpConfig::default();
         cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();

@@ -84,7 +84,7 @@ pub fn lift_with_reference(
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
-        script_facts(&mut reqs);
+        script_facts(&mut reqs, &script_mtimes(trace));
         apply_templates(&mut reqs);
         return Ok((
             Workload {
@@ -92,6 +92,7 @@ pub fn lift_with_reference(
                 requests: reqs,
                 evidence,
                 links,
+                mtimes: script_mtimes(trace),
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -101,7 +102,7 @@ pub fn lift_with_reference(
             },
         ));
     }
-    script_facts(&mut reqs);
+    script_facts(&mut reqs, &script_mtimes(trace));
     reference_facts(&mut reqs, reference);
     // opens the reference never resolved: not plain-wrapper fopens
     let resolved: HashSet<&str> = resolved_opens(&reference.requests);
@@ -197,6 +198,7 @@ pub fn lift_with_reference(
         requests: reqs,
         evidence,
         links,
+        mtimes: script_mtimes(trace),
     };
     super::budget::infer_realpath_settings(&mut w, &request_ops(trace, requests));
     Ok((w, used))

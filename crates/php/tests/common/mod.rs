@@ -225,6 +225,18 @@ pub fn cross(
             );
             out.pairs += 1;
             let mut w = lx.workload.clone();
+            // scripts' mtimes move with the requests (the fresh captures:
+            // a script modified just before each run's first request), in
+            // whole seconds as PHP compares them (R65)
+            if let (Some(a), Some(b)) = (w.requests.first(), ly.workload.requests.first()) {
+                let d = (b.start_us - a.start_us) as f64 / 1e6;
+                for obs in w.mtimes.values_mut() {
+                    for (t, m) in obs.iter_mut() {
+                        *t += b.start_us - a.start_us;
+                        *m += d.round() as i64;
+                    }
+                }
+            }
             for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
                 rx.pid = ry.pid;
                 rx.start_us = ry.start_us;
