@@ -59,6 +59,9 @@ struct Shm {
     /// the name too (ZendAccelerator.c persistent_compile_file ->
     /// zend_accel_add_key), so the file override finds it by that name
     aliases: HashMap<String, String>,
+    /// script -> the mtime it was cached with, when the trace shows it
+    /// (R64 step 3: a validation that finds another one recompiles)
+    timestamps: HashMap<String, i64>,
 }
 
 struct Ctx<'a> {
@@ -263,6 +266,23 @@ impl Ctx<'_> {
         path: &str,
         resolve: Option<(&str, &[String])>,
     ) {
+        self.revalidate_ex(w, shm, path, resolve, false);
+    }
+
+    /// [`Ctx::revalidate`]; for an include (`recompile`), a validation
+    /// that finds another mtime than the one the script was cached with
+    /// (the trace's, `strace -v`) compiles the script again (R64 step 3;
+    /// measured: fpm-change-rf0, `t/d1/m1.php` given another mtime before
+    /// request 4: its validation `stat`, a second `stat`, then open, fstat,
+    /// read and close, no resolution), cached again unless too new (R65).
+    fn revalidate_ex(
+        &mut self,
+        w: &mut Worker,
+        shm: &mut Shm,
+        path: &str,
+        resolve: Option<(&str, &[String])>,
+        recompile: bool,
+    ) {
         if !self.cfg.validate_timestamps {
             return;
         }
@@ -279,6 +299,20 @@ impl Ctx<'_> {
             self.resolve(w, name);
         }
         self.emit(OpKind::Stat, path, 0, None);
+        let now = self.mtimes.mtime_at(path, self.t_us);
+        let changed = matches!((now, shm.timestamps.get(path)), (Some(a), Some(&b)) if a != b);
+        if changed && recompile {
+            self.emit(OpKind::Stat, path, 0, None);
+            self.compile(w, path, path, &[], 0, 1, 1, false);
+            if !self.cacheable(path) {
+                shm.scripts.remove(path);
+                shm.timestamps.remove(path);
+                return;
+            }
+            if let Some(m) = now {
+                shm.timestamps.insert(path.to_string(), m);
+            }
+        }
         shm.scripts.insert(
             path.to_string(),
             self.req_s + self.cfg.revalidate_freq as i64,
@@ -538,8 +572,8 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                                 .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
                         }
                     }
-                    Via::Include => cx.revalidate(w, shm, path, Some((name, probes))),
-                    Via::Main => cx.revalidate(w, shm, path, None),
+                    Via::Include => cx.revalidate_ex(w, shm, path, Some((name, probes)), true),
+                    Via::Main => cx.revalidate_ex(w, shm, path, None, true),
                     // revalidate_path=1: *_once names go through the
                     // original resolver (include_path candidates,
                     // realpath cache) but are not opened (measured)
@@ -549,7 +583,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                         }
                         cx.resolve(w, name);
                         if first {
-                            cx.revalidate(w, shm, path, None);
+                            cx.revalidate_ex(w, shm, path, None, true);
                         }
                     }
                     // a name that is not the script's path (`a//b.php`,
@@ -572,7 +606,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                             cx.resolve(w, name);
                             w.keys.insert(name.to_string());
                         }
-                        cx.revalidate(w, shm, path, None)
+                        cx.revalidate_ex(w, shm, path, None, true)
                     }
                     Via::Once => {}
                 }
@@ -612,6 +646,9 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
+                        shm.timestamps.insert(path.clone(), m);
+                    }
                     if name != path {
                         shm.aliases.insert(name.to_string(), path.clone());
                         w.keys.insert(name.to_string());
@@ -632,12 +669,15 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // scripts cached walks each one before its first
                 // file_exists())
                 let r = (*resolves > 0 || again).then_some((path.as_str(), &[][..]));
-                cx.revalidate(w, shm, path, r);
+                cx.revalidate_ex(w, shm, path, r, true);
             } else {
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts
                 cx.compile(w, path, path, &[], 1, 1, 1, false);
                 if opcache && cx.cacheable(path) {
+                    if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
+                        shm.timestamps.insert(path.clone(), m);
+                    }
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);

@@ -82,3 +82,50 @@ fn fresh_script_is_compiled_until_the_protection_window_passes() {
         assert_eq!(pred, expect(fup as i64), "file_update_protection={fup}");
     }
 }
+
+/// R64 step 3 against real php-fpm: the change captures (workload
+/// `change`: t/d1/m1.php given another, past, mtime before request 4,
+/// `strace -v`). OPcache's validation finds the new mtime and compiles the
+/// script again: with revalidate_freq=0 in request 4, with 2 in the first
+/// request after the window (6). The model replays both, and predicts no
+/// recompile with validate_timestamps=0.
+#[test]
+fn changed_script_is_compiled_again_by_its_validation() {
+    const M1: &str = "/tmp/statstorm-lab/www/t/d1/m1.php";
+    let caps = captures();
+    let opens = |reqs: &[Vec<statstorm_trace::op::Op>]| -> Vec<usize> {
+        reqs.iter()
+            .map(|ops| {
+                ops.iter()
+                    .filter(|o| o.kind == OpKind::Open && o.path == M1)
+                    .count()
+            })
+            .collect()
+    };
+    for (name, again) in [("fpm-change-rf0", 4usize), ("fpm-change-rf2", 6)] {
+        let c = caps
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("{name}"));
+        let t = statstorm_trace::read_path(&c.path).unwrap();
+        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        let w = statstorm_php::lift(&t, &r);
+        let real = opens(&statstorm_php::lift::request_ops(&t, &r));
+        let mut want = vec![0; real.len()];
+        want[0] = 1;
+        want[again] = 1;
+        assert_eq!(real, want, "{name}: the real capture");
+        assert_eq!(
+            w.mtimes.get(M1).map(Vec::len),
+            Some(2),
+            "{name}: two mtimes seen"
+        );
+        let pred = opens(&statstorm_php::lower(&w, &c.config));
+        assert_eq!(pred, real, "{name}: as recorded");
+        let mut vt0 = c.config.clone();
+        vt0.validate_timestamps = false;
+        let pred = opens(&statstorm_php::lower(&w, &vt0));
+        println!("{name}: m1.php opens real {real:?}, validate_timestamps=0 {pred:?}");
+        assert_eq!(pred.iter().sum::<usize>(), 1, "{name}: vt0 compiles once");
+    }
+}

@@ -976,10 +976,11 @@ fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
     }
 }
 
-/// Scripts compiled less than [`FRESH_S`] seconds after their last change
-/// (mtimes from `strace -v`): OPcache may not cache them yet (R65,
-/// file_update_protection), so compiling them again says nothing about
-/// OPcache being off.
+/// Scripts whose compiling again the trace explains without OPcache being
+/// off (mtimes from `strace -v`): compiled less than [`FRESH_S`] seconds
+/// after their last change (R65, file_update_protection), or changed
+/// during the capture (R64: a validation that finds a new mtime
+/// recompiles).
 fn fresh_scripts(
     reqs: &[WorkRequest],
     mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
@@ -991,7 +992,11 @@ fn fresh_scripts(
         links: BTreeMap::new(),
         mtimes: mtimes.clone(),
     };
-    let mut out = HashSet::new();
+    let mut out: HashSet<String> = mtimes
+        .iter()
+        .filter(|(_, obs)| obs.len() > 1)
+        .map(|(p, _)| p.clone())
+        .collect();
     for r in reqs {
         for o in &r.ops {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
@@ -1165,6 +1170,41 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
     }
     let fresh = fresh_scripts(reqs, mtimes);
     let recompiled = compiles.iter().any(|(p, &n)| n > 1 && !fresh.contains(*p));
+    // R64 step 3 (measured: fpm-change-rf0): OPcache's validation that
+    // finds another mtime is a `stat`, then a second `stat`, then the
+    // compile; the two stats belong to the compile (the lower's
+    // validation makes them), not to file functions
+    let changed: HashSet<String> = mtimes
+        .iter()
+        .filter(|(_, obs)| obs.len() > 1)
+        .map(|(p, _)| p.clone())
+        .collect();
+    if !changed.is_empty() {
+        for r in reqs.iter_mut() {
+            let mut drop = vec![false; r.ops.len()];
+            for i in 2..r.ops.len() {
+                let PhpOpKind::Compile { path, .. } = &r.ops[i].kind else {
+                    continue;
+                };
+                if !changed.contains(path) {
+                    continue;
+                }
+                let stat_of = |o: &PhpOp| {
+                    matches!(&o.kind, PhpOpKind::Stat { path: p, missing: false }
+                        | PhpOpKind::Revalidate { path: p, .. } if p == path)
+                };
+                if stat_of(&r.ops[i - 1]) && stat_of(&r.ops[i - 2]) {
+                    drop[i - 1] = true;
+                    drop[i - 2] = true;
+                }
+            }
+            let mut k = 0;
+            r.ops.retain(|_| {
+                k += 1;
+                !drop[k - 1]
+            });
+        }
+    }
     let app_stats = app_stat_scripts(reqs);
     // a script some request stat()ed as a file function (before its
     // compile, or under a name that is not canonical) is stat()ed the same

@@ -225,15 +225,20 @@ pub fn cross(
             );
             out.pairs += 1;
             let mut w = lx.workload.clone();
-            // scripts' mtimes move with the requests (the fresh captures:
-            // a script modified just before each run's first request), in
-            // whole seconds as PHP compares them (R65)
+            // the times the scripts' mtimes were seen move with the
+            // requests, and so do mtimes set during the run (the fresh
+            // captures: a script touched just before each run's first
+            // request), in whole seconds as PHP compares them (R65); a
+            // date set by the harness (the change captures) stays
             if let (Some(a), Some(b)) = (w.requests.first(), ly.workload.requests.first()) {
                 let d = (b.start_us - a.start_us) as f64 / 1e6;
+                let run_s = a.start_us.div_euclid(1_000_000) - 60;
                 for obs in w.mtimes.values_mut() {
                     for (t, m) in obs.iter_mut() {
                         *t += b.start_us - a.start_us;
-                        *m += d.round() as i64;
+                        if *m >= run_s {
+                            *m += d.round() as i64;
+                        }
                     }
                 }
             }
