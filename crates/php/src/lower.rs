@@ -62,6 +62,26 @@ struct Shm {
     /// script -> the mtime it was cached with, when the trace shows it
     /// (R64 step 3: a validation that finds another one recompiles)
     timestamps: HashMap<String, i64>,
+    /// keys in OPcache's hash table: a script's path, and each name it
+    /// was compiled under that is not its path (`aliases`)
+    keys: u64,
+}
+
+/// OPcache's hash table size for `opcache.max_accelerated_files`: the
+/// first prime of its list at or above the setting
+/// (ext/opcache/zend_accelerator_hash.c `zend_accel_hash_init`); a script
+/// or a name past it is not cached (`zend_accel_hash_is_full`; measured:
+/// with 200, WordPress keeps 223 scripts cached, MediaWiki 219 scripts
+/// and 4 names through `..`).
+pub fn accel_hash_size(max_accelerated_files: u64) -> u64 {
+    const PRIMES: [u64; 18] = [
+        5, 11, 19, 53, 107, 223, 463, 983, 1979, 3907, 7963, 16229, 32531, 65407, 130987, 262237,
+        524521, 1048793,
+    ];
+    PRIMES
+        .into_iter()
+        .find(|&p| max_accelerated_files <= p)
+        .unwrap_or(max_accelerated_files)
 }
 
 struct Ctx<'a> {
@@ -639,18 +659,20 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                     // hits do not (R63 above; measured on MediaWiki)
                     w.once_names.insert(name.to_string());
                 }
-                if opcache
-                    && cx.cacheable(path)
-                    && (shm.scripts.len() as u64) < cfg.max_accelerated_files
-                {
+                let table = accel_hash_size(cfg.max_accelerated_files);
+                if opcache && cx.cacheable(path) && shm.keys < table {
                     added.insert(path.clone(), ());
                     shm.scripts
                         .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
                         shm.timestamps.insert(path.clone(), m);
                     }
-                    if name != path {
+                    // zend_accel_add_key: the name as a key too, if there
+                    // is room
+                    if name != path && shm.keys < table && !shm.aliases.contains_key(name) {
                         shm.aliases.insert(name.to_string(), path.clone());
+                        shm.keys += 1;
                         w.keys.insert(name.to_string());
                     }
                 }
@@ -674,7 +696,11 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts
                 cx.compile(w, path, path, &[], 1, 1, 1, false);
-                if opcache && cx.cacheable(path) {
+                if opcache
+                    && cx.cacheable(path)
+                    && shm.keys < accel_hash_size(cfg.max_accelerated_files)
+                {
+                    shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
                         shm.timestamps.insert(path.clone(), m);
                     }

@@ -200,6 +200,11 @@ pub struct Evidence {
     /// then infers its size; not part of the JSON).
     #[serde(skip)]
     pub realpath_partial: bool,
+    /// Some scripts compiled in every request while the others were
+    /// cached: OPcache's hash table was full (the lift then infers
+    /// `opcache.max_accelerated_files`; not part of the JSON).
+    #[serde(skip)]
+    pub opcache_hash_full: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,7 @@
-//! The realpath cache settings inferred from captures whose walks show a
-//! cache too small for the application or a short TTL (lift/budget.rs):
+//! The settings inferred from captures whose walks show a realpath cache
+//! too small for the application or a short TTL, or whose compiles show
+//! a full OPcache hash table (lift/budget.rs): every capture recorded with
+//! a small `opcache.max_accelerated_files` gets its table size inferred;
 //! every committed capture recorded with a short `realpath_cache_ttl` gets
 //! that TTL inferred, every capture whose budget ran out gets its
 //! `realpath_cache_size`, and no other capture gets either claimed
@@ -21,7 +23,7 @@ const EXHAUSTED: &[&str] = &[
 #[test]
 fn realpath_cache_settings_are_inferred_from_the_trace() {
     let caps = captures();
-    let (mut sizes, mut ttls) = (0, 0);
+    let (mut sizes, mut ttls, mut tables) = (0, 0, 0);
     for c in &caps {
         let given = |key: &str| {
             c.settings
@@ -66,8 +68,23 @@ fn realpath_cache_settings_are_inferred_from_the_trace() {
         // a short TTL shows in every capture made with it (the requests
         // are spaced across it)
         assert_eq!(ittl, ttl, "{}: ttl", c.name);
+        // a hash table smaller than the application: its size (the next
+        // prime above the setting, which is what the trace can show)
+        let maf = given("opcache.max_accelerated_files")
+            .map(|v| statstorm_php::lower::accel_hash_size(v.parse().unwrap()).to_string());
+        assert_eq!(
+            inferred("opcache.max_accelerated_files"),
+            maf,
+            "{}: max_accelerated_files",
+            c.name
+        );
+        tables += usize::from(maf.is_some());
         ttls += usize::from(ttl.is_some());
     }
     assert_eq!(sizes, EXHAUSTED.len(), "captures missing from the manifest");
     assert!(ttls >= 4, "only {ttls} captures with a short TTL");
+    assert!(
+        tables >= 2,
+        "only {tables} captures with a small hash table"
+    );
 }

@@ -191,6 +191,65 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
 }
 
+/// Infers `opcache.max_accelerated_files` for a capture whose OPcache
+/// hash table was full (`Evidence::opcache_hash_full`: some scripts
+/// compiled in every request, the others cached): the table sizes PHP can
+/// have (the primes of `zend_accel_hash_init`, from 223: the setting's
+/// minimum is 200) are tried, and the one whose lowering opens as many
+/// scripts as recorded (within 1%) is inferred.
+pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
+    if !w.evidence.opcache_hash_full {
+        return;
+    }
+    let mut base = PhpConfig::default();
+    let flags: Vec<String> = w
+        .evidence
+        .inferred
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if base.apply_flags(&flags).is_err() {
+        return;
+    }
+    let sub = Workload {
+        requests: w.requests.iter().take(SEARCH_REQUESTS).cloned().collect(),
+        ..w.clone()
+    };
+    let opens = |ops: &[Vec<Op>]| {
+        ops.iter()
+            .flatten()
+            .filter(|o| o.kind == OpKind::Open && is_script(&o.path))
+            .count() as u64
+    };
+    let n = opens(&real[..real.len().min(SEARCH_REQUESTS)]);
+    let best = [223u64, 463, 983, 1979, 3907, 7963, 16229, 32531, 65407]
+        .into_iter()
+        .map(|t| {
+            let mut c = base.clone();
+            c.max_accelerated_files = t;
+            (opens(&crate::lower::lower(&sub, &c)).abs_diff(n), t)
+        })
+        .min();
+    match best {
+        Some((d, t)) if d * 100 <= n => {
+            w.evidence.notes.push(format!(
+                "the lower opens the recorded {n} scripts of the first {} requests ({d} apart) with an OPcache hash table of {t} keys: opcache.max_accelerated_files={t} inferred (any setting above the next smaller table size gives the same)",
+                sub.requests.len()
+            ));
+            w.evidence
+                .inferred
+                .retain(|(k, _)| k != "opcache.max_accelerated_files");
+            w.evidence
+                .inferred
+                .push(("opcache.max_accelerated_files".into(), t.to_string()));
+        }
+        _ => w.evidence.notes.push(format!(
+            "no OPcache hash table size reproduces the {n} scripts opened in the first {} requests within 1%: opcache.max_accelerated_files not inferred",
+            sub.requests.len()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,7 +200,9 @@ pub fn lift_with_reference(
         links,
         mtimes: script_mtimes(trace),
     };
-    super::budget::infer_realpath_settings(&mut w, &request_ops(trace, requests));
+    let real = request_ops(trace, requests);
+    super::budget::infer_accel_hash(&mut w, &real);
+    super::budget::infer_realpath_settings(&mut w, &real);
     Ok((w, used))
 }
 
