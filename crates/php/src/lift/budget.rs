@@ -23,7 +23,6 @@
 //! within 1%).
 
 use super::*;
-use crate::config::PhpConfig;
 
 /// Budgets searched: up to 1 GiB.
 const MAX_BUDGET_KIB: u64 = 1 << 20;
@@ -80,14 +79,10 @@ type Cand = (u64, bool, bool, Option<u64>, Option<u64>);
 /// the recorded requests `real` (the trace's calls per request, as
 /// `request_ops` gives them) and adds them to the evidence.
 pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
-    let mut base = PhpConfig::default();
-    let flags: Vec<String> = w
-        .evidence
-        .inferred
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if base.apply_flags(&flags).is_err() || !base.realpath_cache_enabled() {
+    let Ok((base, _)) = crate::predict::inferred_config(w) else {
+        return;
+    };
+    if !base.realpath_cache_enabled() {
         return;
     }
     // the first requests are enough (each worker's cache fills in its
@@ -201,16 +196,9 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
     if !w.evidence.opcache_hash_full {
         return;
     }
-    let mut base = PhpConfig::default();
-    let flags: Vec<String> = w
-        .evidence
-        .inferred
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if base.apply_flags(&flags).is_err() {
+    let Ok((base, _)) = crate::predict::inferred_config(w) else {
         return;
-    }
+    };
     let sub = Workload {
         requests: w.requests.iter().take(SEARCH_REQUESTS).cloned().collect(),
         ..w.clone()

@@ -59,25 +59,7 @@ const TZDIR: &str = "/usr/share/zoneinfo/";
 /// The path `p` names once the symlinks in `links` (link -> absolute
 /// target) are followed, component by component (`tsrm_realpath_r`, R53).
 pub(crate) fn follow_links(links: &BTreeMap<String, String>, p: &str) -> String {
-    let mut cur = String::new();
-    let mut hops = 0;
-    for c in p.split('/').filter(|c| !c.is_empty()) {
-        cur.push('/');
-        cur.push_str(c);
-        while let Some(t) = links.get(&cur) {
-            hops += 1;
-            if hops > 40 {
-                // ELOOP in the kernel: the name as it is
-                return p.to_string();
-            }
-            cur = t.trim_end_matches('/').to_string();
-        }
-    }
-    if cur.is_empty() {
-        "/".to_string()
-    } else {
-        cur
-    }
+    crate::realpath::resolved(links, p)
 }
 
 /// File name endings PHP applications include.
