@@ -315,12 +315,7 @@ fn reference_completes_incomplete_sources() {
                     x.name,
                     y.name
                 );
-                for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
-                    rx.pid = ry.pid;
-                    rx.start_us = ry.start_us;
-                    rx.end_us = ry.end_us;
-                    rx.request_time_us = ry.request_time_us;
-                }
+                retime(&mut w, &ly.workload);
                 let pred = statstorm_php::lower(&w, &y.config);
                 let tol = if is_app(&x.workload) {
                     CROSS_APP_TOLERANCE

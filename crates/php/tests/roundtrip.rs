@@ -174,12 +174,7 @@ fn file_override_answers_for_cached_scripts() {
         assert_eq!(script_access(cy), 0, "{}: access() of a script", cy.name);
         let ly = load(cy);
         let mut w = rp0.workload.clone();
-        for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
-            rx.pid = ry.pid;
-            rx.start_us = ry.start_us;
-            rx.end_us = ry.end_us;
-            rx.request_time_us = ry.request_time_us;
-        }
+        retime(&mut w, &ly.workload);
         let mut off = cy.config.clone();
         off.enable_file_override = false;
         let (on_ops, off_ops) = (

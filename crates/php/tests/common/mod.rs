@@ -191,6 +191,33 @@ pub struct Cross {
     pub asserted_pairs: Vec<(String, String)>,
 }
 
+/// Puts `w`'s requests on `target`'s request times and workers, so that
+/// only the settings differ. The times the scripts' mtimes were seen move
+/// with the requests, and so do mtimes set during the run (the fresh
+/// captures: a script touched just before each run's first request), in
+/// whole seconds as PHP compares them (R65); a date set by the harness
+/// (the change captures) stays.
+pub fn retime(w: &mut statstorm_php::Workload, target: &statstorm_php::Workload) {
+    if let (Some(a), Some(b)) = (w.requests.first(), target.requests.first()) {
+        let d = (b.start_us - a.start_us) as f64 / 1e6;
+        let run_s = a.start_us.div_euclid(1_000_000) - 60;
+        for obs in w.mtimes.values_mut() {
+            for (t, m) in obs.iter_mut() {
+                *t += b.start_us - a.start_us;
+                if *m >= run_s {
+                    *m += d.round() as i64;
+                }
+            }
+        }
+    }
+    for (rx, ry) in w.requests.iter_mut().zip(&target.requests) {
+        rx.pid = ry.pid;
+        rx.start_us = ry.start_us;
+        rx.end_us = ry.end_us;
+        rx.request_time_us = ry.request_time_us;
+    }
+}
+
 /// From the capture under config X, predicts the capture under config Y
 /// (same workload and SAPI) at Y's request times and workers (X's
 /// requests re-timed onto Y's, so that only the settings differ) and
@@ -225,29 +252,7 @@ pub fn cross(
             );
             out.pairs += 1;
             let mut w = lx.workload.clone();
-            // the times the scripts' mtimes were seen move with the
-            // requests, and so do mtimes set during the run (the fresh
-            // captures: a script touched just before each run's first
-            // request), in whole seconds as PHP compares them (R65); a
-            // date set by the harness (the change captures) stays
-            if let (Some(a), Some(b)) = (w.requests.first(), ly.workload.requests.first()) {
-                let d = (b.start_us - a.start_us) as f64 / 1e6;
-                let run_s = a.start_us.div_euclid(1_000_000) - 60;
-                for obs in w.mtimes.values_mut() {
-                    for (t, m) in obs.iter_mut() {
-                        *t += b.start_us - a.start_us;
-                        if *m >= run_s {
-                            *m += d.round() as i64;
-                        }
-                    }
-                }
-            }
-            for (rx, ry) in w.requests.iter_mut().zip(&ly.workload.requests) {
-                rx.pid = ry.pid;
-                rx.start_us = ry.start_us;
-                rx.end_us = ry.end_us;
-                rx.request_time_us = ry.request_time_us;
-            }
+            retime(&mut w, &ly.workload);
             let pred = statstorm_php::lower(&w, &y.config);
             let tol = if is_app(&x.workload) {
                 CROSS_APP_TOLERANCE
