@@ -1479,6 +1479,32 @@ mod tests {
     }
 
     #[test]
+    fn stat_mtimes_of_every_shape() {
+        let v = |t: &str| stat_mtime(t.as_bytes());
+        assert_eq!(
+            v(
+                r#""/a", {st_mode=S_IFREG|0644, st_mtime=1767225600 /* 2026-01-01T00:00:00+0000 */, st_mtime_nsec=0}"#
+            ),
+            Some(1_767_225_600)
+        );
+        // before 1970
+        assert_eq!(v("3, {st_mtime=-5 /* 1969 */, st_mtime_nsec=0}"), Some(-5));
+        // statx
+        assert_eq!(
+            v(
+                r#"AT_FDCWD, "/a", 0, STATX_ALL, {stx_atime={tv_sec=1, tv_nsec=0}, stx_mtime={tv_sec=42, tv_nsec=7}}"#
+            ),
+            Some(42)
+        );
+        // abbreviated (no -v), no struct, no digits, too many digits, cut
+        assert_eq!(v(r#""/a", {st_mode=S_IFREG|0644, st_size=3, ...}"#), None);
+        assert_eq!(v(r#""/a", 0x7ffd1234"#), None);
+        assert_eq!(v("{st_mtime=, st_mtime_nsec=0}"), None);
+        assert_eq!(v("{st_mtime=123456789012345678901}"), None);
+        assert_eq!(v("{st_mtime=12"), None);
+    }
+
+    #[test]
     fn results_of_every_shape() {
         let log = b"1 read(0, \"\", 1) = ? ERESTARTSYS (To be restarted if SA_RESTART is set)\n\
 1 exit_group(0) = ?\n\
