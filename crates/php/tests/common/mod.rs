@@ -117,6 +117,15 @@ pub const ROUND_TRIP_APP_TOLERANCE: f64 = 0.01;
 pub const CROSS_TOLERANCE: f64 = 0.02;
 pub const CROSS_APP_TOLERANCE: f64 = 0.05;
 
+/// The per-request tolerance of a cross-config prediction for a workload.
+pub fn cross_tolerance(workload: &str) -> f64 {
+    if is_app(workload) {
+        CROSS_APP_TOLERANCE
+    } else {
+        CROSS_TOLERANCE
+    }
+}
+
 pub fn is_app(workload: &str) -> bool {
     matches!(workload, "wordpress" | "mediawiki")
 }
@@ -254,11 +263,7 @@ pub fn cross(
             let mut w = lx.workload.clone();
             retime(&mut w, &ly.workload);
             let pred = statstorm_php::lower(&w, &y.config);
-            let tol = if is_app(&x.workload) {
-                CROSS_APP_TOLERANCE
-            } else {
-                CROSS_TOLERANCE
-            };
+            let tol = cross_tolerance(&x.workload);
             let asserted = lx.workload.evidence.complete;
             let mut excused = Vec::new();
             let mut worst = 0.0f64;
