@@ -42,6 +42,33 @@ impl Hasher for FastHasher {
             self.add(u64::from_le_bytes(b));
         }
     }
+    // Integer keys (pids, ids, seconds) go in as one word: the default
+    // `write_u32` etc. pass through `write`, whose byte copy into a
+    // buffer makes the next load wait on store forwarding.
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn write_u16(&mut self, n: u16) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    #[inline]
+    fn write_i32(&mut self, n: i32) {
+        self.add(n as u32 as u64);
+    }
+    #[inline]
+    fn write_i64(&mut self, n: i64) {
+        self.add(n as u64);
+    }
     #[inline]
     fn write_usize(&mut self, n: usize) {
         self.add(n as u64);
@@ -95,7 +122,11 @@ impl std::fmt::Debug for Interner {
 /// bit multiply (the scheme of wyhash/foldhash), seeded with the length, with
 /// a final fold so that both the low bits (table index) and the high bits
 /// (tag) depend on every byte. Twice the bytes per multiply of
-/// [`FastHasher`]; paths are most of the interner's input.
+/// [`FastHasher`]; paths are most of the interner's input. The bytes after
+/// the last whole 16-byte step are read as (overlapping) word loads of the
+/// string itself, as wyhash does: copying them into a zeroed buffer first
+/// made every hash wait on store forwarding. Every byte is read, and the
+/// length is in the seed, so strings of one length differ in some word.
 #[inline]
 pub(crate) fn hash_bytes(s: &[u8]) -> u64 {
     #[inline(always)]
@@ -107,20 +138,38 @@ pub(crate) fn hash_bytes(s: &[u8]) -> u64 {
     fn word(b: &[u8]) -> u64 {
         u64::from_le_bytes(b.try_into().unwrap())
     }
+    #[inline(always)]
+    fn half(b: &[u8]) -> u64 {
+        u32::from_le_bytes(b.try_into().unwrap()) as u64
+    }
     const P0: u64 = 0xa076_1d64_78bd_642f;
     const P1: u64 = 0xe703_7ed1_a0b4_28db;
     const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
-    let mut h = P0 ^ (s.len() as u64).wrapping_mul(P2);
-    let mut c = s.chunks_exact(16);
-    for w in &mut c {
-        h = fold(word(&w[..8]) ^ h, word(&w[8..]) ^ P1);
-    }
-    let r = c.remainder();
-    if !r.is_empty() {
-        let mut b = [0u8; 16];
-        b[..r.len()].copy_from_slice(r);
-        h = fold(word(&b[..8]) ^ h, word(&b[8..]) ^ P2);
-    }
+    let n = s.len();
+    let mut h = P0 ^ (n as u64).wrapping_mul(P2);
+    let (a, b) = if n > 16 {
+        let mut c = s[..n - 1].chunks_exact(16);
+        for w in &mut c {
+            h = fold(word(&w[..8]) ^ h, word(&w[8..]) ^ P1);
+        }
+        // The last 16 bytes, overlapping the last whole step when `n` is
+        // not a multiple of 16 (which always leaves 1..=16 bytes here).
+        let t = &s[n - 16..];
+        (word(&t[..8]), word(&t[8..]))
+    } else if n >= 8 {
+        (word(&s[..8]), word(&s[n - 8..]))
+    } else if n >= 4 {
+        (half(&s[..4]), half(&s[n - 4..]))
+    } else if n > 0 {
+        // 1 to 3 bytes: first, middle and last cover them all.
+        (
+            (s[0] as u64) << 16 | (s[n / 2] as u64) << 8 | s[n - 1] as u64,
+            0,
+        )
+    } else {
+        (0, 0)
+    };
+    h = fold(a ^ h, b ^ P2);
     fold(h ^ P1, h.rotate_left(29) ^ P0)
 }
 
@@ -252,6 +301,24 @@ impl Interner {
 #[cfg(test)]
 mod interner_tests {
     use super::*;
+
+    #[test]
+    fn hash_reads_every_byte_and_the_length() {
+        // Each length around the word and step boundaries: changing any
+        // one byte, or appending a zero byte, changes the hash.
+        for n in 0..70usize {
+            let s: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+            let h = hash_bytes(&s);
+            for i in 0..n {
+                let mut t = s.clone();
+                t[i] ^= 0x01;
+                assert_ne!(hash_bytes(&t), h, "length {n}, byte {i}");
+            }
+            let mut longer = s.clone();
+            longer.push(0);
+            assert_ne!(hash_bytes(&longer), h, "length {n} vs {}", n + 1);
+        }
+    }
 
     #[test]
     fn ids_are_dense_and_stable_across_growth() {

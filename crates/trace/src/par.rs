@@ -444,9 +444,11 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
         match classify(&mut dec, line, cfg) {
             Class::Fast(pid, ts, ev) => {
                 match pid {
-                    PidTok::Column(p) => {
+                    // (most blocks have no open start: skip the hash)
+                    PidTok::Column(p) if !open.is_empty() => {
                         open.remove(&p);
                     }
+                    PidTok::Column(_) => {}
                     _ => open.clear(),
                 }
                 recs.push(Rec::Fast {
