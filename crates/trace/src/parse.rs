@@ -1263,6 +1263,7 @@ pub(crate) enum RawTs {
     Num { us: i64, secs: i64 },
 }
 
+#[derive(Debug, PartialEq)]
 pub(crate) struct Prefix<'a> {
     pub pid: PidTok,
     pub ts: Option<RawTs>,
@@ -1273,6 +1274,14 @@ pub(crate) struct Prefix<'a> {
 /// Splits `[pid N] ` or a pid column and a timestamp off a line. Pure: the
 /// same for every path.
 pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
+    match prefix_pid_tt(line) {
+        Some(p) => Ok(p),
+        None => split_prefix_general(line),
+    }
+}
+
+/// [`split_prefix`] for every shape.
+fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
     let mut rest = line;
     let mut pid = PidTok::None;
     if let Some(r) = rest.strip_prefix(b"[pid") {
@@ -1299,6 +1308,55 @@ pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
         pid,
         ts,
         rest: args::trim(rest),
+    })
+}
+
+/// The prefix of `strace -f -tt -o FILE` lines, `PID  HH:MM:SS.uuuuuu `,
+/// by position: the shape of most lines of most logs, read here without
+/// the general code's token scans. `None` for any other shape (and for a
+/// pid of 10 or more digits, which the general code checks for overflow);
+/// for this shape the general code gives the same prefix.
+#[inline]
+fn prefix_pid_tt(line: &[u8]) -> Option<Prefix<'_>> {
+    let mut pid: u32 = 0;
+    let mut i = 0;
+    while let Some(&c) = line.get(i) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if i == 9 {
+            return None;
+        }
+        pid = pid * 10 + (c - b'0') as u32;
+        i += 1;
+    }
+    let mut j = i;
+    while matches!(line.get(j), Some(b' ' | b'\t')) {
+        j += 1;
+    }
+    if i == 0 || j == i {
+        return None;
+    }
+    let t: &[u8; 16] = line.get(j..j + 16)?.try_into().ok()?;
+    let digits = [0, 1, 3, 4, 6, 7, 9, 10, 11, 12, 13, 14];
+    if t[2] != b':'
+        || t[5] != b':'
+        || t[8] != b'.'
+        || !matches!(t[15], b' ' | b'\t')
+        || !digits.iter().all(|&k| t[k].is_ascii_digit())
+    {
+        return None;
+    }
+    let d = |k: usize| (t[k] - b'0') as i64;
+    let secs = (d(0) * 10 + d(1)) * 3600 + (d(3) * 10 + d(4)) * 60 + d(6) * 10 + d(7);
+    let us = (9..15).fold(0i64, |v, k| v * 10 + d(k));
+    Some(Prefix {
+        pid: PidTok::Column(pid),
+        ts: Some(RawTs::Tod {
+            us: secs * 1_000_000 + us,
+            frac: true,
+        }),
+        rest: args::trim(&line[j + 15..]),
     })
 }
 
@@ -1450,6 +1508,59 @@ mod tests {
     /// Verbatim from `strace -f -tt -T sh -c '...' 2>log` on this machine:
     /// strace's own message cut the clone line, and the first process's
     /// lines carry no `[pid N]` until it has a child.
+    #[test]
+    fn positional_prefix_equals_the_general_one() {
+        // Every line the positional reader takes gets the general code's
+        // prefix; lines it declines are left to the general code.
+        let mut taken = 0;
+        let pids: [&[u8]; 7] = [
+            b"1",
+            b"20001",
+            b"123456789",
+            b"1234567890",
+            b"",
+            b"0",
+            b" 7",
+        ];
+        let gaps: [&[u8]; 4] = [b" ", b"  ", b"\t", b""];
+        let times: [&[u8]; 8] = [
+            b"10:00:00.000004",
+            b"23:59:59.999999",
+            b"99:99:99.999999",
+            b"1:00:00.000004",
+            b"10:00:00.00004",
+            b"10:00:00,000004",
+            b"10:0a:00.000004",
+            b"1700000000.000100",
+        ];
+        let tails: [&[u8]; 5] = [
+            b" stat(\"/a\") = 0",
+            b"\tx",
+            b"",
+            b"  +++ exited with 0 +++  ",
+            b"x",
+        ];
+        for p in pids {
+            for g in gaps {
+                for t in times {
+                    for tail in tails {
+                        let line = [p, g, t, tail].concat();
+                        if let Some(fast) = prefix_pid_tt(&line) {
+                            taken += 1;
+                            assert_eq!(
+                                Ok(fast),
+                                split_prefix_general(&line),
+                                "{:?}",
+                                String::from_utf8_lossy(&line)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(taken >= 30, "the positional reader took only {taken} lines");
+    }
+
     #[test]
     fn name_key_is_the_zero_padded_name() {
         for n in 0..=16usize {
