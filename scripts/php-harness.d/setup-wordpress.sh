@@ -12,7 +12,10 @@ CREATE DATABASE IF NOT EXISTS statstorm_wp;
 CREATE USER IF NOT EXISTS 'statstorm_wp'@'localhost' IDENTIFIED BY 'statstorm-lab';
 GRANT ALL ON statstorm_wp.* TO 'statstorm_wp'@'localhost';
 SQL
-cat >/etc/wordpress/config-localhost.php <<'PHP'
+# written only when it changes: a fresh mtime makes OPcache skip caching
+# the file for file_update_protection's 2 s (R65), so a re-run would change
+# the next capture
+cat >/etc/wordpress/config-localhost.php.new <<'PHP'
 <?php
 define('DB_NAME', 'statstorm_wp');
 define('DB_USER', 'statstorm_wp');
@@ -23,6 +26,11 @@ define('WP_HOME', 'http://localhost');
 define('WP_SITEURL', 'http://localhost');
 define('DISABLE_WP_CRON', true);
 PHP
+if cmp -s /etc/wordpress/config-localhost.php.new /etc/wordpress/config-localhost.php; then
+    rm /etc/wordpress/config-localhost.php.new
+else
+    mv /etc/wordpress/config-localhost.php.new /etc/wordpress/config-localhost.php
+fi
 php -r '
 $_SERVER["HTTP_HOST"] = "localhost";
 $_SERVER["REQUEST_URI"] = "/";

@@ -32,6 +32,7 @@ pub const DEFAULTS: &[(&str, &str)] = &[
     ("opcache.max_accelerated_files", "10000"),
     ("opcache.file_update_protection", "2"),
     ("opcache.enable_file_override", "0"),
+    ("opcache.validate_permission", "0"),
     ("realpath_cache_size", "4096K"),
     ("realpath_cache_ttl", "120"),
     ("open_basedir", ""),
@@ -46,7 +47,8 @@ fn ty(key: &str) -> Option<Ty> {
         | "opcache.enable_cli"
         | "opcache.validate_timestamps"
         | "opcache.revalidate_path"
-        | "opcache.enable_file_override" => Ty::Bool,
+        | "opcache.enable_file_override"
+        | "opcache.validate_permission" => Ty::Bool,
         "opcache.revalidate_freq"
         | "opcache.max_accelerated_files"
         | "opcache.file_update_protection"
@@ -69,6 +71,8 @@ pub struct PhpConfig {
     pub max_accelerated_files: u64,
     pub file_update_protection: u64,
     pub enable_file_override: bool,
+    /// R68: a script found in OPcache is checked with `access(R_OK)`.
+    pub validate_permission: bool,
     /// Bytes.
     pub realpath_cache_size: u64,
     /// Seconds.
@@ -110,6 +114,7 @@ impl Default for PhpConfig {
             max_accelerated_files: 0,
             file_update_protection: 0,
             enable_file_override: false,
+            validate_permission: false,
             realpath_cache_size: 0,
             realpath_cache_ttl: 0,
             open_basedir: String::new(),
@@ -185,6 +190,7 @@ impl PhpConfig {
             ("opcache.validate_timestamps", _) => self.validate_timestamps = b()?,
             ("opcache.revalidate_path", _) => self.revalidate_path = b()?,
             ("opcache.enable_file_override", _) => self.enable_file_override = b()?,
+            ("opcache.validate_permission", _) => self.validate_permission = b()?,
             ("opcache.revalidate_freq", _) => self.revalidate_freq = i()?,
             ("opcache.max_accelerated_files", _) => self.max_accelerated_files = i()?,
             ("opcache.file_update_protection", _) => self.file_update_protection = i()?,
@@ -332,6 +338,10 @@ impl PhpConfig {
             (
                 "opcache.enable_file_override".into(),
                 b(self.enable_file_override),
+            ),
+            (
+                "opcache.validate_permission".into(),
+                b(self.validate_permission),
             ),
             (
                 "realpath_cache_size".into(),

@@ -273,6 +273,24 @@ impl Ctx<'_> {
         }
     }
 
+    /// R68: with `opcache.validate_permission`, a script found in OPcache
+    /// through a handle not opened yet is checked with `access(R_OK)`
+    /// before anything else (ZendAccelerator.c persistent_compile_file:
+    /// `check_persistent_script_access` when `file_handle->type ==
+    /// ZEND_HANDLE_FILENAME`). Measured (fpm-tree-vp, fpm-filecheck-vp):
+    /// every use of a cached script in php-fpm — the entry script, each
+    /// include and require, each repeat of a plain include, the first
+    /// *_once of the request — is checked, before the validation `stat`
+    /// when one is due; a compile (cache miss) is not. php-cli: the entry
+    /// script is opened by the CLI itself (not checked), each cached
+    /// include is checked (cli-tree-ocvp: the three repeats of
+    /// `t/d1/d2/d3/d4/m0.php`).
+    fn permission_check(&mut self, path: &str) {
+        if self.cfg.validate_permission {
+            self.emit(OpKind::Access, path, Flags::R_OK, None);
+        }
+    }
+
     /// R64: skipped while the shared stamp is >= request_time (and
     /// revalidate_freq > 0); else the name is resolved when the handle has
     /// no opened path (`resolve`: plain include/require; measured: the
@@ -592,8 +610,14 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                                 .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
                         }
                     }
-                    Via::Include => cx.revalidate_ex(w, shm, path, Some((name, probes)), true),
-                    Via::Main => cx.revalidate_ex(w, shm, path, None, true),
+                    Via::Include => {
+                        cx.permission_check(path);
+                        cx.revalidate_ex(w, shm, path, Some((name, probes)), true)
+                    }
+                    Via::Main => {
+                        cx.permission_check(path);
+                        cx.revalidate_ex(w, shm, path, None, true)
+                    }
                     // revalidate_path=1: *_once names go through the
                     // original resolver (include_path candidates,
                     // realpath cache) but are not opened (measured)
@@ -626,6 +650,7 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                             cx.resolve(w, name);
                             w.keys.insert(name.to_string());
                         }
+                        cx.permission_check(path);
                         cx.revalidate_ex(w, shm, path, None, true)
                     }
                     Via::Once => {}
@@ -678,7 +703,12 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 }
             }
         }
-        PhpOpKind::Revalidate { path, resolves } => {
+        PhpOpKind::Revalidate { .. } | PhpOpKind::CachedUse { .. } => {
+            let (path, resolves) = match &o.kind {
+                PhpOpKind::Revalidate { path, resolves } => (path, *resolves),
+                PhpOpKind::CachedUse { path } => (path, 0),
+                _ => unreachable!("matched above"),
+            };
             let again = included.insert(path.clone(), ()).is_some();
             if opcache && shm.scripts.contains_key(path) {
                 // a validation of a script already in this request's
@@ -690,8 +720,9 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
                 // (measured: fpm-override-fo-rf0, the worker that found the
                 // scripts cached walks each one before its first
                 // file_exists())
-                let r = (*resolves > 0 || again).then_some((path.as_str(), &[][..]));
-                cx.revalidate_ex(w, shm, path, r, true);
+                let named = (resolves > 0 || again).then_some((path.as_str(), &[][..]));
+                cx.permission_check(path);
+                cx.revalidate_ex(w, shm, path, named, true);
             } else {
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts

@@ -49,6 +49,11 @@ pub enum PhpOpKind {
     /// OPcache timestamp validation of a cached script (R64): resolution
     /// then `stat`.
     Revalidate { path: String, resolves: u32 },
+    /// A use of a script OPcache already held, seen only through its
+    /// permission check (`opcache.validate_permission`, R68: `access(R_OK)`)
+    /// with no validation `stat` due: lowered like [`PhpOpKind::Revalidate`]
+    /// without a resolution (the check, then a validation when due).
+    CachedUse { path: String },
     /// include_once/require_once of a script already included in the
     /// request (R52): resolution only (+ failed include_path candidates).
     OnceRepeat {
@@ -130,6 +135,7 @@ impl PhpOpKind {
         match self {
             PhpOpKind::Compile { path, .. } => ("script", path),
             PhpOpKind::Revalidate { path, .. } => ("script", path),
+            PhpOpKind::CachedUse { path } => ("script", path),
             PhpOpKind::OnceRepeat { probes, .. } if !probes.is_empty() => ("probe", &probes[0]),
             PhpOpKind::OnceRepeat { path, .. } => ("once", path),
             PhpOpKind::PrimaryResolve { path } => ("primary", path),

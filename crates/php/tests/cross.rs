@@ -13,7 +13,8 @@
 //! php-cli with OPcache on (cli-tree-oc, cli-filecheck-oc) is among the
 //! targets of the complete php-cli sources (rp0, obd); the captures with
 //! opcache.enable_file_override (fpm-override-fo*) are among the targets of
-//! fpm-override-rp0.
+//! fpm-override-rp0; those with opcache.validate_permission (fpm-*-vp) among
+//! the targets of fpm-*-rp0 and fpm-*-obd.
 //! Captures: tests/fixtures/php (regenerate: scripts/php-harness).
 
 mod common;
@@ -90,6 +91,19 @@ fn predictions_match_real_captures_of_other_configs() {
             pair.0,
             pair.1
         );
+    }
+    // opcache.validate_permission (R68): from the complete captures to
+    // the captures with OPcache's access(R_OK) on every cached use
+    for wl in ["tree", "filecheck"] {
+        for src in ["rp0", "obd"] {
+            let pair = (format!("fpm-{wl}-{src}"), format!("fpm-{wl}-vp"));
+            assert!(
+                c.asserted_pairs.contains(&pair),
+                "{} -> {} not asserted",
+                pair.0,
+                pair.1
+            );
+        }
     }
     let complete = |n: &str| {
         let i = caps.iter().position(|c| c.name == n).unwrap();

@@ -26,6 +26,20 @@ use statstorm_trace::Trace;
 /// (source, reference, target, request index, reason).
 const KNOWN_GAPS: &[(&str, &str, &str, usize, Gap)] = &[
     (
+        "fpm-mediawiki-vp",
+        "fpm-mediawiki-obd",
+        "fpm-mediawiki-rf60",
+        7,
+        Gap::JobQueue,
+    ),
+    (
+        "fpm-mediawiki-vp",
+        "fpm-mediawiki-rp0",
+        "fpm-mediawiki-rf60",
+        7,
+        Gap::JobQueue,
+    ),
+    (
         "fpm-mediawiki-rcs16k",
         "fpm-mediawiki-obd",
         "fpm-mediawiki-rf60",

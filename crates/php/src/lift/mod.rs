@@ -37,6 +37,7 @@ use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod budget;
+mod permission;
 mod reference;
 mod templates;
 
@@ -1328,7 +1329,8 @@ fn script_of(ops: &[PhpOp]) -> Option<String> {
     ops.iter().find_map(|o| match &o.kind {
         PhpOpKind::PrimaryResolve { path }
         | PhpOpKind::Compile { path, .. }
-        | PhpOpKind::Revalidate { path, .. } => Some(path.clone()),
+        | PhpOpKind::Revalidate { path, .. }
+        | PhpOpKind::CachedUse { path } => Some(path.clone()),
         _ => None,
     })
 }
@@ -1446,7 +1448,21 @@ fn lift_requests(
             ops: lifted,
         });
     }
-    let evidence = evidence(&reqs, &basedirs, short_walks, &script_mtimes(trace));
+    let checks = permission::permission_checks(&mut reqs);
+    let mut evidence = evidence(&reqs, &basedirs, short_walks, &script_mtimes(trace));
+    if checks > 0 {
+        evidence.notes.push(format!(
+            "{checks} uses of cached scripts were checked with access(R_OK) (OPcache's permission check): OPcache on with opcache.validate_permission=1 (R68)"
+        ));
+        evidence
+            .inferred
+            .push(("opcache.validate_permission".into(), "1".into()));
+        if !evidence.inferred.iter().any(|(k, _)| k == "opcache.enable") {
+            evidence
+                .inferred
+                .push(("opcache.enable".into(), "1".into()));
+        }
+    }
     (reqs, evidence, links)
 }
 
