@@ -63,20 +63,27 @@ fn predictions_match_real_captures_of_other_configs() {
     }
     // the complete sources must cover every workload and SAPI
     assert!(c.asserted >= 40, "too few complete sources: {}", c.asserted);
-    // php-cli with OPcache on (cli-*-oc): predicted from the complete
-    // captures (OPcache and realpath cache off, or open_basedir) and
-    // asserted; the tree capture itself is incomplete (OPcache served its
-    // repeated includes without a syscall), the filecheck one is complete
-    // (no include besides the entry script)
+    let must_assert = |x: String, y: String| {
+        assert!(
+            c.asserted_pairs.contains(&(x.clone(), y.clone())),
+            "{x} -> {y} not asserted"
+        );
+    };
     for wl in ["tree", "filecheck"] {
         for src in ["rp0", "obd"] {
-            let pair = (format!("cli-{wl}-{src}"), format!("cli-{wl}-oc"));
-            assert!(
-                c.asserted_pairs.contains(&pair),
-                "{} -> {} not asserted",
-                pair.0,
-                pair.1
-            );
+            // php-cli with OPcache on (cli-*-oc), also with its permission
+            // check (cli-*-ocvp, R68): predicted from the complete captures
+            // (OPcache and realpath cache off, or open_basedir) and
+            // asserted; the tree capture itself is incomplete (OPcache
+            // served its repeated includes without a syscall), the
+            // filecheck one is complete (no include besides the entry
+            // script)
+            for y in ["oc", "ocvp"] {
+                must_assert(format!("cli-{wl}-{src}"), format!("cli-{wl}-{y}"));
+            }
+            // opcache.validate_permission (R68) in php-fpm: OPcache's
+            // access(R_OK) on every cached use
+            must_assert(format!("fpm-{wl}-{src}"), format!("fpm-{wl}-vp"));
         }
     }
     // opcache.enable_file_override (R66): from the complete capture (rp0)
@@ -84,26 +91,7 @@ fn predictions_match_real_captures_of_other_configs() {
     // on cached scripts are answered by OPcache (validation stat only when
     // due), and to those without it
     for y in ["nooc", "rf2", "fo", "fo-rf0", "fo-vt0"] {
-        let pair = ("fpm-override-rp0".to_string(), format!("fpm-override-{y}"));
-        assert!(
-            c.asserted_pairs.contains(&pair),
-            "{} -> {} not asserted",
-            pair.0,
-            pair.1
-        );
-    }
-    // opcache.validate_permission (R68): from the complete captures to
-    // the captures with OPcache's access(R_OK) on every cached use
-    for wl in ["tree", "filecheck"] {
-        for src in ["rp0", "obd"] {
-            let pair = (format!("fpm-{wl}-{src}"), format!("fpm-{wl}-vp"));
-            assert!(
-                c.asserted_pairs.contains(&pair),
-                "{} -> {} not asserted",
-                pair.0,
-                pair.1
-            );
-        }
+        must_assert("fpm-override-rp0".to_string(), format!("fpm-override-{y}"));
     }
     let complete = |n: &str| {
         let i = caps.iter().position(|c| c.name == n).unwrap();

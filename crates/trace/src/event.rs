@@ -28,6 +28,18 @@ impl FastHasher {
     }
 }
 
+/// `Hasher` methods that add an integer as one word.
+macro_rules! word_writes {
+    ($($name:ident: $t:ty),*) => {
+        $(
+            #[inline]
+            fn $name(&mut self, n: $t) {
+                self.add(n as u64);
+            }
+        )*
+    };
+}
+
 impl Hasher for FastHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
@@ -45,34 +57,15 @@ impl Hasher for FastHasher {
     // Integer keys (pids, ids, seconds) go in as one word: the default
     // `write_u32` etc. pass through `write`, whose byte copy into a
     // buffer makes the next load wait on store forwarding.
-    #[inline]
-    fn write_u8(&mut self, n: u8) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_u16(&mut self, n: u16) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, n: u32) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-    #[inline]
-    fn write_i32(&mut self, n: i32) {
-        self.add(n as u32 as u64);
-    }
-    #[inline]
-    fn write_i64(&mut self, n: i64) {
-        self.add(n as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
+    word_writes!(
+        write_u8: u8,
+        write_u16: u16,
+        write_u32: u32,
+        write_u64: u64,
+        write_i32: i32,
+        write_i64: i64,
+        write_usize: usize
+    );
     #[inline]
     fn finish(&self) -> u64 {
         self.0
