@@ -33,6 +33,8 @@ pub const DEFAULTS: &[(&str, &str)] = &[
     ("opcache.file_update_protection", "2"),
     ("opcache.enable_file_override", "0"),
     ("opcache.validate_permission", "0"),
+    ("opcache.file_cache", ""),
+    ("opcache.file_cache_only", "0"),
     ("realpath_cache_size", "4096K"),
     ("realpath_cache_ttl", "120"),
     ("open_basedir", ""),
@@ -48,14 +50,15 @@ fn ty(key: &str) -> Option<Ty> {
         | "opcache.validate_timestamps"
         | "opcache.revalidate_path"
         | "opcache.enable_file_override"
-        | "opcache.validate_permission" => Ty::Bool,
+        | "opcache.validate_permission"
+        | "opcache.file_cache_only" => Ty::Bool,
         "opcache.revalidate_freq"
         | "opcache.max_accelerated_files"
         | "opcache.file_update_protection"
         | "realpath_cache_ttl"
         | "user_ini.cache_ttl" => Ty::Int,
         "realpath_cache_size" => Ty::Size,
-        "open_basedir" | "include_path" | "user_ini.filename" => Ty::Str,
+        "open_basedir" | "include_path" | "user_ini.filename" | "opcache.file_cache" => Ty::Str,
         _ => return None,
     })
 }
@@ -73,6 +76,10 @@ pub struct PhpConfig {
     pub enable_file_override: bool,
     /// R68: a script found in OPcache is checked with `access(R_OK)`.
     pub validate_permission: bool,
+    /// R67: the directory of OPcache's file cache (empty: none) ...
+    pub file_cache: String,
+    /// ... and whether it is the only cache (no shared memory).
+    pub file_cache_only: bool,
     /// Bytes.
     pub realpath_cache_size: u64,
     /// Seconds.
@@ -115,6 +122,8 @@ impl Default for PhpConfig {
             file_update_protection: 0,
             enable_file_override: false,
             validate_permission: false,
+            file_cache: String::new(),
+            file_cache_only: false,
             realpath_cache_size: 0,
             realpath_cache_ttl: 0,
             open_basedir: String::new(),
@@ -191,6 +200,8 @@ impl PhpConfig {
             ("opcache.revalidate_path", _) => self.revalidate_path = b()?,
             ("opcache.enable_file_override", _) => self.enable_file_override = b()?,
             ("opcache.validate_permission", _) => self.validate_permission = b()?,
+            ("opcache.file_cache_only", _) => self.file_cache_only = b()?,
+            ("opcache.file_cache", _) => self.file_cache = value.to_string(),
             ("opcache.revalidate_freq", _) => self.revalidate_freq = i()?,
             ("opcache.max_accelerated_files", _) => self.max_accelerated_files = i()?,
             ("opcache.file_update_protection", _) => self.file_update_protection = i()?,
@@ -343,6 +354,8 @@ impl PhpConfig {
                 "opcache.validate_permission".into(),
                 b(self.validate_permission),
             ),
+            ("opcache.file_cache".into(), self.file_cache.clone()),
+            ("opcache.file_cache_only".into(), b(self.file_cache_only)),
             (
                 "realpath_cache_size".into(),
                 self.realpath_cache_size.to_string(),

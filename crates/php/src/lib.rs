@@ -5,6 +5,7 @@
 //! across requests -> syscalls). Rules: ../shared/design/SEMANTICS.md part B.
 
 pub mod config;
+pub mod file_cache;
 
 pub use config::{ConfigError, PhpConfig};
 pub mod lift;

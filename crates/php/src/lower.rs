@@ -10,6 +10,7 @@
 //! their recorded times and workers.
 
 use crate::config::PhpConfig;
+use crate::file_cache::Disk;
 use crate::lift::parent;
 use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
@@ -273,6 +274,72 @@ impl Ctx<'_> {
         }
     }
 
+    /// R67: a compile through OPcache's file cache alone (php-cli with
+    /// `opcache.file_cache_only=1`; crate::file_cache): the name resolved
+    /// and the source opened as for any compile, then the `.bin` read
+    /// (the entry script: its timestamp `fstat` unless
+    /// `validate_timestamps=0`; an include: PHP's `fstat` of the source) or,
+    /// missing, the source read and the `.bin` stored. Measured:
+    /// cli-tree-fco, cli-tree-fco-cold, cli-filecheck-fco.
+    #[allow(clippy::too_many_arguments)]
+    fn compile_from_file_cache(
+        &mut self,
+        w: &mut Worker,
+        disk: &mut Disk,
+        path: &str,
+        name: &str,
+        probes: &[String],
+        resolves: u32,
+        main: bool,
+        keep_open: bool,
+    ) {
+        for p in probes {
+            self.probe(p);
+        }
+        self.resolve(w, name);
+        for _ in 1..resolves.max(1) {
+            self.resolve(w, path);
+        }
+        if self.check_open {
+            self.basedir_check(w, path);
+        }
+        self.check_open = true;
+        self.emit(OpKind::Open, path, 0, None);
+        let bin = disk.bin(path);
+        if !main {
+            self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+        }
+        if disk.has(path) {
+            self.emit(OpKind::Open, &bin, 0, None);
+            if main && self.cfg.validate_timestamps {
+                self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+            }
+            self.emit(OpKind::Close, &bin, 0, None);
+        } else {
+            self.emit(OpKind::Open, &bin, 0, Some("ENOENT"));
+            if main {
+                let n = 2 + u32::from(self.cfg.validate_timestamps);
+                for _ in 0..n {
+                    self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
+                }
+            }
+            self.emit(OpKind::Read, path, 0, None);
+            for (d, existed) in disk.store(path) {
+                self.emit(OpKind::Mkdir, &d, 0, existed.then_some("EEXIST"));
+            }
+            self.emit(
+                OpKind::Open,
+                &bin,
+                Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
+                None,
+            );
+            self.emit(OpKind::Close, &bin, 0, None);
+        }
+        if !keep_open {
+            self.emit(OpKind::Close, path, 0, None);
+        }
+    }
+
     /// R68: with `opcache.validate_permission`, a script found in OPcache
     /// through a handle not opened yet is checked with `access(R_OK)`
     /// before anything else (ZendAccelerator.c persistent_compile_file:
@@ -368,6 +435,19 @@ impl Ctx<'_> {
 pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
     let mut workers: HashMap<u32, Worker> = HashMap::new();
     let mut pool = Shm::default();
+    // OPcache's file cache alone (R67), on disk across php-cli processes
+    let mut disk = (cfg.file_cache_only && !cfg.file_cache.is_empty()).then(|| {
+        let scripts = w
+            .requests
+            .iter()
+            .flat_map(|r| &r.ops)
+            .filter_map(|o| match &o.kind {
+                PhpOpKind::Compile { path, .. } => Some(path.clone()),
+                _ => None,
+            })
+            .collect();
+        Disk::new(&cfg.file_cache, w.file_cache.as_ref(), &scripts)
+    });
     let mut states: Vec<ReqState> = w
         .requests
         .iter()
@@ -419,7 +499,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             let mut wk = Worker::new(cfg);
             let mut shm = Shm::default();
             for o in &r.ops {
-                lower_op(o, r, &mut states[i], &mut wk, &mut shm);
+                lower_op(o, r, &mut states[i], &mut wk, &mut shm, &mut disk);
             }
             let st = &mut states[i];
             if st.opcache_started {
@@ -441,7 +521,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
     for (_, _, i, j) in events {
         let r = &w.requests[i];
         let wk = workers.entry(r.pid).or_insert_with(|| Worker::new(cfg));
-        lower_op(&r.ops[j], r, &mut states[i], wk, &mut pool);
+        lower_op(&r.ops[j], r, &mut states[i], wk, &mut pool, &mut disk);
     }
     states.into_iter().map(|s| s.cx.out).collect()
 }
@@ -557,7 +637,14 @@ fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
     path
 }
 
-fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: &mut Shm) {
+fn lower_op(
+    o: &PhpOp,
+    r: &WorkRequest,
+    st: &mut ReqState,
+    w: &mut Worker,
+    shm: &mut Shm,
+    disk: &mut Option<Disk>,
+) {
     let ReqState {
         cx,
         included,
@@ -583,6 +670,33 @@ fn lower_op(o: &PhpOp, r: &WorkRequest, st: &mut ReqState, w: &mut Worker, shm: 
         } => {
             let name = resolve_as.as_deref().unwrap_or(path);
             let first = included.insert(path.clone(), ()).is_none();
+            if let Some(disk) = disk.as_mut().filter(|_| opcache && r.cli) {
+                // R67: php-cli with the file cache alone, nothing kept in
+                // memory between compiles
+                let main = *via == Via::Main;
+                cx.check_open = !main;
+                if main {
+                    // its startup, in place of the shared memory's lock
+                    // file: the cache directory checked (measured: `stat`,
+                    // then `access(R_OK|W_OK|X_OK)`, before the entry
+                    // script is opened)
+                    let dir = cfg.file_cache.trim_end_matches('/');
+                    cx.emit(OpKind::Stat, dir, 0, None);
+                    cx.emit(
+                        OpKind::Access,
+                        dir,
+                        Flags::R_OK | Flags::W_OK | Flags::X_OK,
+                        None,
+                    );
+                }
+                let n = match via {
+                    Via::Main => 2,
+                    Via::Include => 1,
+                    Via::Once => 2,
+                };
+                cx.compile_from_file_cache(w, disk, path, name, probes, n, main, *keep_open);
+                return;
+            }
             if opcache && shm.scripts.contains_key(path) {
                 // R62/R63: a cached key costs no file-system call to
                 // find or open the script, only the R64 validation; a

@@ -132,6 +132,29 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
     notes
 }
 
+/// What a prediction assumes of OPcache's file cache (R67) when the
+/// proposed settings use it alone and the capture did not show it: every
+/// script's `.bin` already there (filled by earlier processes), as in a
+/// steady state; the first process after a deploy or a cache wipe stores
+/// them instead (a read of each source and its store, measured:
+/// cli-tree-fco-cold).
+pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
+    let cli = w.requests.iter().any(|r| r.cli);
+    if !(proposed.file_cache_only && !proposed.file_cache.is_empty() && proposed.opcache_on(cli)) {
+        return None;
+    }
+    if !cli {
+        return Some("opcache.file_cache_only=1 is modelled for php-cli only (R67): these php-fpm requests are lowered as without it".into());
+    }
+    if w.file_cache.is_some() {
+        return None;
+    }
+    Some(format!(
+        "the capture did not use OPcache's file cache: the prediction takes it as filled by earlier processes (every script's .bin in {}); the first process after a deploy or a wipe of the cache reads and stores each script instead",
+        proposed.file_cache
+    ))
+}
+
 /// The note for a prediction completed from a reference capture
 /// ([`crate::lift::lift_with_reference`]): which requests took their PHP
 /// operations from it and which were left as lifted (those still undercount

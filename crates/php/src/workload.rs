@@ -228,6 +228,20 @@ pub struct Workload {
     /// `file_update_protection` seconds before the request (R65).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub mtimes: std::collections::BTreeMap<String, Vec<(i64, i64)>>,
+    /// OPcache's file cache as the trace showed it (R67; its calls are not
+    /// in `requests`: the lower derives them from the settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_cache: Option<FileCacheSeen>,
+}
+
+/// OPcache's file cache seen in a trace (R67): its directory, the system
+/// id in its paths, and the scripts whose `.bin` was there at their first
+/// use (the others were stored during the trace).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileCacheSeen {
+    pub dir: String,
+    pub system_id: String,
+    pub present: std::collections::BTreeSet<String>,
 }
 
 impl Workload {

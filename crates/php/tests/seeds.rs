@@ -49,6 +49,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         evidence: Default::default(),
         links: Default::default(),
         mtimes: Default::default(),
+        file_cache: None,
     }
 }
 

@@ -284,3 +284,45 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no strace events"));
 }
+
+/// OPcache's file cache alone for php-cli (R67): predicted from the
+/// capture with both caches off, the after column is the real capture
+/// with the cache filled (cli-tree-fco), and the report says what it
+/// assumed of the cache.
+#[test]
+fn file_cache_for_the_cli_is_predicted_with_its_assumption() {
+    let v = predict_json(&[
+        fixture("cli-tree-rp0").to_str().unwrap(),
+        "--php",
+        "realpath_cache_size=4096K",
+        "--php",
+        "opcache.enable=1",
+        "--php",
+        "opcache.enable_cli=1",
+        "--php",
+        "opcache.file_cache=/tmp/statstorm-lab-fc",
+        "--php",
+        "opcache.file_cache_only=1",
+    ]);
+    let real = &real_counts("cli-tree-fco")[0];
+    let after = &v["requests"][0];
+    for sc in ["newfstatat", "openat", "access", "readlink"] {
+        assert_eq!(
+            n(after, "after", sc),
+            real.get(sc).copied().unwrap_or(0),
+            "{sc}"
+        );
+    }
+    let notes: Vec<&str> = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("file cache") && n.contains("filled by earlier processes")),
+        "{notes:?}"
+    );
+}

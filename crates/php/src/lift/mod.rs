@@ -29,7 +29,8 @@
 //! script (`templates`) or from a complete reference capture (`reference`).
 
 use crate::workload::{
-    Evidence, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload, WORKLOAD_SCHEMA,
+    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload,
+    WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::request::{RequestMode, Requests};
@@ -974,6 +975,7 @@ fn fresh_scripts(
         evidence: Evidence::default(),
         links: BTreeMap::new(),
         mtimes: mtimes.clone(),
+        file_cache: None,
     };
     let mut out: HashSet<String> = mtimes
         .iter()
@@ -1391,7 +1393,7 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
 
 /// Lifts every request of a trace into a [`Workload`].
 pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
-    let (mut reqs, evidence, links) = lift_requests(trace, requests);
+    let (mut reqs, evidence, links, file_cache) = lift_requests(trace, requests);
     let mtimes = script_mtimes(trace);
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
@@ -1401,6 +1403,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         evidence,
         links,
         mtimes,
+        file_cache,
     };
     let real = request_ops(trace, requests);
     budget::infer_accel_hash(&mut w, &real);
@@ -1414,8 +1417,14 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
 fn lift_requests(
     trace: &Trace,
     requests: &Requests,
-) -> (Vec<WorkRequest>, Evidence, BTreeMap<String, String>) {
-    let per_req = request_ops(trace, requests);
+) -> (
+    Vec<WorkRequest>,
+    Evidence,
+    BTreeMap<String, String>,
+    Option<FileCacheSeen>,
+) {
+    let mut per_req = request_ops(trace, requests);
+    let file_cache = crate::file_cache::strip(&mut per_req);
     let cli = requests.mode == RequestMode::Cli;
     let fpm = requests.mode == RequestMode::Fpm;
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1448,6 +1457,21 @@ fn lift_requests(
             ops: lifted,
         });
     }
+    if file_cache.is_some() {
+        // the file cache's compiles show no read (a .bin was loaded) or
+        // OPcache's extra fstats: the compile's own calls are those of a
+        // compile without it (R51: the entry script fstat'ed twice, an
+        // include once, one read each)
+        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
+            if let PhpOpKind::Compile {
+                via, fstats, reads, ..
+            } = &mut o.kind
+            {
+                *fstats = if *via == Via::Main { 2 } else { 1 };
+                *reads = 1;
+            }
+        }
+    }
     let checks = permission::permission_checks(&mut reqs);
     let mut evidence = evidence(&reqs, &basedirs, short_walks, &script_mtimes(trace));
     if checks > 0 {
@@ -1463,7 +1487,33 @@ fn lift_requests(
                 .push(("opcache.enable".into(), "1".into()));
         }
     }
-    (reqs, evidence, links)
+    if let Some(fc) = &file_cache {
+        let shm = reqs
+            .iter()
+            .flat_map(|r| &r.ops)
+            .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }));
+        evidence.notes.push(format!(
+            "OPcache's file cache in {} ({} scripts found there, the others stored){}: opcache.file_cache={} (R67)",
+            fc.dir,
+            fc.present.len(),
+            if shm { "" } else { ", no shared memory lock file: opcache.file_cache_only=1" },
+            fc.dir
+        ));
+        evidence
+            .inferred
+            .push(("opcache.file_cache".into(), fc.dir.clone()));
+        if !shm {
+            evidence
+                .inferred
+                .push(("opcache.file_cache_only".into(), "1".into()));
+            for (k, v) in [("opcache.enable", "1"), ("opcache.enable_cli", "1")] {
+                if !evidence.inferred.iter().any(|(x, _)| x == k) && reqs.iter().any(|r| r.cli) {
+                    evidence.inferred.push((k.into(), v.into()));
+                }
+            }
+        }
+    }
+    (reqs, evidence, links, file_cache)
 }
 
 /// Operations a request keeps as its own when it takes a template:
@@ -2031,6 +2081,7 @@ mod tests {
             evidence: Default::default(),
             links,
             mtimes: Default::default(),
+            file_cache: None,
         };
         let mut cfg = crate::PhpConfig::default();
         cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();

@@ -80,7 +80,7 @@ pub fn lift_with_reference(
     if refs.iter().any(|r| r.cli != capture_cli) {
         return Err(ReferenceError::Sapi { capture_cli });
     }
-    let (mut reqs, mut evidence, mut links) = lift_requests(trace, requests);
+    let (mut reqs, mut evidence, mut links, file_cache) = lift_requests(trace, requests);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
@@ -93,6 +93,7 @@ pub fn lift_with_reference(
                 evidence,
                 links,
                 mtimes: script_mtimes(trace),
+                file_cache: file_cache.clone(),
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -199,6 +200,7 @@ pub fn lift_with_reference(
         evidence,
         links,
         mtimes: script_mtimes(trace),
+        file_cache,
     };
     let real = request_ops(trace, requests);
     super::budget::infer_accel_hash(&mut w, &real);

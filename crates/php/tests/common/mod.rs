@@ -225,6 +225,12 @@ pub fn retime(w: &mut statstorm_php::Workload, target: &statstorm_php::Workload)
         rx.end_us = ry.end_us;
         rx.request_time_us = ry.request_time_us;
     }
+    // what OPcache's file cache (R67) held when the target ran: state on
+    // disk, not a setting (cli-*-fco-cold ran with it empty; a source that
+    // did not use it says nothing of it)
+    if target.file_cache.is_some() {
+        w.file_cache = target.file_cache.clone();
+    }
 }
 
 /// From the capture under config X, predicts the capture under config Y

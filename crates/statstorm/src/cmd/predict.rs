@@ -428,6 +428,7 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some((rw, _, used)) = &reference {
         notes.push(statstorm_php::predict::reference_note(&w, rw, used));
     }
+    notes.extend(statstorm_php::predict::file_cache_note(&w, &proposed));
     // lower
     stages.stage("lowering under both php.ini settings");
     let preds = predict_workload(&w, &recorded, &proposed);
