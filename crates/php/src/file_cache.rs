@@ -154,14 +154,15 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<FileCacheSeen> {
     for ops in per_req.iter_mut() {
         ops.retain(|o| o.path != dir && !o.path.starts_with(&below));
     }
-    Some(FileCacheSeen {
+    let seen = FileCacheSeen {
         dir,
         system_id,
         present: first_use
             .into_iter()
             .filter_map(|(s, found)| found.then_some(s))
             .collect(),
-    })
+    };
+    Some(seen)
 }
 
 #[cfg(test)]

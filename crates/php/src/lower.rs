@@ -670,7 +670,10 @@ fn lower_op(
         } => {
             let name = resolve_as.as_deref().unwrap_or(path);
             let first = included.insert(path.clone(), ()).is_none();
-            if let Some(disk) = disk.as_mut().filter(|_| opcache && r.cli) {
+            if let Some(disk) = disk
+                .as_mut()
+                .filter(|_| opcache && r.cli && cfg.file_cache_only)
+            {
                 // R67: php-cli with the file cache alone, nothing kept in
                 // memory between compiles
                 let main = *via == Via::Main;

@@ -140,8 +140,11 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
 /// cli-tree-fco-cold).
 pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
     let cli = w.requests.iter().any(|r| r.cli);
-    if !(proposed.file_cache_only && !proposed.file_cache.is_empty() && proposed.opcache_on(cli)) {
+    if proposed.file_cache.is_empty() || !proposed.opcache_on(cli) {
         return None;
+    }
+    if !proposed.file_cache_only {
+        return Some("OPcache's file cache beside its shared memory (opcache.file_cache_only=0) is not modelled (R67): lowered as without the file cache".into());
     }
     if !cli {
         return Some("opcache.file_cache_only=1 is modelled for php-cli only (R67): these php-fpm requests are lowered as without it".into());

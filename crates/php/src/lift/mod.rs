@@ -1460,15 +1460,19 @@ fn lift_requests(
     if file_cache.is_some() {
         // the file cache's compiles show no read (a .bin was loaded) or
         // OPcache's extra fstats: the compile's own calls are those of a
-        // compile without it (R51: the entry script fstat'ed twice, an
-        // include once, one read each)
-        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-            if let PhpOpKind::Compile {
-                via, fstats, reads, ..
-            } = &mut o.kind
-            {
-                *fstats = if *via == Via::Main { 2 } else { 1 };
-                *reads = 1;
+        // compile without it (R51: php-cli's entry script fstat'ed twice,
+        // the others once, one read each)
+        for r in reqs.iter_mut() {
+            let cli = r.cli;
+            for o in r.ops.iter_mut() {
+                if let PhpOpKind::Compile {
+                    via, fstats, reads, ..
+                } = &mut o.kind
+                {
+                    // (php-fpm's entry script: one fstat)
+                    *fstats = if *via == Via::Main && cli { 2 } else { 1 };
+                    *reads = 1;
+                }
             }
         }
     }
@@ -1488,10 +1492,14 @@ fn lift_requests(
         }
     }
     if let Some(fc) = &file_cache {
-        let shm = reqs
-            .iter()
-            .flat_map(|r| &r.ops)
-            .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }));
+        // shared memory too: php-cli created its lock file; php-fpm
+        // creates it in the master, outside requests, so a pool's trace
+        // cannot tell (the cache beside shared memory is its usual setup)
+        let shm = fpm
+            || reqs
+                .iter()
+                .flat_map(|r| &r.ops)
+                .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }));
         evidence.notes.push(format!(
             "OPcache's file cache in {} ({} scripts found there, the others stored){}: opcache.file_cache={} (R67)",
             fc.dir,
