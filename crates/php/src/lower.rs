@@ -222,6 +222,45 @@ impl Ctx<'_> {
 
     /// R51: resolution(s), open_basedir check, open, fstat(s), read(s),
     /// close.
+    /// A new file's `open(O_RDWR|O_CREAT|O_EXCL)` (`mkstemp`, OPcache's
+    /// stores).
+    fn create(&mut self, path: &str) {
+        self.emit(
+            OpKind::Open,
+            path,
+            Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
+            None,
+        );
+    }
+
+    /// A compile's way to the script's `open`: the failed include_path
+    /// candidates, the name's resolution, then (include_once, the entry
+    /// script) the resolved path's again — zend_include_or_eval resolves
+    /// the name, then zend_stream_open resolves what it returned (R52,
+    /// measured: a non-canonical name like `a//b.php` walks both keys) —
+    /// and the open_basedir check.
+    fn open_to_compile(
+        &mut self,
+        w: &mut Worker,
+        path: &str,
+        name: &str,
+        probes: &[String],
+        resolves: u32,
+    ) {
+        for p in probes {
+            self.probe(p);
+        }
+        self.resolve(w, name);
+        for _ in 1..resolves.max(1) {
+            self.resolve(w, path);
+        }
+        if self.check_open {
+            self.basedir_check(w, path);
+        }
+        self.check_open = true;
+        self.emit(OpKind::Open, path, 0, None);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn compile(
         &mut self,
@@ -234,22 +273,7 @@ impl Ctx<'_> {
         reads: u32,
         keep_open: bool,
     ) {
-        for p in probes {
-            self.probe(p);
-        }
-        // the name, then (include_once, the entry script) the resolved
-        // path again: zend_include_or_eval resolves the name, then
-        // zend_stream_open resolves what it returned (R52, measured: a
-        // non-canonical name like `a//b.php` walks both keys)
-        self.resolve(w, name);
-        for _ in 1..resolves.max(1) {
-            self.resolve(w, path);
-        }
-        if self.check_open {
-            self.basedir_check(w, path);
-        }
-        self.check_open = true;
-        self.emit(OpKind::Open, path, 0, None);
+        self.open_to_compile(w, path, name, probes, resolves);
         if let Some(getcwd) = self.opcache_entry.take() {
             // docs/php-model.md "CLI OPcache startup": R61's getcwd for a
             // relative name's key (ZendAccelerator.c
@@ -293,18 +317,7 @@ impl Ctx<'_> {
         main: bool,
         keep_open: bool,
     ) {
-        for p in probes {
-            self.probe(p);
-        }
-        self.resolve(w, name);
-        for _ in 1..resolves.max(1) {
-            self.resolve(w, path);
-        }
-        if self.check_open {
-            self.basedir_check(w, path);
-        }
-        self.check_open = true;
-        self.emit(OpKind::Open, path, 0, None);
+        self.open_to_compile(w, path, name, probes, resolves);
         let bin = disk.bin(path);
         if !main {
             self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
@@ -327,12 +340,7 @@ impl Ctx<'_> {
             for (d, existed) in disk.store(path) {
                 self.emit(OpKind::Mkdir, &d, 0, existed.then_some("EEXIST"));
             }
-            self.emit(
-                OpKind::Open,
-                &bin,
-                Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
-                None,
-            );
+            self.create(&bin);
             self.emit(OpKind::Close, &bin, 0, None);
         }
         if !keep_open {
@@ -440,11 +448,8 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
         let scripts = w
             .requests
             .iter()
-            .flat_map(|r| &r.ops)
-            .filter_map(|o| match &o.kind {
-                PhpOpKind::Compile { path, .. } => Some(path.clone()),
-                _ => None,
-            })
+            .flat_map(|r| r.compiled())
+            .map(str::to_string)
             .collect();
         Disk::new(&cfg.file_cache, w.file_cache.as_ref(), &scripts)
     });
@@ -627,12 +632,7 @@ const LOCKFILE_PATH: &str = "/tmp";
 fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
     let dir = lock_dir.trim_end_matches('/');
     let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
-    cx.emit(
-        OpKind::Open,
-        &path,
-        Flags::O_RDWR | Flags::O_CREAT | Flags::O_EXCL,
-        None,
-    );
+    cx.create(&path);
     cx.emit(OpKind::Unlink, &path, 0, None);
     path
 }

@@ -187,6 +187,16 @@ pub struct WorkRequest {
     pub ops: Vec<PhpOp>,
 }
 
+impl WorkRequest {
+    /// The paths of the scripts this request compiles, in order.
+    pub fn compiled(&self) -> impl Iterator<Item = &str> {
+        self.ops.iter().filter_map(|o| match &o.kind {
+            PhpOpKind::Compile { path, .. } => Some(path.as_str()),
+            _ => None,
+        })
+    }
+}
+
 /// What the trace says about the settings it was recorded under.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {

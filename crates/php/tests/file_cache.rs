@@ -56,11 +56,8 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         let compiled: std::collections::BTreeSet<String> = w
             .requests
             .iter()
-            .flat_map(|r| &r.ops)
-            .filter_map(|o| match &o.kind {
-                PhpOpKind::Compile { path, .. } => Some(path.clone()),
-                _ => None,
-            })
+            .flat_map(|r| r.compiled())
+            .map(str::to_string)
             .collect();
         if c.name.ends_with("-cold") {
             assert!(fc.present.is_empty(), "{}: an empty cache", c.name);

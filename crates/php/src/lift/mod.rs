@@ -921,14 +921,7 @@ fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
 /// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by the
 /// application itself (filemtime of a config file), not by OPcache.
 fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
-    let compiled: HashSet<&str> = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .filter_map(|o| match &o.kind {
-            PhpOpKind::Compile { path, .. } => Some(path.as_str()),
-            _ => None,
-        })
-        .collect();
+    let compiled: HashSet<&str> = reqs.iter().flat_map(|r| r.compiled()).collect();
     let active: usize = reqs.iter().filter(|r| !r.ops.is_empty()).count();
     let mut reval_reqs: HashMap<String, usize> = HashMap::new();
     for r in reqs.iter() {
