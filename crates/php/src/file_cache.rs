@@ -35,6 +35,9 @@ pub struct Disk {
     present: BTreeSet<String>,
     /// directories below `dir` that exist
     dirs: BTreeSet<String>,
+    /// the OPcache revalidation stamp stored in each `.bin` written during
+    /// the replay (a `.bin` there from the start has an old one)
+    stamps: BTreeMap<String, i64>,
 }
 
 /// The system id a prediction uses when the trace did not show one (it is
@@ -57,6 +60,7 @@ impl Disk {
             system_id,
             present: BTreeSet::new(),
             dirs: BTreeSet::new(),
+            stamps: BTreeMap::new(),
         };
         for p in &present {
             for dir in d.parents(p) {
@@ -74,6 +78,21 @@ impl Disk {
 
     pub fn has(&self, script: &str) -> bool {
         self.present.contains(script)
+    }
+
+    /// The revalidation stamp a script loaded from its `.bin` comes with
+    /// (epoch seconds): the one it was stored with, kept by the load
+    /// (measured: fpm-tree-fc, the cache filled 3 s before the pool
+    /// started: the loaded scripts are validated at their next use, a
+    /// plain include's repeat in the same request included); an old one
+    /// for a `.bin` that was there from the start.
+    pub fn stamp(&self, script: &str) -> i64 {
+        self.stamps.get(script).copied().unwrap_or(i64::MIN)
+    }
+
+    /// Records the stamp OPcache stored in `script`'s `.bin`.
+    pub fn set_stamp(&mut self, script: &str, stamp: i64) {
+        self.stamps.insert(script.to_string(), stamp);
     }
 
     /// The directories `zend_file_cache_mkdir` makes for the `.bin` of
@@ -133,8 +152,9 @@ pub fn parse_bin(path: &str) -> Option<(String, String, String)> {
 /// Takes OPcache's file cache calls out of the requests' calls (the lower
 /// derives them from the settings): every call on the cache directory or
 /// below it, the startup's `stat`/`access` of the directory included.
-/// Returns what they showed, `None` when the trace has no `.bin`.
-pub fn strip(per_req: &mut [Vec<Op>]) -> Option<FileCacheSeen> {
+/// Returns what they showed, and for each request the scripts whose
+/// `.bin` it loaded or stored; `None` when the trace has no `.bin`.
+pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {
     let (dir, system_id) = per_req
         .iter()
         .flatten()
@@ -151,6 +171,15 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<FileCacheSeen> {
             first_use.entry(script).or_insert(o.ok());
         }
     }
+    let by_req = per_req
+        .iter()
+        .map(|ops| {
+            ops.iter()
+                .filter(|o| o.kind == OpKind::Open)
+                .filter_map(|o| parse_bin(&o.path).map(|(_, _, s)| s))
+                .collect()
+        })
+        .collect();
     for ops in per_req.iter_mut() {
         ops.retain(|o| o.path != dir && !o.path.starts_with(&below));
     }
@@ -162,7 +191,7 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<FileCacheSeen> {
             .filter_map(|(s, found)| found.then_some(s))
             .collect(),
     };
-    Some(seen)
+    Some((seen, by_req))
 }
 
 #[cfg(test)]

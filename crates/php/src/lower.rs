@@ -66,6 +66,10 @@ struct Shm {
     /// keys in OPcache's hash table: a script's path, and each name it
     /// was compiled under that is not its path (`aliases`)
     keys: u64,
+    /// scripts loaded from OPcache's file cache (R67, beside shared
+    /// memory): keyed by their path only, until a use of another name
+    /// finds them by their real path and adds the name's key
+    unkeyed: HashSet<String>,
 }
 
 /// OPcache's hash table size for `opcache.max_accelerated_files`: the
@@ -443,8 +447,8 @@ impl Ctx<'_> {
 pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
     let mut workers: HashMap<u32, Worker> = HashMap::new();
     let mut pool = Shm::default();
-    // OPcache's file cache alone (R67), on disk across php-cli processes
-    let mut disk = (cfg.file_cache_only && !cfg.file_cache.is_empty()).then(|| {
+    // OPcache's file cache (R67), on disk across processes and requests
+    let mut disk = (!cfg.file_cache.is_empty()).then(|| {
         let scripts = w
             .requests
             .iter()
@@ -709,7 +713,17 @@ fn lower_op(
                     // resolved and the file opened to learn its real
                     // path — open, fstat, close, no read — and the
                     // timestamp comes from that handle (no stat)
-                    Via::Include if cfg.revalidate_path => {
+                    Via::Include
+                        if cfg.revalidate_path
+                            || ((name != path.as_str() || !probes.is_empty())
+                                && shm.unkeyed.contains(path)) =>
+                    {
+                        // (a script loaded from the file cache, reached by
+                        // another name: found by its real path the same
+                        // way, and the name becomes a key)
+                        if shm.unkeyed.remove(path) {
+                            shm.aliases.insert(name.to_string(), path.clone());
+                        }
                         for p in probes {
                             cx.probe(p);
                         }
@@ -767,6 +781,7 @@ fn lower_op(
                             cx.resolve(w, name);
                             w.keys.insert(name.to_string());
                         }
+                        shm.unkeyed.remove(path);
                         cx.permission_check(path);
                         cx.revalidate_ex(w, shm, path, None, true)
                     }
@@ -795,7 +810,30 @@ fn lower_op(
                     Via::Include => 1,
                     Via::Once => 2,
                 };
-                cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open);
+                // R67 beside shared memory (php-fpm): the compile that
+                // misses it goes through the file cache, the entry script
+                // like an include (PHP's stream, one fstat)
+                let fresh_stamp = cx.req_s + cfg.revalidate_freq as i64;
+                let mut stamp = fresh_stamp;
+                let mut loaded = false;
+                match disk
+                    .as_mut()
+                    .filter(|_| opcache && !r.cli && !cfg.file_cache_only)
+                {
+                    Some(disk) => {
+                        loaded = disk.has(path);
+                        if loaded {
+                            stamp = disk.stamp(path);
+                        }
+                        cx.compile_from_file_cache(
+                            w, disk, path, name, probes, n, false, *keep_open,
+                        );
+                        if !loaded {
+                            disk.set_stamp(path, fresh_stamp);
+                        }
+                    }
+                    None => cx.compile(w, path, name, probes, n, *fstats, *reads, *keep_open),
+                }
                 if *via == Via::Once && resolve_as.is_some() {
                     // the compile resolved the name: the worker's later
                     // hits do not (R63 above; measured on MediaWiki)
@@ -804,15 +842,18 @@ fn lower_op(
                 let table = accel_hash_size(cfg.max_accelerated_files);
                 if opcache && cx.cacheable(path) && shm.keys < table {
                     added.insert(path.clone(), ());
-                    shm.scripts
-                        .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    shm.scripts.insert(path.clone(), stamp);
                     shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
                         shm.timestamps.insert(path.clone(), m);
                     }
                     // zend_accel_add_key: the name as a key too, if there
-                    // is room
-                    if name != path && shm.keys < table && !shm.aliases.contains_key(name) {
+                    // is room — not for a script loaded from the file
+                    // cache (measured: fpm-tree-fc, the other worker's
+                    // first include of `lib/u1.php` resolves and opens it)
+                    if loaded {
+                        shm.unkeyed.insert(path.clone());
+                    } else if name != path && shm.keys < table && !shm.aliases.contains_key(name) {
                         shm.aliases.insert(name.to_string(), path.clone());
                         shm.keys += 1;
                         w.keys.insert(name.to_string());
@@ -869,6 +910,10 @@ fn lower_op(
             // where the original resolver runs again
             let fresh =
                 (added.contains_key(path.as_str()) || cfg.revalidate_path) && !probes.is_empty();
+            // a *_once name resolved to a script loaded from the file cache
+            // becomes its key (persistent_zend_resolve_path ->
+            // zend_accel_add_key; R67)
+            shm.unkeyed.remove(path);
             if opcache && shm.scripts.contains_key(path) && !fresh {
                 // already validated by the first *_once of the request
             } else {

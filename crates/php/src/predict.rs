@@ -133,27 +133,28 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
 }
 
 /// What a prediction assumes of OPcache's file cache (R67) when the
-/// proposed settings use it alone and the capture did not show it: every
-/// script's `.bin` already there (filled by earlier processes), as in a
-/// steady state; the first process after a deploy or a cache wipe stores
-/// them instead (a read of each source and its store, measured:
-/// cli-tree-fco-cold).
+/// proposed settings use it and the capture did not show it: every
+/// script's `.bin` already there (filled long before, so a php-fpm pool
+/// validates each loaded script at its next use), as in a steady state;
+/// right after a deploy or a cache wipe each script is read and stored
+/// instead (measured: cli-tree-fco-cold, fpm-tree-fc-cold). Also what is
+/// not modelled: the cache beside shared memory in php-cli, and alone in
+/// php-fpm.
 pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
     let cli = w.requests.iter().any(|r| r.cli);
     if proposed.file_cache.is_empty() || !proposed.opcache_on(cli) {
         return None;
     }
-    if !proposed.file_cache_only {
-        return Some("OPcache's file cache beside its shared memory (opcache.file_cache_only=0) is not modelled (R67): lowered as without the file cache".into());
-    }
-    if !cli {
-        return Some("opcache.file_cache_only=1 is modelled for php-cli only (R67): these php-fpm requests are lowered as without it".into());
+    match (cli, proposed.file_cache_only) {
+        (true, false) => return Some("OPcache's file cache beside shared memory in php-cli (opcache.file_cache_only=0) is not modelled (R67): lowered as without the file cache".into()),
+        (false, true) => return Some("opcache.file_cache_only=1 in php-fpm is not modelled (R67): lowered as without the file cache".into()),
+        _ => {}
     }
     if w.file_cache.is_some() {
         return None;
     }
     Some(format!(
-        "the capture did not use OPcache's file cache: the prediction takes it as filled by earlier processes (every script's .bin in {}); the first process after a deploy or a wipe of the cache reads and stores each script instead",
+        "the capture did not use OPcache's file cache: the prediction takes it as filled long before (every script's .bin in {}, with an old revalidation stamp); right after a deploy or a wipe of the cache each script is read and stored instead",
         proposed.file_cache
     ))
 }

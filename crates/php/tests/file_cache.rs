@@ -1,17 +1,18 @@
-//! OPcache's file cache used alone (`opcache.file_cache_only=1`, R67)
-//! against real php-cli: the captures cli-{tree,filecheck}-fco (the cache
-//! filled by an earlier process) and cli-{tree,filecheck}-fco-cold (the
-//! cache empty), from scripts/php-harness.
+//! OPcache's file cache (R67) against real PHP: alone in php-cli
+//! (`opcache.file_cache_only=1`: cli-{tree,filecheck}-fco, the cache filled
+//! by an earlier process, and -fco-cold, the cache empty) and beside shared
+//! memory in php-fpm (fpm-{tree,filecheck}-fc, -fc-cold), from
+//! scripts/php-harness.
 //!
 //! - The lift finds the cache in exactly those captures, with the settings
-//!   inferred (`opcache.file_cache=<dir>`, `opcache.file_cache_only=1`) and
-//!   the state on disk: every compiled script's `.bin` there in fco, none
-//!   in fco-cold.
+//!   inferred (`opcache.file_cache=<dir>`; `opcache.file_cache_only=1` for
+//!   php-cli, which created no lock file) and the state on disk: every
+//!   compiled script's `.bin` there in the filled ones, none in the cold.
 //! - The rule matters: lowered without the file cache (OPcache's shared
-//!   memory instead, `opcache.enable_cli=1`), the same workloads give other
-//!   counts; with it, every compile opens a `.bin` (round trip exact:
-//!   every_capture_round_trips; predictions from the complete captures:
-//!   cross.rs).
+//!   memory alone), the same workloads give other counts; with it, php-cli
+//!   opens a `.bin` at every compile, php-fpm once per script for the pool
+//!   (round trip exact: every_capture_round_trips; predictions from the
+//!   complete captures: cross.rs).
 //!
 //! Run: `cargo test -p statstorm-php --release --test file_cache -- --nocapture`.
 
@@ -25,7 +26,7 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
     let caps = captures();
     let mut seen = 0;
     for c in &caps {
-        let given = c.config.file_cache_only && !c.config.file_cache.is_empty();
+        let given = !c.config.file_cache.is_empty();
         let l = load(c);
         let w = &l.workload;
         let inferred = |k: &str| {
@@ -52,7 +53,24 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
             inferred("opcache.file_cache").as_deref(),
             Some(fc.dir.as_str())
         );
-        assert_eq!(inferred("opcache.file_cache_only").as_deref(), Some("1"));
+        assert_eq!(
+            inferred("opcache.enable").as_deref(),
+            Some("1"),
+            "{}",
+            c.name
+        );
+        let only = c.sapi == "cli";
+        assert_eq!(
+            c.config.file_cache_only, only,
+            "{}: the harness's settings",
+            c.name
+        );
+        assert_eq!(
+            inferred("opcache.file_cache_only").as_deref(),
+            only.then_some("1"),
+            "{}",
+            c.name
+        );
         let compiled: std::collections::BTreeSet<String> = w
             .requests
             .iter()
@@ -64,7 +82,9 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         } else {
             assert_eq!(fc.present, compiled, "{}: every script's .bin", c.name);
         }
-        // every compile opens its .bin (read or, missing, stored)
+        // php-cli: every compile opens its .bin (read or, missing,
+        // stored), nothing is kept in memory; php-fpm: each script once for
+        // the pool, shared memory after
         let low = statstorm_php::lower(w, &c.config);
         let bins = low
             .iter()
@@ -72,12 +92,15 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
             .filter(|o| o.path.starts_with(&fc.dir) && o.path.ends_with(".bin"))
             .filter(|o| o.kind == statstorm_trace::op::OpKind::Open)
             .count();
-        let compiles = w
-            .requests
-            .iter()
-            .flat_map(|r| &r.ops)
-            .filter(|o| matches!(o.kind, PhpOpKind::Compile { .. }))
-            .count();
+        let compiles = if only {
+            w.requests
+                .iter()
+                .flat_map(|r| &r.ops)
+                .filter(|o| matches!(o.kind, PhpOpKind::Compile { .. }))
+                .count()
+        } else {
+            compiled.len()
+        };
         let stores = if c.name.ends_with("-cold") {
             compiled.len()
         } else {
@@ -100,7 +123,7 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         assert_ne!(a, b, "{}: the file cache changed nothing", c.name);
     }
     assert_eq!(
-        seen, 4,
-        "cli-{{tree,filecheck}}-fco{{,-cold}} (scripts/php-harness)"
+        seen, 8,
+        "cli-{{tree,filecheck}}-fco{{,-cold}}, fpm-{{tree,filecheck}}-fc{{,-cold}} (scripts/php-harness)"
     );
 }

@@ -322,7 +322,7 @@ fn file_cache_for_the_cli_is_predicted_with_its_assumption() {
     assert!(
         notes
             .iter()
-            .any(|n| n.contains("file cache") && n.contains("filled by earlier processes")),
+            .any(|n| n.contains("file cache") && n.contains("filled long before")),
         "{notes:?}"
     );
 }

@@ -1018,6 +1018,13 @@ fn recompiles(reqs: &[WorkRequest], fresh: &HashSet<String>) -> Recompiles {
     for (i, r) in reqs.iter().enumerate() {
         for o in &r.ops {
             match &o.kind {
+                // an open with no read compiles nothing: OPcache opening a
+                // cached script to learn its real path (revalidate_path=1,
+                // or a name that is not yet a key of a script loaded from
+                // the file cache, R67)
+                PhpOpKind::Compile { path, reads: 0, .. } => {
+                    used.entry(path).or_default().insert(i);
+                }
                 PhpOpKind::Compile { path, .. } => {
                     let c = compiled.entry(path).or_default();
                     c.0 += 1;
@@ -1417,7 +1424,10 @@ fn lift_requests(
     Option<FileCacheSeen>,
 ) {
     let mut per_req = request_ops(trace, requests);
-    let file_cache = crate::file_cache::strip(&mut per_req);
+    let (file_cache, bin_scripts) = match crate::file_cache::strip(&mut per_req) {
+        Some((seen, by_req)) => (Some(seen), by_req),
+        None => (None, Vec::new()),
+    };
     let cli = requests.mode == RequestMode::Cli;
     let fpm = requests.mode == RequestMode::Fpm;
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1455,13 +1465,22 @@ fn lift_requests(
         // OPcache's extra fstats: the compile's own calls are those of a
         // compile without it (R51: php-cli's entry script fstat'ed twice,
         // the others once, one read each)
-        for r in reqs.iter_mut() {
+        for (r, bins) in reqs.iter_mut().zip(&bin_scripts) {
             let cli = r.cli;
             for o in r.ops.iter_mut() {
                 if let PhpOpKind::Compile {
-                    via, fstats, reads, ..
+                    path,
+                    via,
+                    fstats,
+                    reads,
+                    ..
                 } = &mut o.kind
                 {
+                    // (an open of a script whose .bin this request did not
+                    // touch is no compile: kept as recorded)
+                    if !bins.contains(path.as_str()) {
+                        continue;
+                    }
                     // (php-fpm's entry script: one fstat)
                     *fstats = if *via == Via::Main && cli { 2 } else { 1 };
                     *reads = 1;
@@ -1504,6 +1523,13 @@ fn lift_requests(
             .inferred
             .push(("opcache.file_cache".into(), fc.dir.clone()));
         if !shm {
+            // every process compiles each script through the cache: no
+            // sign of OPcache off, and no lock file to look for
+            evidence.notes.retain(|n| {
+                !n.contains("OPcache off (or not caching)")
+                    && !n.contains("created OPcache's lock file")
+            });
+            evidence.inferred.retain(|(k, _)| k != "opcache.enable");
             evidence
                 .inferred
                 .push(("opcache.file_cache_only".into(), "1".into()));
