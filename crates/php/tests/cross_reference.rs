@@ -252,8 +252,19 @@ fn reference_completes_incomplete_sources() {
     let all = load_all(&caps);
     // the reason for each known gap still holds: the source request made
     // fewer access() calls (the job-queue check) than the target request
+    let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
+    // a slow reference: its mean request at least 3x the target's
+    let assert_slow = |r: &str, y: &str| {
+        let (slow, target) = (
+            mean_request_us(&all[find(r)]),
+            mean_request_us(&all[find(y)]),
+        );
+        assert!(
+            slow >= 3 * target,
+            "{r}: mean request {slow} us against {y}'s {target} us: no longer slow; assert the request again"
+        );
+    };
     for (x, r, y, i, gap) in KNOWN_GAPS {
-        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
         match gap {
             Gap::JobQueue => {
                 let (a, b) = (
@@ -265,31 +276,13 @@ fn reference_completes_incomplete_sources() {
                     "{x} -> {y} request {i}: job-queue opens {a} and {b}: the difference is gone; assert the request again"
                 );
             }
-            Gap::SlowReference => {
-                let (slow, target) = (
-                    mean_request_us(&all[find(r)]),
-                    mean_request_us(&all[find(y)]),
-                );
-                assert!(
-                    slow >= 3 * target,
-                    "{r}: mean request {slow} us against {y}'s {target} us: no longer slow; assert the request again"
-                );
-            }
+            Gap::SlowReference => assert_slow(r, y),
         }
     }
     for (r, y, _) in SLOW_REFERENCE_ANY_SOURCE {
-        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
-        let (slow, target) = (
-            mean_request_us(&all[find(r)]),
-            mean_request_us(&all[find(y)]),
-        );
-        assert!(
-            slow >= 3 * target,
-            "{r}: mean request {slow} us against {y}'s {target} us: no longer slow; assert the request again"
-        );
+        assert_slow(r, y);
     }
     for (x, r, reqs, a, b, _) in KNOWN_UNMATCHED {
-        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
         let (wx, wr) = (&all[find(x)].loaded.workload, &all[find(r)].loaded.workload);
         for i in *reqs {
             assert!(
