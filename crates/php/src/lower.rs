@@ -322,15 +322,27 @@ impl Ctx<'_> {
         keep_open: bool,
     ) {
         self.open_to_compile(w, path, name, probes, resolves);
+        if let Some(Some(g)) = self.opcache_entry.take() {
+            // php-cli's entry script beside shared memory: R61's getcwd
+            // for a relative name's key as in `compile` (cli-tree-fc: 8
+            // getcwd as recorded); the timestamp's fstat is the file
+            // cache's below
+            self.emit(OpKind::Getcwd, &g.path, g.flags, None);
+        }
         let bin = disk.bin(path);
         if !main {
             self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
         }
         if disk.has(path) {
+            // the .bin's header, then the script (zend_file_cache.c
+            // zend_file_cache_script_load: two reads under flock; measured:
+            // two per load in every capture with the cache)
             self.emit(OpKind::Open, &bin, 0, None);
+            self.emit(OpKind::Read, &bin, 0, None);
             if main && self.cfg.validate_timestamps {
                 self.emit(OpKind::Fstat, path, Flags::AT_EMPTY_PATH, None);
             }
+            self.emit(OpKind::Read, &bin, 0, None);
             self.emit(OpKind::Close, &bin, 0, None);
         } else {
             self.emit(OpKind::Open, &bin, 0, Some("ENOENT"));
@@ -633,6 +645,20 @@ const LOCKFILE_PATH: &str = "/tmp";
 /// (ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`, from
 /// `accel_startup`; `fchmod` and `fcntl` are not file-system operations of
 /// the model). The random suffix cannot be predicted: `XXXXXX` stands for it.
+/// R67: OPcache's startup checks the file cache's directory (measured:
+/// `stat`, then `access(R_OK|W_OK|X_OK)`; php-cli, before the shared
+/// memory's lock file when there is one).
+fn file_cache_startup(cx: &mut Ctx) {
+    let dir = cx.cfg.file_cache.trim_end_matches('/');
+    cx.emit(OpKind::Stat, dir, 0, None);
+    cx.emit(
+        OpKind::Access,
+        dir,
+        Flags::R_OK | Flags::W_OK | Flags::X_OK,
+        None,
+    );
+}
+
 fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
     let dir = lock_dir.trim_end_matches('/');
     let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
@@ -674,27 +700,20 @@ fn lower_op(
         } => {
             let name = resolve_as.as_deref().unwrap_or(path);
             let first = included.insert(path.clone(), ()).is_none();
-            if let Some(disk) = disk
-                .as_mut()
-                .filter(|_| opcache && r.cli && cfg.file_cache_only)
-            {
-                // R67: php-cli with the file cache alone, nothing kept in
-                // memory between compiles
-                let main = *via == Via::Main;
+            if let Some(disk) = disk.as_mut().filter(|_| opcache && cfg.file_cache_only) {
+                // R67: the file cache alone, nothing kept in memory
+                // between compiles (php-cli; php-fpm alike, every request
+                // of every worker, measured: fpm-*-fco). php-fpm's entry
+                // script is opened like an include (one fstat), and the
+                // directory is checked in the master, outside requests
+                let main = *via == Via::Main && r.cli;
                 cx.check_open = !main;
                 if main {
                     // its startup, in place of the shared memory's lock
                     // file: the cache directory checked (measured: `stat`,
                     // then `access(R_OK|W_OK|X_OK)`, before the entry
                     // script is opened)
-                    let dir = cfg.file_cache.trim_end_matches('/');
-                    cx.emit(OpKind::Stat, dir, 0, None);
-                    cx.emit(
-                        OpKind::Access,
-                        dir,
-                        Flags::R_OK | Flags::W_OK | Flags::X_OK,
-                        None,
-                    );
+                    file_cache_startup(cx);
                 }
                 let n = match via {
                     Via::Main => 2,
@@ -797,6 +816,12 @@ fn lower_op(
                     // script is opened (measured position), whether or not
                     // the trace showed it (a capture with OPcache off)
                     if !*opcache_started {
+                        if disk.is_some() {
+                            // R67 beside shared memory: the file cache's
+                            // directory checked first (measured:
+                            // cli-*-fc, as with the cache alone)
+                            file_cache_startup(cx);
+                        }
                         *lock_path = opcache_startup(cx, LOCKFILE_PATH);
                         *opcache_started = true;
                     }
@@ -810,23 +835,22 @@ fn lower_op(
                     Via::Include => 1,
                     Via::Once => 2,
                 };
-                // R67 beside shared memory (php-fpm): the compile that
-                // misses it goes through the file cache, the entry script
-                // like an include (PHP's stream, one fstat)
+                // R67 beside shared memory: the compile that misses it
+                // goes through the file cache; php-fpm's entry script like
+                // an include (PHP's stream, one fstat), php-cli's as with
+                // the cache alone (measured: cli-*-fc, cli-*-fc-cold)
                 let fresh_stamp = cx.req_s + cfg.revalidate_freq as i64;
                 let mut stamp = fresh_stamp;
                 let mut loaded = false;
-                match disk
-                    .as_mut()
-                    .filter(|_| opcache && !r.cli && !cfg.file_cache_only)
-                {
+                match disk.as_mut().filter(|_| opcache) {
                     Some(disk) => {
                         loaded = disk.has(path);
                         if loaded {
                             stamp = disk.stamp(path);
                         }
+                        let main = r.cli && *via == Via::Main;
                         cx.compile_from_file_cache(
-                            w, disk, path, name, probes, n, false, *keep_open,
+                            w, disk, path, name, probes, n, main, *keep_open,
                         );
                         if !loaded {
                             disk.set_stamp(path, fresh_stamp);
@@ -1031,8 +1055,13 @@ fn lower_op(
         PhpOpKind::OpcacheStartup { lock_dir } => {
             // only when OPcache is on for this SAPI (opcache.enable and,
             // for php-cli, opcache.enable_cli: accel_startup returns
-            // before creating the lock otherwise)
-            if opcache && r.cli && !*opcache_started {
+            // before creating the lock otherwise); with the file cache
+            // alone there is no shared memory and no lock (R67: its
+            // directory is checked at the entry script instead)
+            if opcache && r.cli && !*opcache_started && !cfg.file_cache_only {
+                if disk.is_some() {
+                    file_cache_startup(cx);
+                }
                 *lock_path = opcache_startup(cx, lock_dir);
                 *opcache_started = true;
             }

@@ -137,18 +137,12 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
 /// script's `.bin` already there (filled long before, so a php-fpm pool
 /// validates each loaded script at its next use), as in a steady state;
 /// right after a deploy or a cache wipe each script is read and stored
-/// instead (measured: cli-tree-fco-cold, fpm-tree-fc-cold). Also what is
-/// not modelled: the cache beside shared memory in php-cli, and alone in
-/// php-fpm.
+/// instead (measured: cli-tree-fco-cold, fpm-tree-fc-cold). Both SAPIs,
+/// with the cache alone or beside shared memory, are modelled.
 pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
     let cli = w.requests.iter().any(|r| r.cli);
     if proposed.file_cache.is_empty() || !proposed.opcache_on(cli) {
         return None;
-    }
-    match (cli, proposed.file_cache_only) {
-        (true, false) => return Some("OPcache's file cache beside shared memory in php-cli (opcache.file_cache_only=0) is not modelled (R67): lowered as without the file cache".into()),
-        (false, true) => return Some("opcache.file_cache_only=1 in php-fpm is not modelled (R67): lowered as without the file cache".into()),
-        _ => {}
     }
     if w.file_cache.is_some() {
         return None;

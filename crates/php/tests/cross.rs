@@ -110,19 +110,20 @@ fn predictions_match_real_captures_of_other_configs() {
             // php-cli with OPcache on (cli-*-oc), also with its permission
             // check (cli-*-ocvp, R68), and with its file cache alone, filled
             // or empty (cli-*-fco, cli-*-fco-cold, R67; the cache's state
-            // is the target's, see `retime`): predicted from the complete captures
+            // is the target's, see `retime`), and beside shared memory (cli-*-fc,
+            // cli-*-fc-cold): predicted from the complete captures
             // (OPcache and realpath cache off, or open_basedir) and
             // asserted; the tree capture itself is incomplete (OPcache
             // served its repeated includes without a syscall), the
             // filecheck one is complete (no include besides the entry
             // script)
-            for y in ["oc", "ocvp", "fco", "fco-cold"] {
+            for y in ["oc", "ocvp", "fco", "fco-cold", "fc", "fc-cold"] {
                 must_assert(format!("cli-{wl}-{src}"), format!("cli-{wl}-{y}"));
             }
             // opcache.validate_permission (R68) in php-fpm: OPcache's
             // access(R_OK) on every cached use; OPcache's file cache beside
-            // shared memory (R67), filled or empty
-            for y in ["vp", "fc", "fc-cold"] {
+            // shared memory and alone (R67), filled or empty
+            for y in ["vp", "fc", "fc-cold", "fco", "fco-cold"] {
                 must_assert(format!("fpm-{wl}-{src}"), format!("fpm-{wl}-{y}"));
             }
         }

@@ -1,18 +1,23 @@
-//! OPcache's file cache (R67) against real PHP: alone in php-cli
-//! (`opcache.file_cache_only=1`: cli-{tree,filecheck}-fco, the cache filled
-//! by an earlier process, and -fco-cold, the cache empty) and beside shared
-//! memory in php-fpm (fpm-{tree,filecheck}-fc, -fc-cold), from
-//! scripts/php-harness.
+//! OPcache's file cache (R67) against real PHP, alone
+//! (`opcache.file_cache_only=1`: {cli,fpm}-{tree,filecheck}-fco, the cache
+//! filled by an earlier process, and -fco-cold, the cache empty) and beside
+//! shared memory ({cli,fpm}-{tree,filecheck}-fc, -fc-cold), in php-cli and
+//! php-fpm, from scripts/php-harness.
 //!
 //! - The lift finds the cache in exactly those captures, with the settings
-//!   inferred (`opcache.file_cache=<dir>`; `opcache.file_cache_only=1` for
-//!   php-cli, which created no lock file) and the state on disk: every
+//!   inferred (`opcache.file_cache=<dir>`; `opcache.file_cache_only=1` where
+//!   php-cli created no lock file or a php-fpm worker loaded the same
+//!   script from the cache in two requests) and the state on disk: every
 //!   compiled script's `.bin` there in the filled ones, none in the cold.
+//! - Lowered under the recorded settings, every request makes exactly the
+//!   recorded number of calls of every syscall name (not only the checked
+//!   stat/open/access/readlink of the round trip).
 //! - The rule matters: lowered without the file cache (OPcache's shared
-//!   memory alone), the same workloads give other counts; with it, php-cli
-//!   opens a `.bin` at every compile, php-fpm once per script for the pool
-//!   (round trip exact: every_capture_round_trips; predictions from the
-//!   complete captures: cross.rs).
+//!   memory alone), the same workloads give other counts; with the cache
+//!   alone every compile opens a `.bin`, beside shared memory once per
+//!   script for the process or pool (round trip exact:
+//!   every_capture_round_trips; predictions from the complete captures:
+//!   cross.rs).
 //!
 //! Run: `cargo test -p statstorm-php --release --test file_cache -- --nocapture`.
 
@@ -59,9 +64,10 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
             "{}",
             c.name
         );
-        let only = c.sapi == "cli";
+        let only = c.config.file_cache_only;
         assert_eq!(
-            c.config.file_cache_only, only,
+            c.name.contains("-fco"),
+            only,
             "{}: the harness's settings",
             c.name
         );
@@ -82,9 +88,10 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         } else {
             assert_eq!(fc.present, compiled, "{}: every script's .bin", c.name);
         }
-        // php-cli: every compile opens its .bin (read or, missing,
-        // stored), nothing is kept in memory; php-fpm: each script once for
-        // the pool, shared memory after
+        // the cache alone: every compile opens its .bin (read or,
+        // missing, stored), nothing is kept in memory; beside shared
+        // memory: each script once for the process or pool, shared memory
+        // after
         let low = statstorm_php::lower(w, &c.config);
         let bins = low
             .iter()
@@ -107,6 +114,20 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
             0
         };
         assert_eq!(bins, compiles + stores, "{}: .bin opens", c.name);
+        // every syscall name, not only the checked ones (round trip):
+        // the .bin's opens, reads, mkdirs and closes, the entry script's
+        // getcwd, per request as recorded
+        let trace = statstorm_trace::read_path(&c.path).unwrap();
+        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let real = statstorm_php::lift::request_ops(&trace, &reqs);
+        for (i, (a, b)) in low.iter().zip(&real).enumerate() {
+            assert_eq!(
+                count_by_syscall(a),
+                count_by_syscall(b),
+                "{} request {i}: every syscall, model vs recorded",
+                c.name
+            );
+        }
         // without the file cache: OPcache's shared memory
         let shm = PhpConfig {
             file_cache: String::new(),
@@ -123,7 +144,7 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         assert_ne!(a, b, "{}: the file cache changed nothing", c.name);
     }
     assert_eq!(
-        seen, 8,
-        "cli-{{tree,filecheck}}-fco{{,-cold}}, fpm-{{tree,filecheck}}-fc{{,-cold}} (scripts/php-harness)"
+        seen, 16,
+        "{{cli,fpm}}-{{tree,filecheck}}-{{fc,fco}}{{,-cold}} (scripts/php-harness)"
     );
 }

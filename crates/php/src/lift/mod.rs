@@ -35,7 +35,7 @@ use crate::workload::{
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::request::{RequestMode, Requests};
 use statstorm_trace::{Flags, Trace};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 mod budget;
 mod permission;
@@ -1411,6 +1411,20 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     w
 }
 
+/// A php-fpm worker went through OPcache's file cache for the same script
+/// in two of its requests: no shared memory kept it (R67,
+/// `opcache.file_cache_only=1`).
+fn reloads_from_file_cache(reqs: &[WorkRequest], bins: &[BTreeSet<String>]) -> bool {
+    let mut seen: HashSet<(u32, &str)> = HashSet::new();
+    reqs.iter().zip(bins).any(|(r, b)| {
+        let mut again = false;
+        for p in b {
+            again |= !seen.insert((r.pid, p.as_str()));
+        }
+        again
+    })
+}
+
 /// Every request lifted on its own, and what the trace says about the
 /// settings: the part of [`lift`] before facts and templates are shared
 /// across requests.
@@ -1506,8 +1520,10 @@ fn lift_requests(
     if let Some(fc) = &file_cache {
         // shared memory too: php-cli created its lock file; php-fpm
         // creates it in the master, outside requests, so a pool's trace
-        // cannot tell (the cache beside shared memory is its usual setup)
-        let shm = fpm
+        // tells it otherwise: without shared memory a worker loads the
+        // same script from the file cache in each of its requests
+        // (measured: fpm-*-fco), with it once for the pool
+        let shm = (fpm && !reloads_from_file_cache(&reqs, &bin_scripts))
             || reqs
                 .iter()
                 .flat_map(|r| &r.ops)
@@ -1533,8 +1549,10 @@ fn lift_requests(
             evidence
                 .inferred
                 .push(("opcache.file_cache_only".into(), "1".into()));
+            let cli = reqs.iter().any(|r| r.cli);
             for (k, v) in [("opcache.enable", "1"), ("opcache.enable_cli", "1")] {
-                if !evidence.inferred.iter().any(|(x, _)| x == k) && reqs.iter().any(|r| r.cli) {
+                if !evidence.inferred.iter().any(|(x, _)| x == k) && (cli || k == "opcache.enable")
+                {
                     evidence.inferred.push((k.into(), v.into()));
                 }
             }
