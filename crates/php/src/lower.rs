@@ -777,6 +777,11 @@ fn lower_op(
                         }
                         cx.resolve(w, name);
                         if first {
+                            // R68: a *_once handle is not opened, so it is
+                            // checked; a plain include's above is opened
+                            // (ZEND_HANDLE_FP): not checked (measured:
+                            // fpm-tree-rpath1-vp)
+                            cx.permission_check(path);
                             cx.revalidate_ex(w, shm, path, None, true);
                         }
                     }

@@ -132,8 +132,16 @@ fn predictions_match_real_captures_of_other_configs() {
     // to the captures with it, where file_exists()/is_file()/is_readable()
     // on cached scripts are answered by OPcache (validation stat only when
     // due), and to those without it
-    for y in ["nooc", "rf2", "fo", "fo-rf0", "fo-vt0"] {
+    // ... also with open_basedir and with OPcache's permission check (R68)
+    for y in ["nooc", "rf2", "fo", "fo-rf0", "fo-vt0", "fo-obd", "fo-vp"] {
         must_assert("fpm-override-rp0".to_string(), format!("fpm-override-{y}"));
+    }
+    // the permission check with revalidate_path (R62 + R68): a plain
+    // include's handle is opened, not checked; the first *_once is
+    for wl in ["tree", "filecheck"] {
+        for src in ["rp0", "obd"] {
+            must_assert(format!("fpm-{wl}-{src}"), format!("fpm-{wl}-rpath1-vp"));
+        }
     }
     let complete = |n: &str| {
         let i = caps.iter().position(|c| c.name == n).unwrap();

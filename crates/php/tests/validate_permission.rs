@@ -1,8 +1,11 @@
 //! `opcache.validate_permission` (R68) against real PHP: the captures
 //! fpm-tree-vp and fpm-filecheck-vp (php-fpm, revalidate_freq 2 with the
 //! permission check on), fpm-wordpress-vp and fpm-mediawiki-vp (the same
-//! settings) and cli-tree-ocvp, cli-filecheck-ocvp (php-cli with OPcache
-//! on), from scripts/php-harness, against the model.
+//! settings), cli-tree-ocvp, cli-filecheck-ocvp (php-cli with OPcache
+//! on), fpm-override-fo-vp (with opcache.enable_file_override) and
+//! fpm-{tree,filecheck}-rpath1-vp (with opcache.revalidate_path: a plain
+//! include's handle is opened first and not checked, the first *_once of a
+//! script is), from scripts/php-harness, against the model.
 //!
 //! - Every committed capture gets `opcache.validate_permission=1` inferred
 //!   from its trace exactly when it was recorded with it and the trace
@@ -132,9 +135,11 @@ fn permission_checks_are_inferred_lifted_and_lowered() {
         );
         assert!(missing > 0, "{}: the setting changed nothing", c.name);
     }
-    // fpm-{tree,filecheck,wordpress,mediawiki}-vp, cli-tree-ocvp
+    // fpm-{tree,filecheck,wordpress,mediawiki}-vp, cli-tree-ocvp, with
+    // the file override (fpm-override-fo-vp) and with revalidate_path
+    // (fpm-{tree,filecheck}-rpath1-vp)
     assert_eq!(
-        vp_caps, 5,
+        vp_caps, 8,
         "the vp captures that show checks (scripts/php-harness)"
     );
 }
