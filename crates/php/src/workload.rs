@@ -233,8 +233,9 @@ pub struct Workload {
     #[serde(default)]
     pub links: std::collections::BTreeMap<String, String>,
     /// Scripts' modification times seen in the trace (only with `strace
-    /// -v`): script -> (time of the stat, µs; mtime, epoch seconds), in
-    /// time order. OPcache does not cache a script modified less than
+    /// -v`): script -> (time of the stat, µs, or for a changed mtime the
+    /// time of the change when the stat's ctime gave it; mtime, epoch
+    /// seconds), in time order. OPcache does not cache a script modified less than
     /// `file_update_protection` seconds before the request (R65).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub mtimes: std::collections::BTreeMap<String, Vec<(i64, i64)>>,

@@ -128,4 +128,29 @@ fn changed_script_is_compiled_again_by_its_validation() {
         println!("{name}: m1.php opens real {real:?}, validate_timestamps=0 {pred:?}");
         assert_eq!(pred.iter().sum::<usize>(), 1, "{name}: vt0 compiles once");
     }
+    // across the two: the change is timed by the ctime of the stat that
+    // saw it (the touch before request 4), not by that stat (request 6 in
+    // rf2), so rf2 -> rf0 recompiles in request 4 and rf0 -> rf2 in 6
+    let load_change = |n: &str| {
+        let c = caps.iter().find(|c| c.name == n).unwrap();
+        let t = statstorm_trace::read_path(&c.path).unwrap();
+        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        (
+            c,
+            statstorm_php::lift(&t, &r),
+            opens(&statstorm_php::lift::request_ops(&t, &r)),
+        )
+    };
+    for (x, y) in [
+        ("fpm-change-rf2", "fpm-change-rf0"),
+        ("fpm-change-rf0", "fpm-change-rf2"),
+    ] {
+        let (_, wx, _) = load_change(x);
+        let (cy, wy, real) = load_change(y);
+        let mut w = wx.clone();
+        retime(&mut w, &wy);
+        let pred = opens(&statstorm_php::lower(&w, &cy.config));
+        println!("{x} -> {y}: m1.php opens predicted {pred:?} real {real:?}");
+        assert_eq!(pred, real, "{x} -> {y}: the recompile's request");
+    }
 }

@@ -633,6 +633,12 @@ pub struct Event {
     /// stat-family call when strace printed the whole struct (`-v`:
     /// `st_mtime=`, statx's `stx_mtime={tv_sec=`).
     pub mtime: Option<i64>,
+    /// The inode's change time (epoch microseconds) beside `mtime`
+    /// (`st_ctime=`/`st_ctime_nsec=`, statx's `stx_ctime={tv_sec=, tv_nsec=`):
+    /// when the file was last written, renamed into place or given another
+    /// mtime (`touch -d`, `rsync -t` keep an old mtime; the kernel sets the
+    /// ctime to the time of the change).
+    pub ctime_us: Option<i64>,
     /// Input number (index into the list of inputs) and 1-based line number
     /// of the line that started the call.
     pub input: u16,

@@ -1036,6 +1036,7 @@ impl Decoder {
             ret: Ret::Unknown,
             ret_path: None,
             mtime: None,
+            ctime_us: None,
             input,
             line: 0,
         };
@@ -1182,6 +1183,9 @@ impl Decoder {
         }
         if ev.kind.is_stat_family() && matches!(ev.ret, Ret::Ok(_)) {
             ev.mtime = stat_mtime(text);
+            if ev.mtime.is_some() {
+                ev.ctime_us = stat_ctime_us(text);
+            }
         }
         self.argl = al;
     }
@@ -1201,6 +1205,34 @@ fn stat_mtime(text: &[u8]) -> Option<i64> {
         let i = memchr::memmem::find(text, b"stx_mtime={tv_sec=")?;
         &text[i + 18..]
     };
+    leading_i64(v)
+}
+
+/// `st_ctime=S` with `st_ctime_nsec=N`, or statx's
+/// `stx_ctime={tv_sec=S, tv_nsec=N}`, as epoch microseconds (`-v` only,
+/// like [`stat_mtime`]; without the nanoseconds, the whole second).
+fn stat_ctime_us(text: &[u8]) -> Option<i64> {
+    let (secs, nsec) = if let Some(i) = memchr::memmem::find(text, b"st_ctime=") {
+        let rest = &text[i + 9..];
+        let nsec = memchr::memmem::find(rest, b"st_ctime_nsec=").map(|j| &rest[j + 14..]);
+        (rest, nsec)
+    } else {
+        let i = memchr::memmem::find(text, b"stx_ctime={tv_sec=")?;
+        let rest = &text[i + 18..];
+        let nsec = memchr::memmem::find(rest, b"tv_nsec=").map(|j| &rest[j + 8..]);
+        (rest, nsec)
+    };
+    let s = leading_i64(secs)?;
+    let ns = nsec
+        .and_then(leading_i64)
+        .filter(|n| (0..1_000_000_000).contains(n));
+    s.checked_mul(1_000_000)?
+        .checked_add(ns.unwrap_or(0) / 1000)
+}
+
+/// The decimal integer (optionally negative, at most 18 digits) at the
+/// start of `v`.
+fn leading_i64(v: &[u8]) -> Option<i64> {
     let (neg, v) = match v.first() {
         Some(b'-') => (true, &v[1..]),
         _ => (false, v),
@@ -1613,6 +1645,28 @@ mod tests {
         assert_eq!(v("{st_mtime=, st_mtime_nsec=0}"), None);
         assert_eq!(v("{st_mtime=123456789012345678901}"), None);
         assert_eq!(v("{st_mtime=12"), None);
+    }
+
+    #[test]
+    fn stat_ctimes_of_every_shape() {
+        let v = |t: &str| stat_ctime_us(t.as_bytes());
+        assert_eq!(
+            v(
+                r#""/a", {st_mtime=1780272000 /* 2026-06-01T00:00:00+0000 */, st_mtime_nsec=0, st_ctime=1795245806 /* 2026-11-21T07:23:26.480849731+0000 */, st_ctime_nsec=480849731}"#
+            ),
+            Some(1_795_245_806_480_849)
+        );
+        // no nanoseconds printed: the whole second
+        assert_eq!(v("{st_ctime=7}"), Some(7_000_000));
+        assert_eq!(
+            v("AT_FDCWD, \"/a\", 0, STATX_ALL, {stx_mtime={tv_sec=1, tv_nsec=0}, stx_ctime={tv_sec=42, tv_nsec=7000}}"),
+            Some(42_000_007)
+        );
+        assert_eq!(v("{st_ctime=-1, st_ctime_nsec=0}"), Some(-1_000_000));
+        assert_eq!(v("{st_ctime=, st_ctime_nsec=0}"), None);
+        assert_eq!(v("{st_ctime=1, st_ctime_nsec=5000000000}"), Some(1_000_000));
+        assert_eq!(v("{st_ctime=123456789012345678}"), None);
+        assert_eq!(v("{st_mtime=12}"), None);
     }
 
     #[test]

@@ -737,6 +737,7 @@ mod tests {
                 ret: Ret::Ok(ret),
                 ret_path: None,
                 mtime: None,
+                ctime_us: None,
                 input: 0,
                 line,
             });

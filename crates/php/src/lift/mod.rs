@@ -1362,7 +1362,8 @@ pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
 
 /// Scripts' modification times the trace shows (stat structs printed
 /// whole: `strace -v`), with the time of each stat, in time order; one
-/// entry per change.
+/// entry per change, a change timed by the stat's ctime when it falls
+/// between the two stats.
 pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
     let s = &trace.strings;
     let mut out: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
@@ -1384,8 +1385,19 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
             continue;
         }
         let v = out.entry(path).or_default();
-        if v.last().map_or(true, |&(_, last)| last != m) {
-            v.push((t, m));
+        match v.last() {
+            None => v.push((t, m)),
+            Some(&(seen, last)) if last != m => {
+                // a new mtime: in effect since the inode's change (the
+                // ctime of this stat, when the trace printed it), not only
+                // since this stat — a capture validating every 2 s sees a
+                // deploy up to 2 s late, a prediction toward shorter
+                // windows needs the change itself (fpm-change-rf2: touched
+                // before request 4, seen in request 6)
+                let since = e.ctime_us.filter(|&c| c > seen && c <= t).unwrap_or(t);
+                v.push((since, m));
+            }
+            Some(_) => {}
         }
     }
     out

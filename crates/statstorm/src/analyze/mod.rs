@@ -1260,6 +1260,7 @@ mod tests {
                 ret,
                 ret_path: None,
                 mtime: None,
+                ctime_us: None,
                 input: 0,
                 line,
             });
