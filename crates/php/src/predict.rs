@@ -153,6 +153,43 @@ pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
     ))
 }
 
+/// A note when the proposed settings change OPcache settings while OPcache
+/// stays off for the trace's SAPI: php-cli needs both `opcache.enable` and
+/// `opcache.enable_cli` (ZendAccelerator.c `accel_startup`), php-fpm
+/// `opcache.enable`; without them the other opcache.* settings change
+/// nothing, which a user proposing one of them should hear.
+pub fn opcache_off_note(
+    w: &Workload,
+    recorded: &PhpConfig,
+    proposed: &PhpConfig,
+) -> Option<String> {
+    let cli = w.requests.iter().any(|r| r.cli);
+    if proposed.opcache_on(cli) {
+        return None;
+    }
+    let changed: Vec<String> = recorded
+        .diff(proposed)
+        .into_iter()
+        .map(|(k, _, _)| k)
+        .filter(|k| k.starts_with("opcache."))
+        .collect();
+    if changed.is_empty() {
+        return None;
+    }
+    let need = if cli {
+        "opcache.enable=1 and opcache.enable_cli=1"
+    } else {
+        "opcache.enable=1"
+    };
+    Some(format!(
+        "OPcache stays off for {} under the proposed settings (opcache.enable={}, opcache.enable_cli={}): {} change nothing; it needs {need}",
+        if cli { "php-cli" } else { "php-fpm" },
+        u8::from(proposed.opcache_enable),
+        u8::from(proposed.opcache_enable_cli),
+        changed.join(", ")
+    ))
+}
+
 /// The note for a prediction completed from a reference capture
 /// ([`crate::lift::lift_with_reference`]): which requests took their PHP
 /// operations from it and which were left as lifted (those still undercount

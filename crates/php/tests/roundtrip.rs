@@ -98,12 +98,18 @@ fn cli_opcache_calls_are_opcaches() {
                 .ops
                 .iter()
                 .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. })));
-            assert!(!l
-                .workload
-                .evidence
-                .inferred
-                .iter()
-                .any(|(k, _)| k == "opcache.enable_cli"));
+            let inferred = &l.workload.evidence.inferred;
+            assert!(!inferred.contains(&("opcache.enable_cli".into(), "1".into())));
+            // off for the CLI is read as enable_cli's default, not as
+            // opcache.enable=0: proposing opcache.enable_cli=1 on top of
+            // the inferred settings turns OPcache on, as it would on a
+            // php.ini with PHP's defaults
+            assert!(!inferred.contains(&("opcache.enable".into(), "0".into())));
+            let (mut c, _) = statstorm_php::predict::inferred_config(&l.workload).unwrap();
+            assert!(!c.opcache_on(true), "cli-{wl}: inferred OPcache off");
+            c.apply_flags(&["opcache.enable_cli=1".to_string()])
+                .unwrap();
+            assert!(c.opcache_on(true), "cli-{wl}: enable_cli=1 turns it on");
         }
         // round trip with getcwd and unlink, both ways across OPcache: from
         // the complete capture (rp0) to OPcache on, and from OPcache on to

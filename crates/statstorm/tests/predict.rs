@@ -326,3 +326,59 @@ fn file_cache_for_the_cli_is_predicted_with_its_assumption() {
         "{notes:?}"
     );
 }
+
+/// php-cli's OPcache turned on the way a php.ini with PHP's defaults needs
+/// it (`opcache.enable_cli=1` alone: the capture's OPcache-off reads as
+/// enable_cli's default), with the file cache beside shared memory, is
+/// predicted as the real capture (cli-tree-fc); with `opcache.enable=0`
+/// stated, the same proposal changes nothing and the report says why.
+#[test]
+fn cli_opcache_on_with_enable_cli_and_off_with_enable_0() {
+    let f = fixture("cli-tree-rp0");
+    let proposal = [
+        "--php",
+        "realpath_cache_size=4096K",
+        "--php",
+        "opcache.enable_cli=1",
+        "--php",
+        "opcache.file_cache=/tmp/statstorm-lab-fc",
+    ];
+    let mut args = vec![f.to_str().unwrap()];
+    args.extend(proposal);
+    let v = predict_json(&args);
+    let real = &real_counts("cli-tree-fc")[0];
+    let after = &v["requests"][0];
+    for sc in ["newfstatat", "openat", "access", "readlink"] {
+        assert_eq!(
+            n(after, "after", sc),
+            real.get(sc).copied().unwrap_or(0),
+            "{sc}"
+        );
+    }
+    let notes = |v: &Value| -> Vec<String> {
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(
+        !notes(&v).iter().any(|n| n.contains("OPcache stays off")),
+        "{:?}",
+        notes(&v)
+    );
+    let mut args = vec![f.to_str().unwrap(), "--from-php", "opcache.enable=0"];
+    args.extend(proposal);
+    let v = predict_json(&args);
+    let after = &v["requests"][0];
+    assert_eq!(n(after, "after", "openat"), n(after, "before", "openat"));
+    assert!(
+        notes(&v)
+            .iter()
+            .any(|n| n.contains("OPcache stays off for php-cli")
+                && n.contains("opcache.enable_cli, opcache.file_cache")),
+        "{:?}",
+        notes(&v)
+    );
+}

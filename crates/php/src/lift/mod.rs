@@ -1555,9 +1555,12 @@ fn lift_requests(
             // sign of OPcache off, and no lock file to look for
             evidence.notes.retain(|n| {
                 !n.contains("OPcache off (or not caching)")
+                    && !n.contains("OPcache off for the CLI")
                     && !n.contains("created OPcache's lock file")
             });
-            evidence.inferred.retain(|(k, _)| k != "opcache.enable");
+            evidence
+                .inferred
+                .retain(|(k, _)| k != "opcache.enable" && k != "opcache.enable_cli");
             evidence
                 .inferred
                 .push(("opcache.file_cache_only".into(), "1".into()));
@@ -1660,7 +1663,16 @@ fn evidence(
         ));
     }
     if compiles_total > 0 {
-        if recompiled > 0 {
+        if recompiled > 0 && reqs.iter().all(|r| r.cli) {
+            // php-cli: OPcache needs opcache.enable and opcache.enable_cli
+            // (ZendAccelerator.c accel_startup); off for the CLI is most
+            // often enable_cli's default (0), and inferring it rather than
+            // enable=0 keeps `--php opcache.enable_cli=1` meaningful
+            ev.notes.push(format!(
+                "{recompiled} scripts were opened and compiled more than once: OPcache off for the CLI (opcache.enable_cli=0, PHP's default; or opcache.enable=0)"
+            ));
+            ev.inferred.push(("opcache.enable_cli".into(), "0".into()));
+        } else if recompiled > 0 {
             ev.notes.push(format!(
                 "{recompiled} scripts were opened and compiled more than once: OPcache off (or not caching)"
             ));
@@ -1690,7 +1702,7 @@ fn evidence(
         ev.inferred.push(("opcache.enable_cli".into(), "1".into()));
     } else if reqs.iter().any(|r| r.cli) && compiles_total > 0 {
         ev.notes.push(
-            "no php-cli process created OPcache's lock file: OPcache off for the CLI (opcache.enable=0 or opcache.enable_cli=0, PHP's default)".into(),
+            "no php-cli process created OPcache's lock file: OPcache off for the CLI (opcache.enable_cli=0, PHP's default, or opcache.enable=0)".into(),
         );
     }
     if !reval_times.is_empty() && recompiled > 0 {

@@ -429,6 +429,9 @@ pub fn run(args: Args) -> Result<i32> {
         notes.push(statstorm_php::predict::reference_note(&w, rw, used));
     }
     notes.extend(statstorm_php::predict::file_cache_note(&w, &proposed));
+    notes.extend(statstorm_php::predict::opcache_off_note(
+        &w, &recorded, &proposed,
+    ));
     // lower
     stages.stage("lowering under both php.ini settings");
     let preds = predict_workload(&w, &recorded, &proposed);
