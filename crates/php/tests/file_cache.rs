@@ -1,8 +1,9 @@
 //! OPcache's file cache (R67) against real PHP, alone
 //! (`opcache.file_cache_only=1`: {cli,fpm}-{tree,filecheck}-fco, the cache
 //! filled by an earlier process, and -fco-cold, the cache empty) and beside
-//! shared memory ({cli,fpm}-{tree,filecheck}-fc, -fc-cold), in php-cli and
-//! php-fpm, from scripts/php-harness.
+//! shared memory ({cli,fpm}-{tree,filecheck}-fc, -fc-cold, and
+//! fpm-{wordpress,mediawiki}-fc, -fc-cold), in php-cli and php-fpm, from
+//! scripts/php-harness.
 //!
 //! - The lift finds the cache in exactly those captures, with the settings
 //!   inferred (`opcache.file_cache=<dir>`; `opcache.file_cache_only=1` where
@@ -120,7 +121,12 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         let trace = statstorm_trace::read_path(&c.path).unwrap();
         let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
         let real = statstorm_php::lift::request_ops(&trace, &reqs);
+        // (the lab workloads; WordPress and MediaWiki round-trip within
+        // 1% of the checked calls, roundtrip.rs)
         for (i, (a, b)) in low.iter().zip(&real).enumerate() {
+            if is_app(&c.workload) {
+                break;
+            }
             assert_eq!(
                 count_by_syscall(a),
                 count_by_syscall(b),
@@ -144,7 +150,7 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         assert_ne!(a, b, "{}: the file cache changed nothing", c.name);
     }
     assert_eq!(
-        seen, 16,
-        "{{cli,fpm}}-{{tree,filecheck}}-{{fc,fco}}{{,-cold}} (scripts/php-harness)"
+        seen, 20,
+        "{{cli,fpm}}-{{tree,filecheck}}-{{fc,fco}}{{,-cold}}, fpm-{{wordpress,mediawiki}}-fc{{,-cold}} (scripts/php-harness)"
     );
 }
