@@ -21,6 +21,24 @@ fn every_capture_round_trips() {
     let caps = captures();
     let loaded: Vec<Loaded> = caps.iter().map(load).collect();
     assert_round_trip(&caps, &loaded);
+    // php-fpm resolves SCRIPT_FILENAME once per request: a request whose
+    // scripts all hit OPcache (fpm-mediawiki-fo request 1: 18 before the
+    // rule, fpm-wordpress-fc request 1) has later
+    // script resolutions, which are the application's
+    for (c, l) in caps.iter().zip(&loaded) {
+        for (i, r) in l.workload.requests.iter().enumerate() {
+            let primary = r
+                .ops
+                .iter()
+                .filter(|o| matches!(o.kind, statstorm_php::PhpOpKind::PrimaryResolve { .. }))
+                .count();
+            assert!(
+                primary <= 1,
+                "{} request {i}: {primary} entry resolutions",
+                c.name
+            );
+        }
+    }
 }
 
 /// The real php-cli captures with OPcache on (cli-tree-oc, cli-filecheck-oc:

@@ -398,7 +398,17 @@ impl Lifter {
                     probes: probes.drain(..).map(|p| p.0).collect(),
                     resolves: 1,
                 }
-            } else if self.fpm && self.compiled.is_empty() && is_script(&c.path) {
+            } else if self.fpm
+                && self.compiled.is_empty()
+                && is_script(&c.path)
+                && !self
+                    .out
+                    .iter()
+                    .any(|o| matches!(o.kind, PhpOpKind::PrimaryResolve { .. }))
+            {
+                // php-fpm resolves SCRIPT_FILENAME once, first (a request
+                // whose scripts all hit OPcache compiles nothing, and its
+                // later script resolutions are the application's)
                 PhpOpKind::PrimaryResolve {
                     path: c.path.clone(),
                 }
