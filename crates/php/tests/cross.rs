@@ -102,6 +102,17 @@ fn predictions_match_real_captures_of_other_configs() {
     for y in ["nooc", "rf2", "fo", "fo-rf0", "fo-vt0", "fo-obd", "fo-vp"] {
         must_assert("fpm-override-rp0".to_string(), format!("fpm-override-{y}"));
     }
+    // a script changed during the run (R64 step 3) and one touched just
+    // before it (R65), from captures that show every include (the mtimes
+    // from `strace -v`)
+    for src in ["rp0", "obd"] {
+        for y in ["rf0", "rf2"] {
+            must_assert(format!("fpm-change-{src}"), format!("fpm-change-{y}"));
+        }
+        for y in ["rf0", "rf0-fup0"] {
+            must_assert(format!("fpm-fresh-{src}"), format!("fpm-fresh-{y}"));
+        }
+    }
     // the file cache beside shared memory in WordPress and MediaWiki
     // (R67): empty (fc-cold) and as the empty run's pool left it (fc)
     for app in ["wordpress", "mediawiki"] {

@@ -256,17 +256,25 @@ pub struct Cross {
 /// only the settings differ. The times the scripts' mtimes were seen move
 /// with the requests, and so do mtimes set during the run (the fresh
 /// captures: a script touched just before each run's first request), in
-/// whole seconds as PHP compares them (R65); a date set by the harness
-/// (the change captures) stays.
+/// whole seconds as PHP compares them (R65). Such an mtime says only that
+/// the touch fell in that second; it is placed at the latest time it
+/// allows before the source's first request, moved by the same time as
+/// the requests, and cut to the second again (rounding the difference of
+/// the start times instead, or keeping the seconds' difference, put a
+/// second's error on some pairs of the fresh captures, whose requests
+/// straddle R65's window: fpm-fresh-obd -> rf0 request 4, fpm-fresh-rf0-fup0
+/// -> rf0 request 3). A date set by the harness (the change captures)
+/// stays.
 pub fn retime(w: &mut statstorm_php::Workload, target: &statstorm_php::Workload) {
     if let (Some(a), Some(b)) = (w.requests.first(), target.requests.first()) {
-        let d = (b.start_us - a.start_us) as f64 / 1e6;
+        let shift = b.start_us - a.start_us;
         let run_s = a.start_us.div_euclid(1_000_000) - 60;
         for obs in w.mtimes.values_mut() {
             for (t, m) in obs.iter_mut() {
-                *t += b.start_us - a.start_us;
+                *t += shift;
                 if *m >= run_s {
-                    *m += d.round() as i64;
+                    let touch = a.start_us.min((*m + 1) * 1_000_000 - 1);
+                    *m = (touch + shift).div_euclid(1_000_000);
                 }
             }
         }
