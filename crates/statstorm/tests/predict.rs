@@ -304,27 +304,38 @@ fn file_cache_for_the_cli_is_predicted_with_its_assumption() {
         "--php",
         "opcache.file_cache_only=1",
     ]);
-    let real = &real_counts("cli-tree-fco")[0];
-    let after = &v["requests"][0];
-    for sc in ["newfstatat", "openat", "access", "readlink"] {
-        assert_eq!(
-            n(after, "after", sc),
-            real.get(sc).copied().unwrap_or(0),
-            "{sc}"
-        );
-    }
-    let notes: Vec<&str> = v["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n.as_str())
-        .collect();
+    assert_after_is_capture(&v, "cli-tree-fco");
+    let notes = notes(&v);
     assert!(
         notes
             .iter()
             .any(|n| n.contains("file cache") && n.contains("filled long before")),
         "{notes:?}"
     );
+}
+
+/// The first request's predicted ("after") checked calls equal those of
+/// the real capture `name`.
+fn assert_after_is_capture(v: &Value, name: &str) {
+    let real = &real_counts(name)[0];
+    let after = &v["requests"][0];
+    for sc in ["newfstatat", "openat", "access", "readlink"] {
+        assert_eq!(
+            n(after, "after", sc),
+            real.get(sc).copied().unwrap_or(0),
+            "{name}: {sc}"
+        );
+    }
+}
+
+/// The report's notes.
+fn notes(v: &Value) -> Vec<String> {
+    v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect()
 }
 
 /// php-cli's OPcache turned on the way a php.ini with PHP's defaults needs
@@ -346,23 +357,7 @@ fn cli_opcache_on_with_enable_cli_and_off_with_enable_0() {
     let mut args = vec![f.to_str().unwrap()];
     args.extend(proposal);
     let v = predict_json(&args);
-    let real = &real_counts("cli-tree-fc")[0];
-    let after = &v["requests"][0];
-    for sc in ["newfstatat", "openat", "access", "readlink"] {
-        assert_eq!(
-            n(after, "after", sc),
-            real.get(sc).copied().unwrap_or(0),
-            "{sc}"
-        );
-    }
-    let notes = |v: &Value| -> Vec<String> {
-        v["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|n| n.as_str().map(str::to_string))
-            .collect()
-    };
+    assert_after_is_capture(&v, "cli-tree-fc");
     assert!(
         !notes(&v).iter().any(|n| n.contains("OPcache stays off")),
         "{:?}",
