@@ -640,11 +640,6 @@ fn file_override(
 /// file would create it.
 const LOCKFILE_PATH: &str = "/tmp";
 
-/// OPcache's start in a php-cli process (docs/php-model.md "CLI OPcache
-/// startup"): `mkstemp` of the lock file, then its `unlink`
-/// (ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`, from
-/// `accel_startup`; `fchmod` and `fcntl` are not file-system operations of
-/// the model). The random suffix cannot be predicted: `XXXXXX` stands for it.
 /// R67: OPcache's startup checks the file cache's directory (measured:
 /// `stat`, then `access(R_OK|W_OK|X_OK)`; php-cli, before the shared
 /// memory's lock file when there is one).
@@ -659,7 +654,16 @@ fn file_cache_startup(cx: &mut Ctx) {
     );
 }
 
+/// OPcache's start in a php-cli process (docs/php-model.md "CLI OPcache
+/// startup"): the file cache's directory checked when there is one (R67,
+/// measured: cli-*-fc), then `mkstemp` of the lock file and its `unlink`
+/// (ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`, from
+/// `accel_startup`; `fchmod` and `fcntl` are not file-system operations of
+/// the model). The random suffix cannot be predicted: `XXXXXX` stands for it.
 fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
+    if !cx.cfg.file_cache.is_empty() {
+        file_cache_startup(cx);
+    }
     let dir = lock_dir.trim_end_matches('/');
     let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
     cx.create(&path);
@@ -821,12 +825,6 @@ fn lower_op(
                     // script is opened (measured position), whether or not
                     // the trace showed it (a capture with OPcache off)
                     if !*opcache_started {
-                        if disk.is_some() {
-                            // R67 beside shared memory: the file cache's
-                            // directory checked first (measured:
-                            // cli-*-fc, as with the cache alone)
-                            file_cache_startup(cx);
-                        }
                         *lock_path = opcache_startup(cx, LOCKFILE_PATH);
                         *opcache_started = true;
                     }
@@ -1064,9 +1062,6 @@ fn lower_op(
             // alone there is no shared memory and no lock (R67: its
             // directory is checked at the entry script instead)
             if opcache && r.cli && !*opcache_started && !cfg.file_cache_only {
-                if disk.is_some() {
-                    file_cache_startup(cx);
-                }
                 *lock_path = opcache_startup(cx, lock_dir);
                 *opcache_started = true;
             }

@@ -273,6 +273,8 @@ struct Lifter {
     /// Paths at the end of a root-first walk (libsqlite3's
     /// `unixFullPathname`): its database files.
     root_first: HashSet<String>,
+    /// The entry script's resolution (`PrimaryResolve`) was lifted.
+    primary_seen: bool,
 }
 
 impl Lifter {
@@ -401,14 +403,12 @@ impl Lifter {
             } else if self.fpm
                 && self.compiled.is_empty()
                 && is_script(&c.path)
-                && !self
-                    .out
-                    .iter()
-                    .any(|o| matches!(o.kind, PhpOpKind::PrimaryResolve { .. }))
+                && !self.primary_seen
             {
                 // php-fpm resolves SCRIPT_FILENAME once, first (a request
                 // whose scripts all hit OPcache compiles nothing, and its
                 // later script resolutions are the application's)
+                self.primary_seen = true;
                 PhpOpKind::PrimaryResolve {
                     path: c.path.clone(),
                 }
@@ -739,6 +739,7 @@ pub fn lift_request(
         links: BTreeMap::new(),
         seen: std::mem::take(seen),
         root_first: HashSet::new(),
+        primary_seen: false,
         root_basedir: ops.windows(2).any(|w| {
             w[0].kind == OpKind::Lstat
                 && w[0].errno.as_deref() == Some("ENOENT")
