@@ -51,8 +51,31 @@ impl Worker {
     }
 }
 
+/// A store into the pool's OPcache that the other workers do not see yet:
+/// OPcache stores a script after compiling it and renews its stamp after
+/// the validation's `stat` (ZendAccelerator.c
+/// `validate_timestamp_and_record`: `revalidate = request_time +
+/// revalidate_freq` once `do_validate_timestamps` returned), so while
+/// that operation's calls run, another worker finds the script as it was
+/// (`before`: uncached, or the old stamp) and compiles or validates it
+/// too — R64's race, measured with every `newfstatat` held 5 ms
+/// (fpm-race-rf2: two workers at once both compile and both validate
+/// every script).
+struct Unseen {
+    before: Option<i64>,
+    /// when the store's operation ends (its start + its calls' latencies)
+    visible_us: i64,
+    /// the worker that made it (it sees its own store at once)
+    pid: u32,
+}
+
+/// No worker: what the others see.
+const OTHERS: u32 = u32::MAX;
+
 #[derive(Default)]
 struct Shm {
+    /// stores still in progress (see [`Unseen`])
+    unseen: HashMap<String, Unseen>,
     /// script -> revalidate stamp (epoch seconds): valid while >= request_time
     scripts: HashMap<String, i64>,
     /// names a script was compiled under that are not its path (`..`,
@@ -70,6 +93,47 @@ struct Shm {
     /// memory): keyed by their path only, until a use of another name
     /// finds them by their real path and adds the name's key
     unkeyed: HashSet<String>,
+}
+
+impl Shm {
+    /// The revalidate stamp of `path` as worker `pid` finds it at `t_us`
+    /// (None: not cached).
+    fn stamp(&self, path: &str, pid: u32, t_us: i64) -> Option<i64> {
+        match self.unseen.get(path) {
+            Some(u) if u.pid != pid && t_us < u.visible_us => u.before,
+            _ => self.scripts.get(path).copied(),
+        }
+    }
+
+    fn cached(&self, path: &str, pid: u32, t_us: i64) -> bool {
+        self.stamp(path, pid, t_us).is_some()
+    }
+
+    /// Stores `stamp` for `path` by the operation of worker `pid` that
+    /// started at `t_us` and ends at `end_us`.
+    fn store(&mut self, path: &str, stamp: i64, pid: u32, t_us: i64, end_us: i64) {
+        if end_us > t_us {
+            let before = self.stamp(path, OTHERS, t_us);
+            let u = Unseen {
+                before,
+                visible_us: end_us,
+                pid,
+            };
+            self.unseen.insert(path.to_string(), u);
+        } else {
+            self.unseen.remove(path);
+        }
+        self.scripts.insert(path.to_string(), stamp);
+    }
+
+    /// A second compile of `path`, begun while another worker's was
+    /// still running, ends at `end_us`: from then on the script is stored
+    /// for every worker, whichever of the two stored it.
+    fn stored_again(&mut self, path: &str, end_us: i64) {
+        if let Some(u) = self.unseen.get_mut(path) {
+            u.visible_us = u.visible_us.min(end_us);
+        }
+    }
 }
 
 /// OPcache's hash table size for `opcache.max_accelerated_files`: the
@@ -106,11 +170,33 @@ struct Ctx<'a> {
     /// entry script with OPcache on): the `getcwd` of a relative name's
     /// key, if any, and the `fstat` of the timestamp.
     opcache_entry: Option<Option<Op>>,
+    /// the latency of each kind of call ([`Workload::latency_us`]) ...
+    latency: &'a BTreeMap<OpKind, u64>,
+    /// ... summed over the calls of the current operation from its
+    /// first `open` or `stat` on: the call the lift times the operation
+    /// by (a compile's open, a validation's stat; the resolution before
+    /// it comes earlier)
+    busy_us: i64,
+    anchored: bool,
 }
 
 impl Ctx<'_> {
+    /// When the current operation's calls so far end.
+    fn end_us(&self) -> i64 {
+        self.t_us + self.busy_us
+    }
+
+    fn push(&mut self, op: Op) {
+        if !self.anchored && matches!(op.kind, OpKind::Open | OpKind::Stat) {
+            self.anchored = true;
+            self.busy_us = 0;
+        }
+        self.busy_us += self.latency.get(&op.kind).copied().unwrap_or(0) as i64;
+        self.out.push(op);
+    }
+
     fn emit(&mut self, kind: OpKind, path: &str, flags: u32, errno: Option<&str>) {
-        self.out.push(Op {
+        self.push(Op {
             t_us: self.t_us,
             dur_us: None,
             pid: self.pid,
@@ -415,7 +501,7 @@ impl Ctx<'_> {
         if !self.cfg.validate_timestamps {
             return;
         }
-        let stamp = shm.scripts.get(path).copied().unwrap_or(i64::MIN);
+        let stamp = shm.stamp(path, self.pid, self.t_us).unwrap_or(i64::MIN);
         if self.cfg.revalidate_freq > 0 && stamp >= self.req_s {
             return;
         }
@@ -435,6 +521,7 @@ impl Ctx<'_> {
             self.compile(w, path, path, &[], 0, 1, 1, false);
             if !self.cacheable(path) {
                 shm.scripts.remove(path);
+                shm.unseen.remove(path);
                 shm.timestamps.remove(path);
                 return;
             }
@@ -442,10 +529,8 @@ impl Ctx<'_> {
                 shm.timestamps.insert(path.to_string(), m);
             }
         }
-        shm.scripts.insert(
-            path.to_string(),
-            self.req_s + self.cfg.revalidate_freq as i64,
-        );
+        let stamp = self.req_s + self.cfg.revalidate_freq as i64;
+        shm.store(path, stamp, self.pid, self.t_us, self.end_us());
     }
 }
 
@@ -483,6 +568,9 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
                 req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
                 check_open: true,
                 opcache_entry: None,
+                latency: &w.latency_us,
+                busy_us: 0,
+                anchored: false,
             },
             included: HashMap::new(),
             added: HashMap::new(),
@@ -520,7 +608,8 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
             let mut wk = Worker::new(cfg);
             let mut shm = Shm::default();
             for o in &r.ops {
-                lower_op(o, r, &mut states[i], &mut wk, &mut shm, &mut disk);
+                let t = r.start_us + o.t_off_us;
+                lower_op(o, t, r, &mut states[i], &mut wk, &mut shm, &mut disk);
             }
             let st = &mut states[i];
             if st.opcache_started {
@@ -539,10 +628,10 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
         }
     }
     events.sort_unstable();
-    for (_, _, i, j) in events {
+    for (t, _, i, j) in events {
         let r = &w.requests[i];
         let wk = workers.entry(r.pid).or_insert_with(|| Worker::new(cfg));
-        lower_op(&r.ops[j], r, &mut states[i], wk, &mut pool, &mut disk);
+        lower_op(&r.ops[j], t, r, &mut states[i], wk, &mut pool, &mut disk);
     }
     states.into_iter().map(|s| s.cx.out).collect()
 }
@@ -619,7 +708,7 @@ fn file_override(
     // accel_make_persistent_key, then zend_accel_hash_find; measured on
     // MediaWiki, fpm-mediawiki-fo: file_exists() of
     // '.../includes/../vendor/autoload.php' makes no call then)
-    let script = if shm.scripts.contains_key(path) {
+    let script = if shm.cached(path, cx.pid, cx.t_us) {
         path.to_string()
     } else if let Some(s) = shm.aliases.get(path).filter(|_| w.keys.contains(path)) {
         s.clone()
@@ -671,8 +760,11 @@ fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
     path
 }
 
+/// Replays operation `o` of request `r` at `t_us` (its start + offset,
+/// kept before the worker's next request).
 fn lower_op(
     o: &PhpOp,
+    t_us: i64,
     r: &WorkRequest,
     st: &mut ReqState,
     w: &mut Worker,
@@ -690,7 +782,10 @@ fn lower_op(
     } = st;
     let opcache = *opcache;
     let cfg = cx.cfg;
-    cx.t_us = r.start_us + o.t_off_us;
+    cx.t_us = t_us;
+    cx.busy_us = 0;
+    cx.anchored = false;
+    let pid = cx.pid;
     match &o.kind {
         PhpOpKind::Compile {
             path,
@@ -727,7 +822,7 @@ fn lower_op(
                 cx.compile_from_file_cache(w, disk, path, name, probes, n, main, *keep_open);
                 return;
             }
-            if opcache && shm.scripts.contains_key(path) {
+            if opcache && shm.cached(path, pid, t_us) {
                 // R62/R63: a cached key costs no file-system call to
                 // find or open the script, only the R64 validation; a
                 // *_once script already included costs nothing
@@ -757,11 +852,10 @@ fn lower_op(
                         cx.emit(OpKind::Close, path, 0, None);
                         let due = cfg.validate_timestamps
                             && (cfg.revalidate_freq == 0
-                                || shm.scripts.get(path.as_str()).copied().unwrap_or(i64::MIN)
-                                    < cx.req_s);
+                                || shm.stamp(path, pid, t_us).unwrap_or(i64::MIN) < cx.req_s);
                         if due {
-                            shm.scripts
-                                .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                            let stamp = cx.req_s + cfg.revalidate_freq as i64;
+                            shm.store(path, stamp, pid, t_us, cx.end_us());
                         }
                     }
                     Via::Include => {
@@ -867,9 +961,18 @@ fn lower_op(
                     w.once_names.insert(name.to_string());
                 }
                 let table = accel_hash_size(cfg.max_accelerated_files);
-                if opcache && cx.cacheable(path) && shm.keys < table {
+                if opcache && shm.scripts.contains_key(path) {
+                    // another worker's compile of it, still running when
+                    // this one looked: whichever ends first stores it, the
+                    // other finds it stored (cache_script_in_shared_memory),
+                    // and this request does not count as the one that added
+                    // it — its later *_once resolves from the key
+                    // (measured: fpm-race-rf2, request 1's second
+                    // require_once of lib/u2.php)
+                    shm.stored_again(path, cx.end_us());
+                } else if opcache && cx.cacheable(path) && shm.keys < table {
                     added.insert(path.clone(), ());
-                    shm.scripts.insert(path.clone(), stamp);
+                    shm.store(path, stamp, pid, t_us, cx.end_us());
                     shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
                         shm.timestamps.insert(path.clone(), m);
@@ -895,7 +998,7 @@ fn lower_op(
                 _ => unreachable!("matched above"),
             };
             let again = included.insert(path.clone(), ()).is_some();
-            if opcache && shm.scripts.contains_key(path) {
+            if opcache && shm.cached(path, pid, t_us) {
                 // a validation of a script already in this request's
                 // included_files is a plain include's or a file function's
                 // under opcache.enable_file_override (R66), never a
@@ -912,7 +1015,10 @@ fn lower_op(
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts
                 cx.compile(w, path, path, &[], 1, 1, 1, false);
-                if opcache
+                if opcache && shm.scripts.contains_key(path) {
+                    // stored by another worker's compile meanwhile (above)
+                    shm.stored_again(path, cx.end_us());
+                } else if opcache
                     && cx.cacheable(path)
                     && shm.keys < accel_hash_size(cfg.max_accelerated_files)
                 {
@@ -921,8 +1027,8 @@ fn lower_op(
                         shm.timestamps.insert(path.clone(), m);
                     }
                     added.insert(path.clone(), ());
-                    shm.scripts
-                        .insert(path.clone(), cx.req_s + cfg.revalidate_freq as i64);
+                    let stamp = cx.req_s + cfg.revalidate_freq as i64;
+                    shm.store(path, stamp, pid, t_us, cx.end_us());
                 }
             }
         }
@@ -941,7 +1047,7 @@ fn lower_op(
             // becomes its key (persistent_zend_resolve_path ->
             // zend_accel_add_key; R67)
             shm.unkeyed.remove(path);
-            if opcache && shm.scripts.contains_key(path) && !fresh {
+            if opcache && shm.cached(path, pid, t_us) && !fresh {
                 // already validated by the first *_once of the request
             } else {
                 for p in probes {
@@ -1053,7 +1159,7 @@ fn lower_op(
                 // and PHP's stat cache (php_clear_stat_cache)
                 *stat_cache = StatCache::default();
             }
-            cx.out.push(op);
+            cx.push(op);
         }
         PhpOpKind::OpcacheStartup { lock_dir } => {
             // only when OPcache is on for this SAPI (opcache.enable and,
@@ -1070,7 +1176,7 @@ fn lower_op(
             let mut op = op.clone();
             op.t_us = cx.t_us;
             op.pid = r.pid;
-            cx.out.push(op);
+            cx.push(op);
         }
     }
 }

@@ -243,6 +243,13 @@ pub struct Workload {
     /// in `requests`: the lower derives them from the settings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_cache: Option<FileCacheSeen>,
+    /// How long each kind of call took in the requests (the median of
+    /// its `-T` durations, µs; empty without `-T`). The lower ends each
+    /// OPcache store (a compile, a validation's new stamp) after its
+    /// operation's calls, so a slow `stat` lets other workers find the
+    /// same script uncached or expired meanwhile (R64's race).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub latency_us: std::collections::BTreeMap<statstorm_trace::op::OpKind, u64>,
 }
 
 /// OPcache's file cache seen in a trace (R67): its directory, the system
@@ -253,6 +260,25 @@ pub struct FileCacheSeen {
     pub dir: String,
     pub system_id: String,
     pub present: std::collections::BTreeSet<String>,
+}
+
+/// The median `-T` duration of each kind of call in `ops` (kinds without
+/// a duration left out): [`Workload::latency_us`].
+pub fn call_latencies<'a>(
+    ops: impl IntoIterator<Item = &'a Op>,
+) -> std::collections::BTreeMap<statstorm_trace::op::OpKind, u64> {
+    let mut by: std::collections::BTreeMap<_, Vec<u64>> = Default::default();
+    for o in ops {
+        if let Some(d) = o.dur_us {
+            by.entry(o.kind).or_default().push(d);
+        }
+    }
+    by.into_iter()
+        .map(|(k, mut v)| {
+            let mid = v.len() / 2;
+            (k, *v.select_nth_unstable(mid).1)
+        })
+        .collect()
 }
 
 impl Workload {

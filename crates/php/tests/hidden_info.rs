@@ -300,10 +300,11 @@ fn unrandom(p: &mut String) {
 }
 
 /// The workload with what differs between any two runs of one program
-/// zeroed: times, durations, pids, and the random suffix of OPcache's lock
+/// zeroed: times, durations (also the calls' latencies), pids, and the random suffix of OPcache's lock
 /// file ([`ZEND_SEM`]).
 fn timeless(w: &Workload) -> Workload {
     let mut w = w.clone();
+    w.latency_us.clear();
     for r in &mut w.requests {
         r.pid = 0;
         r.start_us = 0;

@@ -50,6 +50,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         links: Default::default(),
         mtimes: Default::default(),
         file_cache: None,
+        latency_us: Default::default(),
     }
 }
 

@@ -29,8 +29,8 @@
 //! script (`templates`) or from a complete reference capture (`reference`).
 
 use crate::workload::{
-    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload,
-    WORKLOAD_SCHEMA,
+    call_latencies, Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest,
+    Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::request::{RequestMode, Requests};
@@ -980,6 +980,7 @@ fn fresh_scripts(
         links: BTreeMap::new(),
         mtimes: mtimes.clone(),
         file_cache: None,
+        latency_us: Default::default(),
     };
     let mut out: HashSet<String> = mtimes
         .iter()
@@ -1420,6 +1421,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     let mtimes = script_mtimes(trace);
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
+    let real = request_ops(trace, requests);
     let mut w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
@@ -1427,8 +1429,8 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         links,
         mtimes,
         file_cache,
+        latency_us: call_latencies(real.iter().flatten()),
     };
-    let real = request_ops(trace, requests);
     budget::infer_accel_hash(&mut w, &real);
     budget::infer_realpath_settings(&mut w, &real);
     w
@@ -2162,6 +2164,7 @@ mod tests {
             links,
             mtimes: Default::default(),
             file_cache: None,
+            latency_us: Default::default(),
         };
         let mut cfg = crate::PhpConfig::default();
         cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();

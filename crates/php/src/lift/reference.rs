@@ -94,6 +94,7 @@ pub fn lift_with_reference(
                 links,
                 mtimes: script_mtimes(trace),
                 file_cache: file_cache.clone(),
+                latency_us: call_latencies(request_ops(trace, requests).iter().flatten()),
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -194,6 +195,7 @@ pub fn lift_with_reference(
         evidence.notes.retain(|n| !n.starts_with(HIDDEN_NOTE));
         evidence.complete = true;
     }
+    let real = request_ops(trace, requests);
     let mut w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
@@ -201,8 +203,8 @@ pub fn lift_with_reference(
         links,
         mtimes: script_mtimes(trace),
         file_cache,
+        latency_us: call_latencies(real.iter().flatten()),
     };
-    let real = request_ops(trace, requests);
     super::budget::infer_accel_hash(&mut w, &real);
     super::budget::infer_realpath_settings(&mut w, &real);
     Ok((w, used))
