@@ -210,14 +210,28 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
             .count() as u64
     };
     let n = opens(&real[..real.len().min(SEARCH_REQUESTS)]);
-    let best = [223u64, 463, 983, 1979, 3907, 7963, 16229, 32531, 65407]
+    let opened = |t: u64| {
+        let mut c = base.clone();
+        c.max_accelerated_files = t;
+        opens(&crate::lower::lower(&sub, &c))
+    };
+    const SIZES: [u64; 9] = [223, 463, 983, 1979, 3907, 7963, 16229, 32531, 65407];
+    let tried: Vec<(u64, u64)> = SIZES
         .into_iter()
-        .map(|t| {
-            let mut c = base.clone();
-            c.max_accelerated_files = t;
-            (opens(&crate::lower::lower(&sub, &c)).abs_diff(n), t)
-        })
-        .min();
+        .map(|t| (opened(t).abs_diff(n), t))
+        .collect();
+    let best = tried.iter().copied().min();
+    // a table that size cannot fill explains the scripts compiled again as
+    // well: two workers compiling the same scripts at once (R64's race,
+    // measured: fpm-race-rf2), not a full table
+    let unbounded = tried[SIZES.len() - 1].0;
+    if best.is_some_and(|(d, _)| d == unbounded) {
+        w.evidence.notes.push(format!(
+            "the lower opens the recorded {n} scripts of the first {} requests ({unbounded} apart) with an OPcache hash table of any size: opcache.max_accelerated_files not inferred",
+            sub.requests.len()
+        ));
+        return;
+    }
     match best {
         Some((d, t)) if d * 100 <= n => {
             w.evidence.notes.push(format!(
