@@ -69,13 +69,13 @@ fn predictions_match_real_captures_of_other_configs() {
         .collect();
     let c = cross(&caps, &loaded, &gaps);
     print_cross(&c);
+    let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
+    let pair = |x: &str, y: &str| (&loaded[find(x)].workload, &loaded[find(y)].workload);
+    let dur = |w: &statstorm_php::Workload, k: usize| w.requests[k].end_us - w.requests[k].start_us;
     // ... and for each slow source: its previous request outlasts the
     // target's gap between the two requests, the target's does not
     for (x, y, i) in SLOW_SOURCE {
-        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
-        let (wx, wy) = (&loaded[find(x)].workload, &loaded[find(y)].workload);
-        let dur =
-            |w: &statstorm_php::Workload, k: usize| w.requests[k].end_us - w.requests[k].start_us;
+        let (wx, wy) = pair(x, y);
         let gap = wy.requests[*i].start_us - wy.requests[i - 1].start_us;
         assert!(
             dur(wx, i - 1) > gap && dur(wy, i - 1) < gap,
@@ -84,11 +84,10 @@ fn predictions_match_real_captures_of_other_configs() {
             dur(wx, i - 1)
         );
     }
+    // ... and for each race: the target's two requests overlap, the
+    // source's is much slower
     for (x, y, i) in RACE_TIMING {
-        let find = |n: &str| caps.iter().position(|c| c.name == n).unwrap();
-        let (wx, wy) = (&loaded[find(x)].workload, &loaded[find(y)].workload);
-        let dur =
-            |w: &statstorm_php::Workload, k: usize| w.requests[k].end_us - w.requests[k].start_us;
+        let (wx, wy) = pair(x, y);
         let overlap = wy.requests[*i].start_us < wy.requests[i - 1].end_us;
         assert!(
             overlap && dur(wx, *i) > 10 * dur(wy, *i),

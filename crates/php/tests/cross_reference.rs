@@ -55,23 +55,20 @@ const KNOWN_GAPS: &[(&str, &str, &str, usize, Gap)] = &[
     ),
 ];
 
-/// Slow references for every source: (reference, target, request index).
-/// fpm-tree-obd's first request takes 504 ms (open_basedir walks),
-/// fpm-tree-fc's 10 ms: completed from it, worker 1's validation of a
-/// script loaded from the file cache with an old stamp (R67) comes after
-/// worker 2's use of it in request 1 (as tests/cross.rs SLOW_SOURCE).
-const SLOW_REFERENCE_ANY_SOURCE: &[(&str, &str, usize)] = &[("fpm-tree-obd", "fpm-tree-fc", 1)];
-
-/// References whose slow requests hide a race of the target for every
-/// source: (reference, target, request index). fpm-race-rf2's request 5
-/// starts 50 ms after request 4, skips what request 4 has validated,
-/// catches up with it and validates 7 scripts alongside it (R64's race with
-/// every `stat` slow); completed from fpm-race-rp0, whose requests take
-/// about 2 s (402 slow calls), or fpm-race-obd, it never catches up (as tests/cross.rs
-/// RACE_TIMING).
-const RACE_REFERENCE_ANY_SOURCE: &[(&str, &str, usize)] = &[
-    ("fpm-race-rp0", "fpm-race-rf2", 5),
-    ("fpm-race-obd", "fpm-race-rf2", 5),
+/// Slow references, for every source: (reference, target, request index,
+/// reason). fpm-tree-obd's first request takes 504 ms (open_basedir
+/// walks), fpm-tree-fc's 10 ms: completed from it, worker 1's validation
+/// of a script loaded from the file cache with an old stamp (R67) comes
+/// after worker 2's use of it in request 1 (as tests/cross.rs
+/// SLOW_SOURCE). fpm-race-rf2's request 5 starts 50 ms after request 4,
+/// skips what request 4 has validated, catches up with it and validates 7
+/// scripts alongside it (R64's race with every `stat` slow); completed
+/// from fpm-race-rp0, whose requests take about 2 s (402 slow calls), or
+/// fpm-race-obd, it never catches up (as tests/cross.rs RACE_TIMING).
+const SLOW_REFERENCE_ANY_SOURCE: &[(&str, &str, usize, Gap)] = &[
+    ("fpm-tree-obd", "fpm-tree-fc", 1, Gap::SlowReference),
+    ("fpm-race-rp0", "fpm-race-rf2", 5, Gap::RaceTiming),
+    ("fpm-race-obd", "fpm-race-rf2", 5, Gap::RaceTiming),
 ];
 
 #[derive(Clone, Copy)]
@@ -85,7 +82,7 @@ enum Gap {
     /// is at least 3x as long as the target's.
     SlowReference,
     /// The target's race depends on its own timing (see
-    /// `RACE_REFERENCE_ANY_SOURCE`), checked as for `SlowReference`.
+    /// `SLOW_REFERENCE_ANY_SOURCE`), checked as for `SlowReference`.
     RaceTiming,
 }
 
@@ -225,10 +222,7 @@ fn reference_completes_incomplete_sources() {
             Gap::SlowReference | Gap::RaceTiming => assert_slow(r, y),
         }
     }
-    for (r, y, _) in SLOW_REFERENCE_ANY_SOURCE
-        .iter()
-        .chain(RACE_REFERENCE_ANY_SOURCE)
-    {
+    for (r, y, _, _) in SLOW_REFERENCE_ANY_SOURCE {
         assert_slow(r, y);
     }
     for (x, r, reqs, a, b, _) in KNOWN_UNMATCHED {
@@ -311,14 +305,8 @@ fn reference_completes_incomplete_sources() {
                         .or_else(|| {
                             SLOW_REFERENCE_ANY_SOURCE
                                 .iter()
-                                .any(|g| g.0 == r.name && g.1 == y.name && g.2 == i)
-                                .then_some(Gap::SlowReference)
-                        })
-                        .or_else(|| {
-                            RACE_REFERENCE_ANY_SOURCE
-                                .iter()
-                                .any(|g| g.0 == r.name && g.1 == y.name && g.2 == i)
-                                .then_some(Gap::RaceTiming)
+                                .find(|g| g.0 == r.name && g.1 == y.name && g.2 == i)
+                                .map(|g| g.3)
                         });
                     if let Some(gap) = gap {
                         let why = gap.why();
