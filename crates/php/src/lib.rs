@@ -18,4 +18,4 @@ pub use lower::{count_by_syscall, lower};
 pub use workload::{PhpOp, PhpOpKind, ReferenceUse, WorkRequest, Workload};
 pub mod predict;
 
-pub use predict::{predict_ops, predict_workload, RequestPrediction};
+pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestPrediction};

@@ -16,7 +16,8 @@ use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 struct Worker {
     realpath: RealpathCache,
@@ -93,6 +94,9 @@ struct Shm {
     /// memory): keyed by their path only, until a use of another name
     /// finds them by their real path and adds the name's key
     unkeyed: HashSet<String>,
+    /// script -> when the include_path name of its repeated `*_once`
+    /// became a key (the end of the resolution that added it)
+    once_keys: HashMap<String, i64>,
 }
 
 impl Shm {
@@ -170,14 +174,20 @@ struct Ctx<'a> {
     /// entry script with OPcache on): the `getcwd` of a relative name's
     /// key, if any, and the `fstat` of the timestamp.
     opcache_entry: Option<Option<Op>>,
-    /// the latency of each kind of call ([`Workload::latency_us`]) ...
+    /// the latency of each kind of call ([`Workload::latency_us`], or
+    /// the storage's of [`lower_with`]) ...
     latency: &'a BTreeMap<OpKind, u64>,
+    /// ... the capture's, for the difference ...
+    recorded: &'a BTreeMap<OpKind, u64>,
     /// ... summed over the calls of the current operation from its
     /// first `open` or `stat` on: the call the lift times the operation
     /// by (a compile's open, a validation's stat; the resolution before
-    /// it comes earlier)
+    /// it comes earlier) ...
     busy_us: i64,
     anchored: bool,
+    /// ... but for a validation's stat as the capture timed it
+    /// ([`PhpOp::stat_us`]; the kind of call, and its duration)
+    anchor: Option<(OpKind, u64)>,
 }
 
 impl Ctx<'_> {
@@ -187,11 +197,20 @@ impl Ctx<'_> {
     }
 
     fn push(&mut self, op: Op) {
+        let of = |m: &BTreeMap<OpKind, u64>| m.get(&op.kind).copied().unwrap_or(0) as i64;
+        let mut took = of(self.latency);
         if !self.anchored && matches!(op.kind, OpKind::Open | OpKind::Stat) {
             self.anchored = true;
             self.busy_us = 0;
+            // the call the capture timed the operation by: its own
+            // duration, moved by the storage's difference
+            if let Some((k, d)) = self.anchor.take() {
+                if k == op.kind {
+                    took += d as i64 - of(self.recorded);
+                }
+            }
         }
-        self.busy_us += self.latency.get(&op.kind).copied().unwrap_or(0) as i64;
+        self.busy_us = (self.busy_us + took).max(0);
         self.out.push(op);
     }
 
@@ -542,6 +561,29 @@ impl Ctx<'_> {
 /// find the same stamp expired before any of them renews it (R64's race).
 /// php-cli processes have caches of their own.
 pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
+    lower_with(w, cfg, &BTreeMap::new())
+}
+
+/// [`lower`] on a storage whose calls take `latency` µs per kind of call
+/// (kinds not given keep the capture's, [`Workload::latency_us`]).
+///
+/// Each call the lowered request makes shifts its later operations by the
+/// difference between the two latencies of its kind, and a php-fpm worker
+/// still busy when its next request arrives starts that one late by what
+/// is left of the shift after the recorded gap between the two (the
+/// request waits in the listen queue). The OPcache windows of R64's race
+/// follow the new latencies. With the capture's own latencies nothing
+/// moves, and the result is [`lower`]'s. Measured: the race workload at the
+/// calls' own speed lowered with every `newfstatat` at 5 ms, against the
+/// same workload with strace holding each `newfstatat` 5 ms
+/// (tests/latency.rs).
+pub fn lower_with(w: &Workload, cfg: &PhpConfig, latency: &BTreeMap<OpKind, u64>) -> Vec<Vec<Op>> {
+    let mut target = w.latency_us.clone();
+    target.extend(latency.iter().map(|(&k, &v)| (k, v)));
+    let delta = |k: OpKind| -> i64 {
+        target.get(&k).copied().unwrap_or(0) as i64
+            - w.latency_us.get(&k).copied().unwrap_or(0) as i64
+    };
     let mut workers: HashMap<u32, Worker> = HashMap::new();
     let mut pool = Shm::default();
     // OPcache's file cache (R67), on disk across processes and requests
@@ -568,72 +610,131 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
                 req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
                 check_open: true,
                 opcache_entry: None,
-                latency: &w.latency_us,
+                latency: &target,
+                recorded: &w.latency_us,
                 busy_us: 0,
                 anchored: false,
+                anchor: None,
             },
             included: HashMap::new(),
             added: HashMap::new(),
+            raced: HashSet::new(),
             opcache: cfg.opcache_on(r.cli),
             opcache_started: false,
             lock_path: String::new(),
             stat_cache: StatCache::default(),
         })
         .collect();
+    // the shift of each request's operations (µs), from its calls'
+    // latencies and a late start
+    let mut shift: Vec<i64> = vec![0; w.requests.len()];
+    // what the calls emitted since `from` add to a request's shift
+    let shifted =
+        |out: &[Op], from: usize| -> i64 { out[from..].iter().map(|o| delta(o.kind)).sum() };
     // (time, request order, op) for every php-fpm operation
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
     // a php-fpm worker serves one request at a time (fpm_main.c: accept,
     // run, finish, accept again): a request's operations are replayed
     // before the worker's next request even when their offsets (e.g. of
-    // a slower capture re-timed onto a faster one) run past its start
+    // a slower capture re-timed onto a faster one) run past its start;
+    // the next request's operations are scheduled when it ends
     let mut next_start: Vec<i64> = vec![i64::MAX; w.requests.len()];
+    let mut next_req: Vec<Option<usize>> = vec![None; w.requests.len()];
+    let mut rank_of: Vec<usize> = vec![0; w.requests.len()];
+    let mut first_of_worker: Vec<usize> = Vec::new();
     {
         let mut last: HashMap<u32, usize> = HashMap::new();
-        for &i in &order {
+        for (rank, &i) in order.iter().enumerate() {
+            rank_of[i] = rank;
             let r = &w.requests[i];
             if r.cli {
                 continue;
             }
-            if let Some(p) = last.insert(r.pid, i) {
-                next_start[p] = r.start_us;
+            match last.insert(r.pid, i) {
+                Some(p) => {
+                    next_start[p] = r.start_us;
+                    next_req[p] = Some(i);
+                }
+                None => first_of_worker.push(i),
             }
         }
     }
-    let mut events: Vec<(i64, usize, usize, usize)> = Vec::new();
-    for (rank, &i) in order.iter().enumerate() {
+    for &i in &order {
         let r = &w.requests[i];
-        if r.cli {
-            // a php-cli process: caches of its own, replayed alone
-            let mut wk = Worker::new(cfg);
-            let mut shm = Shm::default();
-            for o in &r.ops {
-                let t = r.start_us + o.t_off_us;
-                lower_op(o, t, r, &mut states[i], &mut wk, &mut shm, &mut disk);
-            }
-            let st = &mut states[i];
-            if st.opcache_started {
-                // OPcache's shutdown closes its lock file
-                // (zend_shared_alloc_shutdown), after the script's last
-                // call (measured)
-                st.cx.t_us = r.start_us + r.ops.last().map_or(0, |o| o.t_off_us);
-                let path = st.lock_path.clone();
-                st.cx.emit(OpKind::Close, &path, Flags::FD_DELETED, None);
-            }
+        if !r.cli {
             continue;
         }
-        for (j, o) in r.ops.iter().enumerate() {
-            let t = (r.start_us + o.t_off_us).min(next_start[i] - 1);
-            events.push((t, rank, i, j));
+        // a php-cli process: caches of its own, replayed alone
+        let mut wk = Worker::new(cfg);
+        let mut shm = Shm::default();
+        let mut last_t = i64::MIN;
+        for o in &r.ops {
+            let t = (r.start_us + o.t_off_us + shift[i]).max(last_t);
+            last_t = t;
+            let from = states[i].cx.out.len();
+            lower_op(o, t, r, &mut states[i], &mut wk, &mut shm, &mut disk);
+            shift[i] += shifted(&states[i].cx.out, from);
+        }
+        let st = &mut states[i];
+        if st.opcache_started {
+            // OPcache's shutdown closes its lock file
+            // (zend_shared_alloc_shutdown), after the script's last
+            // call (measured)
+            st.cx.t_us = r.start_us + r.ops.last().map_or(0, |o| o.t_off_us) + shift[i];
+            let path = st.lock_path.clone();
+            st.cx.emit(OpKind::Close, &path, Flags::FD_DELETED, None);
         }
     }
-    events.sort_unstable();
-    for (t, _, i, j) in events {
+    // the time of operation `j` of request `i` with its shift (never
+    // before the operation it follows)
+    let when = |i: usize, j: usize, shift: i64, after: i64| -> i64 {
+        let r = &w.requests[i];
+        ((r.start_us + r.ops[j].t_off_us).min(next_start[i] - 1) + shift).max(after)
+    };
+    let mut queue: BinaryHeap<Reverse<(i64, usize, usize, usize)>> = BinaryHeap::new();
+    // schedules request `i`'s first operation, or (no operations) the
+    // worker's next request
+    let begin = |queue: &mut BinaryHeap<_>,
+                 shift: &mut Vec<i64>,
+                 mut i: usize,
+                 mut carry: i64,
+                 after: i64| loop {
+        shift[i] = carry;
+        let r = &w.requests[i];
+        if !r.ops.is_empty() {
+            queue.push(Reverse((when(i, 0, carry, after), rank_of[i], i, 0)));
+            return;
+        }
+        let Some(k) = next_req[i] else { return };
+        carry = late_start(carry, r.end_us, w.requests[k].start_us);
+        i = k;
+    };
+    for &i in &first_of_worker {
+        begin(&mut queue, &mut shift, i, 0, i64::MIN);
+    }
+    while let Some(Reverse((t, rank, i, j))) = queue.pop() {
         let r = &w.requests[i];
         let wk = workers.entry(r.pid).or_insert_with(|| Worker::new(cfg));
+        let from = states[i].cx.out.len();
         lower_op(&r.ops[j], t, r, &mut states[i], wk, &mut pool, &mut disk);
+        shift[i] += shifted(&states[i].cx.out, from);
+        if j + 1 < r.ops.len() {
+            queue.push(Reverse((when(i, j + 1, shift[i], t), rank, i, j + 1)));
+        } else if let Some(k) = next_req[i] {
+            let carry = late_start(shift[i], r.end_us, w.requests[k].start_us);
+            begin(&mut queue, &mut shift, k, carry, t);
+        }
     }
     states.into_iter().map(|s| s.cx.out).collect()
+}
+
+/// How late a worker's next request starts (µs): what is left of the
+/// previous request's shift after the recorded gap between its end and the
+/// next one's start (none when the previous one ended earlier than
+/// recorded).
+fn late_start(shift: i64, end_us: i64, next_start_us: i64) -> i64 {
+    (shift - (next_start_us - end_us).max(0)).max(0)
 }
 
 /// The state of one request while it is replayed.
@@ -643,6 +744,9 @@ struct ReqState<'a> {
     included: HashMap<String, ()>,
     /// scripts this request put into OPcache
     added: HashMap<String, ()>,
+    /// scripts this request compiled while another worker's compile of
+    /// them was running (that one stored them)
+    raced: HashSet<String>,
     opcache: bool,
     /// OPcache's lock file was created (php-cli)
     opcache_started: bool,
@@ -775,6 +879,7 @@ fn lower_op(
         cx,
         included,
         added,
+        raced,
         opcache,
         opcache_started,
         lock_path,
@@ -785,6 +890,10 @@ fn lower_op(
     cx.t_us = t_us;
     cx.busy_us = 0;
     cx.anchored = false;
+    cx.anchor = match o.kind {
+        PhpOpKind::Revalidate { .. } => o.stat_us.map(|d| (OpKind::Stat, d)),
+        _ => None,
+    };
     let pid = cx.pid;
     match &o.kind {
         PhpOpKind::Compile {
@@ -966,10 +1075,10 @@ fn lower_op(
                     // this one looked: whichever ends first stores it, the
                     // other finds it stored (cache_script_in_shared_memory),
                     // and this request does not count as the one that added
-                    // it — its later *_once resolves from the key
-                    // (measured: fpm-race-rf2, request 1's second
-                    // require_once of lib/u2.php)
+                    // it: its later *_once resolves from the name's key once
+                    // the adder's resolution added it (OnceRepeat below)
                     shm.stored_again(path, cx.end_us());
+                    raced.insert(path.clone());
                 } else if opcache && cx.cacheable(path) && shm.keys < table {
                     added.insert(path.clone(), ());
                     shm.store(path, stamp, pid, t_us, cx.end_us());
@@ -1041,8 +1150,17 @@ fn lower_op(
             // syscall — measured: except a name found through
             // include_path in the request that compiled the script,
             // where the original resolver runs again
-            let fresh =
-                (added.contains_key(path.as_str()) || cfg.revalidate_path) && !probes.is_empty();
+            // (ZendAccelerator.c persistent_zend_resolve_path: the name's
+            // key is missing, the original resolver runs, and the name is
+            // added as a key once the real path is found in the hash). A
+            // request that compiled it in a race with the one that stored
+            // it finds the name's key only if that one's resolution has
+            // ended (measured: fpm-race-rf2 request 1 after it,
+            // fpm-racefast-rf2 request 1 before it)
+            let raced_first = raced.contains(path.as_str())
+                && shm.once_keys.get(path.as_str()).map_or(true, |&v| t_us < v);
+            let fresh = (added.contains_key(path.as_str()) || raced_first || cfg.revalidate_path)
+                && !probes.is_empty();
             // a *_once name resolved to a script loaded from the file cache
             // becomes its key (persistent_zend_resolve_path ->
             // zend_accel_add_key; R67)
@@ -1055,6 +1173,11 @@ fn lower_op(
                 }
                 for _ in 0..(*resolves).max(1) {
                     cx.resolve(w, path);
+                }
+                if fresh {
+                    // added under OPcache's lock once the name resolved
+                    let end = cx.end_us() + cx.mtimes.lock_us as i64;
+                    shm.once_keys.entry(path.clone()).or_insert(end);
                 }
             }
         }

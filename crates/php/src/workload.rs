@@ -158,6 +158,14 @@ impl PhpOpKind {
 pub struct PhpOp {
     /// Offset from the request start, microseconds.
     pub t_off_us: i64,
+    /// A validation's stat as the capture timed it (`-T`, µs): its
+    /// OPcache stamp is renewed when the call returns, and another worker
+    /// that looks before then validates the script too (R64's race). Under
+    /// strace two workers validating the same script 20-70 µs apart both
+    /// stat it while the first one's call takes 25-80 µs, longer than the
+    /// capture's median for the kind (measured, fpm-racefast-rf2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat_us: Option<u64>,
     #[serde(flatten)]
     pub kind: PhpOpKind,
 }
@@ -250,6 +258,53 @@ pub struct Workload {
     /// same script uncached or expired meanwhile (R64's race).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub latency_us: std::collections::BTreeMap<statstorm_trace::op::OpKind, u64>,
+    /// How long OPcache's shared-memory lock takes to take and release
+    /// (µs; 0 without `-T`): [`lock_latency`]. A `*_once` name's key is
+    /// added under it after the name's resolution (R63 in a race).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lock_us: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// OPcache's lock around a change of its hash table is two `fcntl` calls
+/// on its semaphore file (ZendAccelerator.c persistent_zend_resolve_path:
+/// `zend_shared_alloc_lock()`, `zend_accel_add_key`,
+/// `zend_shared_alloc_unlock()`; zend_shared_alloc.c: `F_SETLKW`, then
+/// `F_SETLK` with `F_UNLCK`, seen in every capture). Each costs its
+/// median `-T` plus what separates a call's end from the worker's next
+/// call (under strace, its stops: the median over the requests' workers).
+pub fn lock_latency(
+    trace: &statstorm_trace::Trace,
+    requests: &statstorm_trace::request::Requests,
+) -> u64 {
+    use statstorm_trace::Kind;
+    let pids: std::collections::HashSet<u32> = requests.requests.iter().map(|r| r.pid).collect();
+    let mut prev_end: std::collections::HashMap<u32, i64> = Default::default();
+    let (mut gaps, mut locks) = (Vec::new(), Vec::new());
+    for e in trace.events.iter().filter(|e| pids.contains(&e.pid)) {
+        let (Some(ts), Some(d)) = (e.ts_us, e.dur_us) else {
+            continue;
+        };
+        if let Some(end) = prev_end.insert(e.pid, ts + d as i64) {
+            if ts >= end {
+                gaps.push((ts - end) as u64);
+            }
+        }
+        if e.kind == Kind::Fcntl {
+            locks.push(d);
+        }
+    }
+    let median = |v: &mut Vec<u64>| {
+        let mid = v.len() / 2;
+        (!v.is_empty()).then(|| *v.select_nth_unstable(mid).1)
+    };
+    match (median(&mut locks), median(&mut gaps)) {
+        (Some(l), Some(g)) => 2 * (l + g),
+        _ => 0,
+    }
 }
 
 /// OPcache's file cache seen in a trace (R67): its directory, the system

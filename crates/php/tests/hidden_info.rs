@@ -300,11 +300,13 @@ fn unrandom(p: &mut String) {
 }
 
 /// The workload with what differs between any two runs of one program
-/// zeroed: times, durations (also the calls' latencies), pids, and the random suffix of OPcache's lock
-/// file ([`ZEND_SEM`]).
+/// zeroed: times, durations (also the calls' latencies and OPcache's
+/// lock time), pids, and the random suffix of OPcache's lock file
+/// ([`ZEND_SEM`]).
 fn timeless(w: &Workload) -> Workload {
     let mut w = w.clone();
     w.latency_us.clear();
+    w.lock_us = 0;
     for r in &mut w.requests {
         r.pid = 0;
         r.start_us = 0;
@@ -312,6 +314,7 @@ fn timeless(w: &Workload) -> Workload {
         r.request_time_us = 0;
         for op in &mut r.ops {
             op.t_off_us = 0;
+            op.stat_us = None;
             if let PhpOpKind::Raw { op } | PhpOpKind::Write { op } = &mut op.kind {
                 op.t_us = 0;
                 op.dur_us = None;

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 fn include(path: &str) -> PhpOp {
     PhpOp {
         t_off_us: 100,
+        stat_us: None,
         kind: PhpOpKind::Compile {
             path: path.into(),
             resolve_as: None,
@@ -51,6 +52,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         mtimes: Default::default(),
         file_cache: None,
         latency_us: Default::default(),
+        lock_us: 0,
     }
 }
 

@@ -21,7 +21,8 @@ enum Command {
     /// Read strace logs and show the metadata storm in them.
     Analyze(cmd::analyze::Args),
     /// Predict the syscalls (and RPCs) a trace would make under another php.ini / mount.
-    Predict(cmd::predict::Args),
+    // (boxed: the largest set of flags by far)
+    Predict(Box<cmd::predict::Args>),
     /// Simulate workers, RPC slots and the server: latency, stalls, 502s.
     Simulate(cmd::simulate::Args),
 }
@@ -30,7 +31,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Analyze(a) => cmd::analyze::run(a),
-        Command::Predict(a) => cmd::predict::run(a),
+        Command::Predict(a) => cmd::predict::run(*a),
         Command::Simulate(a) => cmd::simulate::run(a),
     };
     match code {

@@ -377,3 +377,69 @@ fn cli_opcache_on_with_enable_cli_and_off_with_enable_0() {
         notes(&v)
     );
 }
+
+/// `--call-latency`: from the race workload at the calls' own speed with
+/// both caches off (fpm-racefast-rp0), rf2 with every `newfstatat` at
+/// 5 ms behaves as the real capture with strace holding each `newfstatat`
+/// 5 ms (fpm-race-rf2): both workers validate every script of the pair
+/// that starts together, and the request that comes later than the other
+/// catches up with it and validates the scripts the other has not reached
+/// (real: 7 of 17 after 54 ms; the source's request came 41 ms after the
+/// other: 9). At full speed neither happens. The report gives both
+/// latencies; a bad flag is an error naming it. (tests/latency.rs in
+/// statstorm-php checks the predictions at the target's request times.)
+#[test]
+fn call_latency_moves_the_race() {
+    let trace = fixture("fpm-racefast-rp0");
+    let base = [
+        trace.to_str().unwrap(),
+        "--from-php",
+        "opcache.enable=0",
+        "--from-php",
+        "realpath_cache_size=0",
+        "--from-php",
+        INC,
+        "--php",
+        "opcache.enable=1",
+        "--php",
+        "realpath_cache_size=4096K",
+    ];
+    let stats = |v: &Value| -> Vec<u64> {
+        v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["after"]["by_syscall"]["newfstatat"].as_u64().unwrap_or(0))
+            .collect()
+    };
+    let slow = predict_json(&[&base[..], &["--call-latency", "newfstatat=5ms"]].concat());
+    let fast = predict_json(&base);
+    let real: Vec<u64> = real_counts("fpm-race-rf2")
+        .iter()
+        .map(|c| c.get("newfstatat").copied().unwrap_or(0))
+        .collect();
+    let (s, f) = (stats(&slow), stats(&fast));
+    println!("newfstatat per request: slow {s:?}, full speed {f:?}, real slow {real:?}");
+    // the pair started together ...
+    assert_eq!(s[3], real[3]);
+    assert!(f[3] < real[3], "request 3 at full speed: {}", f[3]);
+    // ... and the late request's catch-up
+    assert!(s[5] > 0 && s[5] < s[4], "request 5: {}", s[5]);
+    assert_eq!(f[5], 0);
+    let l = &slow["call_latency_us"]["newfstatat"];
+    assert_eq!(l["proposed"], 5000);
+    assert!(l["recorded"].as_u64().unwrap() < 1000, "{l}");
+    assert!(fast.get("call_latency_us").is_none());
+    for bad in ["futex=1ms", "newfstatat=soon", "newfstatat"] {
+        let out = Command::cargo_bin("statstorm")
+            .unwrap()
+            .arg("predict")
+            .args(base)
+            .args(["--call-latency", bad])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("--call-latency"), "{bad}: {e}");
+    }
+}

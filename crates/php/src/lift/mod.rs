@@ -279,8 +279,15 @@ struct Lifter {
 
 impl Lifter {
     fn push(&mut self, t_us: i64, kind: PhpOpKind) {
+        self.push_timed(t_us, None, kind);
+    }
+
+    /// [`Self::push`] of a validation whose stat took `stat_us`
+    /// ([`PhpOp::stat_us`]).
+    fn push_timed(&mut self, t_us: i64, stat_us: Option<u64>, kind: PhpOpKind) {
         self.out.push(PhpOp {
             t_off_us: t_us - self.start_us,
+            stat_us,
             kind,
         });
     }
@@ -643,8 +650,9 @@ impl Lifter {
             OpKind::Stat if is_script(&op.path) && op.ok() => {
                 let (resolves, _) = self.take(&op.path, false);
                 self.flush();
-                self.push(
+                self.push_timed(
                     op.t_us,
+                    op.dur_us,
                     PhpOpKind::Revalidate {
                         path: op.path,
                         resolves,
@@ -981,6 +989,7 @@ fn fresh_scripts(
         mtimes: mtimes.clone(),
         file_cache: None,
         latency_us: Default::default(),
+        lock_us: 0,
     };
     let mut out: HashSet<String> = mtimes
         .iter()
@@ -1430,6 +1439,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         mtimes,
         file_cache,
         latency_us: call_latencies(real.iter().flatten()),
+        lock_us: crate::workload::lock_latency(trace, requests),
     };
     budget::infer_accel_hash(&mut w, &real);
     budget::infer_realpath_settings(&mut w, &real);
@@ -1624,7 +1634,8 @@ fn evidence(
             )
     });
     let mut compiles: HashMap<&str, u32> = HashMap::new();
-    let mut reval_times: HashMap<&str, Vec<i64>> = HashMap::new();
+    // (start, end of its stat) of each validation of a script
+    let mut reval_times: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
     let mut repeated_chain_in_request = 0u32;
     let mut compiles_total = 0u32;
     for r in reqs {
@@ -1642,10 +1653,11 @@ fn evidence(
                 // the application's own stats of a script are not
                 // validations (as script_facts reclassifies them)
                 PhpOpKind::Revalidate { path, .. } if !app_stats.contains(path) => {
+                    let t = r.start_us + o.t_off_us;
                     reval_times
                         .entry(path)
                         .or_default()
-                        .push(r.start_us + o.t_off_us);
+                        .push((t, t + o.stat_us.unwrap_or(0) as i64));
                 }
                 // a repeated *_once of an absolute path walks again only
                 // without realpath cache hits
@@ -1734,13 +1746,16 @@ fn evidence(
         ev.inferred.push(("opcache.enable".into(), "1".into()));
         ev.inferred
             .push(("opcache.validate_timestamps".into(), "1".into()));
-        // smallest gap between validations of one script, whole seconds
+        // smallest gap between validations of one script, whole seconds;
+        // not one begun while the other's stat ran (two workers finding
+        // the same expired stamp at once, R64's race)
         let mut gaps: Vec<i64> = Vec::new();
         for t in reval_times.values_mut() {
             t.sort();
             gaps.extend(
                 t.windows(2)
-                    .map(|w| (w[1] / 1_000_000) - (w[0] / 1_000_000)),
+                    .filter(|w| w[1].0 >= w[0].1)
+                    .map(|w| (w[1].0 / 1_000_000) - (w[0].0 / 1_000_000)),
             );
         }
         if let Some(g) = gaps.iter().copied().min() {
@@ -1848,6 +1863,7 @@ mod tests {
     fn templates_do_not_copy_writes() {
         let compile = |t: i64, path: &str, via: Via| PhpOp {
             t_off_us: t,
+            stat_us: None,
             kind: PhpOpKind::Compile {
                 path: path.into(),
                 resolve_as: None,
@@ -1861,12 +1877,14 @@ mod tests {
         };
         let write = |t: i64, path: &str| PhpOp {
             t_off_us: t,
+            stat_us: None,
             kind: PhpOpKind::Write {
                 op: op(t, OpKind::Unlink, path, false),
             },
         };
         let create = |t: i64, path: &str| PhpOp {
             t_off_us: t,
+            stat_us: None,
             kind: PhpOpKind::Open {
                 path: path.into(),
                 resolve_as: None,
@@ -1876,6 +1894,7 @@ mod tests {
         };
         let main = || PhpOp {
             t_off_us: 1,
+            stat_us: None,
             kind: PhpOpKind::Revalidate {
                 path: "/w/index.php".into(),
                 resolves: 0,
@@ -2165,6 +2184,7 @@ mod tests {
             mtimes: Default::default(),
             file_cache: None,
             latency_us: Default::default(),
+            lock_us: 0,
         };
         let mut cfg = crate::PhpConfig::default();
         cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();

@@ -108,6 +108,7 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
             if !validated {
                 out.push(PhpOp {
                     t_off_us: o.t_off_us,
+                    stat_us: None,
                     kind: PhpOpKind::CachedUse { path },
                 });
             }

@@ -95,6 +95,7 @@ pub fn lift_with_reference(
                 mtimes: script_mtimes(trace),
                 file_cache: file_cache.clone(),
                 latency_us: call_latencies(request_ops(trace, requests).iter().flatten()),
+                lock_us: crate::workload::lock_latency(trace, requests),
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -204,6 +205,7 @@ pub fn lift_with_reference(
         mtimes: script_mtimes(trace),
         file_cache,
         latency_us: call_latencies(real.iter().flatten()),
+        lock_us: crate::workload::lock_latency(trace, requests),
     };
     super::budget::infer_accel_hash(&mut w, &real);
     super::budget::infer_realpath_settings(&mut w, &real);

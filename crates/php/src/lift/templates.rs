@@ -100,17 +100,14 @@ where
     }
     // each own write goes right after the template operation
     // matched to the request's last modelled operation before it
-    // (the template's offsets differ from the request's)
     let mut after: Vec<Vec<PhpOp>> = vec![Vec::new(); base.len() + 1];
+    // the request's own operation each template operation was matched to
+    let mut mine: Vec<Option<&PhpOp>> = vec![None; base.len()];
     let mut k = 0; // template operations matched so far
     let mut j = 0; // template keys looked at so far
     for o in &r.ops {
         if own(o) && !matches!(o.kind, PhpOpKind::Raw { .. }) {
-            let mut w = o.clone();
-            if k > 0 {
-                w.t_off_us = base[k - 1].t_off_us;
-            }
-            after[k].push(w);
+            after[k].push(o.clone());
         } else if !own(o) {
             for key in keyf(o) {
                 while j < flat.len() && flat[j].0 != key {
@@ -118,6 +115,7 @@ where
                 }
                 if j < flat.len() {
                     k = flat[j].1 + 1;
+                    mine[flat[j].1] = Some(o);
                     j += 1;
                 } else {
                     k = base.len();
@@ -125,9 +123,58 @@ where
             }
         }
     }
+    // The template's offsets, but for a repeated `*_once` of a relative
+    // name: OPcache looks its key up right after the `getcwd` the key
+    // needs (ZendAccelerator.c persistent_zend_resolve_path ->
+    // accel_make_persistent_key, R61), and when it did decides whether
+    // the key another worker adds meanwhile is there yet (R63 in a race:
+    // measured, a worker whose lookup came 120 µs before the other's add
+    // resolved again, fpm-racefast-rf2; one 50 µs after it did not,
+    // fpm-race-rf2). The request's own `getcwd` there (after its previous
+    // operation, before its own resolution if it shows one) times it. The
+    // other operations keep the template's offsets: each operation's own
+    // time would replay the capture faithfully, but from a slow source
+    // (the open_basedir captures, 0.1-0.5 s per request) a later request
+    // then overtakes an earlier one, and predictions for faster targets
+    // get worse (docs/php-model.md "Not done": timing across
+    // configurations).
+    let cwd: Vec<i64> = r
+        .ops
+        .iter()
+        .filter(|o| matches!(&o.kind, PhpOpKind::Raw { op } if op.kind == OpKind::Getcwd))
+        .map(|o| o.t_off_us)
+        .collect();
+    let mut times: Vec<i64> = Vec::with_capacity(base.len());
+    let mut prev_own = i64::MIN;
+    for (i, (b, m)) in base.iter().zip(&mine).enumerate() {
+        let until = match m {
+            Some(o) => o.t_off_us,
+            None => mine[i..]
+                .iter()
+                .flatten()
+                .next()
+                .map_or(i64::MAX, |o| o.t_off_us),
+        };
+        let key_lookup = cwd.iter().rev().find(|&&t| t > prev_own && t <= until);
+        let floor = times.last().copied().unwrap_or(i64::MIN);
+        times.push(match key_lookup {
+            Some(&t) if matches!(b.kind, PhpOpKind::OnceRepeat { .. }) => t.max(floor),
+            _ => b.t_off_us,
+        });
+        if let Some(o) = m {
+            prev_own = o.t_off_us;
+        }
+    }
+    for (i, ws) in after.iter_mut().enumerate().skip(1) {
+        for w in ws {
+            w.t_off_us = times[i - 1];
+        }
+    }
     let mut ops: Vec<PhpOp> = after[0].drain(..).collect();
     for (i, b) in base.iter().enumerate() {
-        ops.push((*b).clone());
+        let mut b = (*b).clone();
+        b.t_off_us = times[i];
+        ops.push(b);
         ops.append(&mut after[i + 1]);
     }
     ops.extend(

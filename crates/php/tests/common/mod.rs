@@ -182,7 +182,7 @@ pub fn is_app(workload: &str) -> bool {
     matches!(workload, "wordpress" | "mediawiki")
 }
 
-fn sum(c: &Counts) -> u64 {
+pub fn sum(c: &Counts) -> u64 {
     CHECKED
         .iter()
         .map(|k| c.get(*k).copied().unwrap_or(0))

@@ -15,7 +15,7 @@
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
-use statstorm_php::{predict_workload, PhpConfig, RequestPrediction, Workload};
+use statstorm_php::{predict_workload_with, PhpConfig, RequestPrediction, Workload};
 use statstorm_trace::request::split_requests;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -43,6 +43,15 @@ pub struct Args {
     /// A php.ini whose settings are proposed (before the --php flags).
     #[arg(long = "php-ini", value_name = "FILE")]
     pub php_ini: Option<PathBuf>,
+    /// The proposed storage's time per call of one kind, as strace names
+    /// it (`newfstatat=5ms`: every stat, lstat and fstat; also `openat`,
+    /// `access`, `readlink`, ...; `stat` stands for `newfstatat`): the
+    /// requests' later operations move by the difference with the
+    /// capture's median for each call, and OPcache's race windows
+    /// (several workers validating or compiling the same script) follow
+    /// (repeatable).
+    #[arg(long = "call-latency", value_name = "SYSCALL=DURATION")]
+    pub call_latency: Vec<String>,
     /// A setting the trace was recorded under (repeatable).
     #[arg(long = "from-php", value_name = "KEY=VALUE")]
     pub from_php: Vec<String>,
@@ -231,6 +240,17 @@ struct Report {
     /// The reference capture (with --reference).
     #[serde(skip_serializing_if = "Option::is_none")]
     reference: Option<ReferenceOut>,
+    /// Per syscall, the capture's median time per call and the proposed
+    /// one, µs (with --call-latency).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    call_latency_us: BTreeMap<String, LatencyPair>,
+}
+
+/// A kind of call's time: the capture's median (`-T`) and the proposed.
+#[derive(Serialize)]
+struct LatencyPair {
+    recorded: Option<u64>,
+    proposed: u64,
 }
 
 /// What the reference capture gave (`--reference`).
@@ -434,7 +454,32 @@ pub fn run(args: Args) -> Result<i32> {
     ));
     // lower
     stages.stage("lowering under both php.ini settings");
-    let preds = predict_workload(&w, &recorded, &proposed);
+    let latency = statstorm_php::predict::call_latencies_of(&args.call_latency)
+        .map_err(anyhow::Error::msg)?;
+    let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
+    for (k, &us) in &latency {
+        let name = k
+            .syscall_name(statstorm_trace::Flags::default())
+            .to_string();
+        call_latency_us.entry(name).or_insert(LatencyPair {
+            recorded: w.latency_us.get(k).copied(),
+            proposed: us,
+        });
+    }
+    if !call_latency_us.is_empty() {
+        let what: Vec<String> = call_latency_us
+            .iter()
+            .map(|(n, l)| match l.recorded {
+                Some(r) => format!("{n} {} us (capture: {r} us)", l.proposed),
+                None => format!("{n} {} us (the capture has no -T durations)", l.proposed),
+            })
+            .collect();
+        notes.push(format!(
+            "after: calls take {} each; every call moves the request's later operations by the difference, and a worker busy past its next request's arrival starts it late; OPcache's stores (compiles, renewed stamps) reach the other workers when their calls end (R64's race)",
+            what.join(", ")
+        ));
+    }
+    let preds = predict_workload_with(&w, &recorded, &proposed, &latency);
     let completed: std::collections::HashSet<usize> = reference
         .as_ref()
         .map(|(_, _, u)| u.completed.iter().copied().collect())
@@ -503,6 +548,7 @@ pub fn run(args: Args) -> Result<i32> {
         &from_reference,
         notes,
     );
+    report.call_latency_us = call_latency_us;
     report.reference = reference.map(|(rw, complete_from, used)| ReferenceOut {
         files: args
             .reference
@@ -593,6 +639,7 @@ fn build(
         nfs: None,
         latency: None,
         reference: None,
+        call_latency_us: BTreeMap::new(),
     }
 }
 
