@@ -13,6 +13,16 @@ fn fixture(name: &str) -> PathBuf {
 
 const INC: &str = "include_path=.:/tmp/statstorm-lab/www/inc";
 
+/// The settings of the lab's captures with both caches off (rp0).
+const FROM_RP0: [&str; 6] = [
+    "--from-php",
+    "opcache.enable=0",
+    "--from-php",
+    "realpath_cache_size=0",
+    "--from-php",
+    INC,
+];
+
 fn predict_json(args: &[&str]) -> Value {
     let out = Command::cargo_bin("statstorm")
         .unwrap()
@@ -46,17 +56,14 @@ fn n(v: &Value, side: &str, sc: &str) -> u64 {
 #[test]
 fn json_shape_round_trip_and_totals() {
     let f = fixture("fpm-tree-rp0");
-    let v = predict_json(&[
-        f.to_str().unwrap(),
-        "--from-php",
-        "opcache.enable=0",
-        "--from-php",
-        "realpath_cache_size=0",
-        "--from-php",
-        INC,
-        "--php",
-        "realpath_cache_size=4096K",
-    ]);
+    let v = predict_json(
+        &[
+            &[f.to_str().unwrap()][..],
+            &FROM_RP0,
+            &["--php", "realpath_cache_size=4096K"],
+        ]
+        .concat(),
+    );
     assert_eq!(v["schema"], "statstorm.predict/1");
     assert_eq!(v["recorded"]["source"], "given");
     assert_eq!(v["changes"][0]["key"], "realpath_cache_size");
@@ -392,18 +399,16 @@ fn cli_opcache_on_with_enable_cli_and_off_with_enable_0() {
 fn call_latency_moves_the_race() {
     let trace = fixture("fpm-racefast-rp0");
     let base = [
-        trace.to_str().unwrap(),
-        "--from-php",
-        "opcache.enable=0",
-        "--from-php",
-        "realpath_cache_size=0",
-        "--from-php",
-        INC,
-        "--php",
-        "opcache.enable=1",
-        "--php",
-        "realpath_cache_size=4096K",
-    ];
+        &[trace.to_str().unwrap()][..],
+        &FROM_RP0,
+        &[
+            "--php",
+            "opcache.enable=1",
+            "--php",
+            "realpath_cache_size=4096K",
+        ],
+    ]
+    .concat();
     let stats = |v: &Value| -> Vec<u64> {
         v["requests"]
             .as_array()
@@ -434,7 +439,7 @@ fn call_latency_moves_the_race() {
         let out = Command::cargo_bin("statstorm")
             .unwrap()
             .arg("predict")
-            .args(base)
+            .args(&base)
             .args(["--call-latency", bad])
             .output()
             .unwrap();
