@@ -43,7 +43,7 @@ mod reference;
 mod templates;
 
 pub use reference::{lift_with_reference, ReferenceError};
-use templates::{apply_templates, take_template_by};
+use templates::{apply_templates, take_template_by, Fit};
 
 /// The start of the evidence note of an incomplete capture.
 const HIDDEN_NOTE: &str = "caches hid part of the includes";
@@ -1327,11 +1327,15 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
     }
 }
 
-/// Scripts `stat()`ed right before or after an `access()` of the same path:
-/// file functions (`file_exists()`, `is_file()`, `is_readable()` in a row),
-/// not OPcache validations, which never call `access()` (R64/R71;
-/// measured: fpm-override-rf2, where each request's three checks of each
-/// included script are access, stat, access). With
+/// Scripts `stat()`ed right before an `access()` of the same path: file
+/// functions (`file_exists()`, `is_file()`, `is_readable()` in a row), not
+/// OPcache validations, which never call `access()` (R64/R71; measured:
+/// fpm-override-rf2, where each request's three checks of each included
+/// script are access, stat, access). A `stat` only after an `access` is
+/// the include's validation after a `file_exists()` check (measured:
+/// WordPress's `file_exists(ABSPATH . 'wp-config.php')` then its
+/// `require_once`, fpm-wordpress-rf2: the `stat` comes once per
+/// revalidate_freq window, like the other scripts' validations). With
 /// `opcache.enable_file_override` (R66) the checks of cached scripts make no
 /// `access()`, and their validation `stat`s stay validations.
 fn beside_access(ops: &[PhpOp]) -> Vec<String> {
@@ -1339,8 +1343,7 @@ fn beside_access(ops: &[PhpOp]) -> Vec<String> {
     let mut out = Vec::new();
     for (i, o) in ops.iter().enumerate() {
         if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-            let before = i.checked_sub(1).and_then(|j| ops.get(j));
-            if access_of(before, path) || access_of(ops.get(i + 1), path) {
+            if access_of(ops.get(i + 1), path) {
                 out.push(path.clone());
             }
         }

@@ -165,7 +165,7 @@ pub fn lift_with_reference(
         }
         let done = cands.iter().any(|t| {
             let s = t.script.clone().unwrap_or_default();
-            take_template_by(r, t, s, |o| reference_keys(o, &all_links), &own)
+            take_template_by(r, t, s, Fit::Exact, |o| reference_keys(o, &all_links), &own)
         });
         if done {
             used.completed.push(i);
