@@ -170,14 +170,15 @@ pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
 /// stays off for the trace's SAPI: php-cli needs both `opcache.enable` and
 /// `opcache.enable_cli` (ZendAccelerator.c `accel_startup`), php-fpm
 /// `opcache.enable`; without them the other opcache.* settings change
-/// nothing, which a user proposing one of them should hear.
+/// nothing, which a user proposing one of them should hear. A proposal
+/// that turns a recorded OPcache off gets no note: it does not stay off.
 pub fn opcache_off_note(
     w: &Workload,
     recorded: &PhpConfig,
     proposed: &PhpConfig,
 ) -> Option<String> {
     let cli = w.requests.iter().any(|r| r.cli);
-    if proposed.opcache_on(cli) {
+    if proposed.opcache_on(cli) || recorded.opcache_on(cli) {
         return None;
     }
     let changed: Vec<String> = recorded
@@ -195,11 +196,12 @@ pub fn opcache_off_note(
         "opcache.enable=1"
     };
     Some(format!(
-        "OPcache stays off for {} under the proposed settings (opcache.enable={}, opcache.enable_cli={}): {} change nothing; it needs {need}",
+        "OPcache stays off for {} under the proposed settings (opcache.enable={}, opcache.enable_cli={}): {} {} nothing; it needs {need}",
         if cli { "php-cli" } else { "php-fpm" },
         u8::from(proposed.opcache_enable),
         u8::from(proposed.opcache_enable_cli),
-        changed.join(", ")
+        changed.join(", "),
+        if changed.len() == 1 { "changes" } else { "change" }
     ))
 }
 

@@ -385,6 +385,22 @@ fn cli_opcache_on_with_enable_cli_and_off_with_enable_0() {
     );
 }
 
+/// Turning a recorded OPcache off is a change, not OPcache "staying off":
+/// no note says the proposal changes nothing (it said so before, for
+/// `--php opcache.enable=0` on a capture with OPcache on).
+#[test]
+fn turning_opcache_off_is_not_staying_off() {
+    let f = fixture("fpm-tree-rf2");
+    let v = predict_json(&[f.to_str().unwrap(), "--php", "opcache.enable=0"]);
+    assert!(
+        !notes(&v).iter().any(|n| n.contains("OPcache stays off")),
+        "{:?}",
+        notes(&v)
+    );
+    let r = &v["requests"][2];
+    assert!(n(r, "after", "openat") > n(r, "before", "openat"));
+}
+
 /// `--call-latency`: from the race workload at the calls' own speed with
 /// both caches off (fpm-racefast-rp0), rf2 with every `newfstatat` at
 /// 5 ms behaves as the real capture with strace holding each `newfstatat`
