@@ -490,8 +490,13 @@ pub fn run(args: Args) -> Result<i32> {
         .filter(|(i, p)| p.from_template && !completed.contains(i))
         .count();
     if templated > 0 {
+        let (who, its, they) = if templated == 1 {
+            ("1 request".to_string(), "its", "it is")
+        } else {
+            (format!("{templated} requests"), "their", "they are")
+        };
         notes.push(format!(
-            "{templated} requests showed only part of their work (caches hid the rest); they are modelled with the operations of the fullest request of the same script"
+            "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
         ));
     }
     // NFS: RPCs per request, before and after (statstorm-nfs)
