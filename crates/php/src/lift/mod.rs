@@ -1936,6 +1936,85 @@ mod tests {
         assert_eq!(writes(&reqs[2]), ["/w/other"]);
     }
 
+    /// A warm request that shows none of its template's scripts takes the
+    /// template even with a call of its own the template lacks (kept), and
+    /// without the template's file-function calls it did not make.
+    #[test]
+    fn warm_requests_take_their_template_tolerantly() {
+        let at = |t: i64, kind: PhpOpKind| PhpOp {
+            t_off_us: t,
+            stat_us: None,
+            kind,
+        };
+        let compile = |t: i64, path: &str| {
+            at(
+                t,
+                PhpOpKind::Compile {
+                    path: path.into(),
+                    resolve_as: None,
+                    probes: vec![],
+                    via: Via::Include,
+                    resolves: 1,
+                    fstats: 1,
+                    reads: 1,
+                    keep_open: false,
+                },
+            )
+        };
+        let access = |t: i64, path: &str| {
+            at(
+                t,
+                PhpOpKind::Access {
+                    path: path.into(),
+                    mode: 0,
+                    missing: false,
+                },
+            )
+        };
+        let lstat = |t: i64, path: &str| at(t, PhpOpKind::Lstat { path: path.into() });
+        // the compiling request: 30 scripts, each after a file_exists()
+        // check, and one check of a file only it made
+        let mut full = vec![at(
+            0,
+            PhpOpKind::PrimaryResolve {
+                path: "/w/index.php".into(),
+            },
+        )];
+        for i in 0..30 {
+            full.push(access(10 * i + 1, &format!("/w/c{i}")));
+            full.push(compile(10 * i + 2, &format!("/w/s{i}.php")));
+        }
+        full.push(access(400, "/w/only-first"));
+        let a = req(1, full);
+        // the warm request: the 30 checks, an lstat of its own among them
+        let mut warm = vec![at(
+            0,
+            PhpOpKind::PrimaryResolve {
+                path: "/w/index.php".into(),
+            },
+        )];
+        for i in 0..30 {
+            warm.push(access(10 * i + 1, &format!("/w/c{i}")));
+            if i == 15 {
+                warm.push(lstat(10 * i + 5, "/w/theme/part.html"));
+            }
+        }
+        let b = req(2, warm);
+        let mut reqs = vec![a, b];
+        apply_templates(&mut reqs);
+        let r = &reqs[1];
+        assert!(r.from_template);
+        let count = |k: &str| r.ops.iter().filter(|o| o.kind.key().0 == k).count();
+        assert_eq!(count("script"), 30);
+        assert_eq!(
+            count("access"),
+            30,
+            "the template's unmade check is left out"
+        );
+        assert_eq!(count("lstat"), 1, "the request's own lstat is kept");
+        assert!(r.ops.windows(2).all(|w| w[0].t_off_us <= w[1].t_off_us));
+    }
+
     #[test]
     fn parent_skips_dot_and_stops_below_root() {
         assert_eq!(parent("/m/a/b.php"), Some("/m/a"));
