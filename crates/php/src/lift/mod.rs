@@ -1862,9 +1862,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn templates_do_not_copy_writes() {
-        let compile = |t: i64, path: &str, via: Via| PhpOp {
+    /// A script compiled at `t` (one resolution, fstat and read).
+    fn compile(t: i64, path: &str, via: Via) -> PhpOp {
+        PhpOp {
             t_off_us: t,
             stat_us: None,
             kind: PhpOpKind::Compile {
@@ -1877,7 +1877,11 @@ mod tests {
                 reads: 1,
                 keep_open: false,
             },
-        };
+        }
+    }
+
+    #[test]
+    fn templates_do_not_copy_writes() {
         let write = |t: i64, path: &str| PhpOp {
             t_off_us: t,
             stat_us: None,
@@ -1946,21 +1950,6 @@ mod tests {
             stat_us: None,
             kind,
         };
-        let compile = |t: i64, path: &str| {
-            at(
-                t,
-                PhpOpKind::Compile {
-                    path: path.into(),
-                    resolve_as: None,
-                    probes: vec![],
-                    via: Via::Include,
-                    resolves: 1,
-                    fstats: 1,
-                    reads: 1,
-                    keep_open: false,
-                },
-            )
-        };
         let access = |t: i64, path: &str| {
             at(
                 t,
@@ -1982,7 +1971,7 @@ mod tests {
         )];
         for i in 0..30 {
             full.push(access(10 * i + 1, &format!("/w/c{i}")));
-            full.push(compile(10 * i + 2, &format!("/w/s{i}.php")));
+            full.push(compile(10 * i + 2, &format!("/w/s{i}.php"), Via::Include));
         }
         full.push(access(400, "/w/only-first"));
         let a = req(1, full);
