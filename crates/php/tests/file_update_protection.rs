@@ -26,11 +26,7 @@ fn m0_opens(reqs: &[Vec<statstorm_trace::op::Op>]) -> Vec<usize> {
 #[test]
 fn fresh_script_is_compiled_until_the_protection_window_passes() {
     let caps = captures();
-    let find = |n: &str| {
-        caps.iter()
-            .find(|c| c.name == n)
-            .unwrap_or_else(|| panic!("{n}"))
-    };
+    let find = |n: &str| capture(&caps, n);
     let (rf0, fup0) = (find("fpm-fresh-rf0"), find("fpm-fresh-rf0-fup0"));
     let real = |c: &Capture| {
         let t = statstorm_trace::read_path(&c.path).unwrap();

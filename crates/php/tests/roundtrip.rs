@@ -61,11 +61,7 @@ fn cli_opcache_calls_are_opcaches() {
         "close",
     ];
     let caps = captures();
-    let find = |n: &str| {
-        caps.iter()
-            .find(|c| c.name == n)
-            .unwrap_or_else(|| panic!("{n} missing from the manifest (scripts/php-harness)"))
-    };
+    let find = |n: &str| capture(&caps, n);
     let real_counts = |c: &Capture| -> Counts {
         let trace = statstorm_trace::read_path(&c.path).unwrap();
         let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
@@ -175,11 +171,7 @@ fn cli_opcache_calls_are_opcaches() {
 fn file_override_answers_for_cached_scripts() {
     use statstorm_php::lower::count_by_syscall;
     let caps = captures();
-    let find = |n: &str| {
-        caps.iter()
-            .find(|c| c.name == n)
-            .unwrap_or_else(|| panic!("{n} missing from the manifest (scripts/php-harness)"))
-    };
+    let find = |n: &str| capture(&caps, n);
     let script_access = |c: &Capture| -> usize {
         let trace = statstorm_trace::read_path(&c.path).unwrap();
         let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);

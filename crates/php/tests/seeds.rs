@@ -106,11 +106,7 @@ fn seed003_model_one_lstat_per_component_cold_none_warm_all_with_basedir() {
 #[test]
 fn seed003_real_php() {
     let caps = captures();
-    let get = |n: &str| {
-        caps.iter()
-            .find(|c| c.name == n)
-            .unwrap_or_else(|| panic!("capture {n} missing"))
-    };
+    let get = |n: &str| capture(&caps, n);
     for (name, basedir) in [("fpm-tree-nooc", false), ("fpm-tree-obd", true)] {
         let c = get(name);
         let trace = statstorm_trace::read_path(&c.path).unwrap();

@@ -31,11 +31,7 @@ const TARGETS: &[&str] = &["nooc", "maf200", "vp"];
 #[test]
 fn warm_requests_take_their_template_toward_opcache_off() {
     let caps = captures();
-    let find = |n: &str| {
-        caps.iter()
-            .find(|c| c.name == n)
-            .unwrap_or_else(|| panic!("{n} is not in the manifest (scripts/php-harness --apps)"))
-    };
+    let find = |n: &str| capture(&caps, n);
     let mut failures = Vec::new();
     let mut templated = 0;
     for app in ["wordpress", "mediawiki"] {

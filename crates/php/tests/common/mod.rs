@@ -30,6 +30,14 @@ pub fn captures() -> Vec<Capture> {
     captures_in(&fixtures())
 }
 
+/// The capture named `name` in `caps`; panics naming it and the harness
+/// that makes it when the manifest lacks it.
+pub fn capture<'a>(caps: &'a [Capture], name: &str) -> &'a Capture {
+    caps.iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("capture {name} is not in the manifest (scripts/php-harness)"))
+}
+
 /// The captures listed in `dir/manifest.jsonl` (written by
 /// `scripts/php-harness --out dir`).
 pub fn captures_in(dir: &std::path::Path) -> Vec<Capture> {
