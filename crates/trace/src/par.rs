@@ -10,8 +10,10 @@
 //! goes through the sequential line parser there, so both paths give the
 //! same events, ids included.
 //!
-//! Reading, parsing and merging overlap: while the pool parses batch k+1,
-//! the calling thread merges batch k and reads batch k+2.
+//! Reading, parsing and merging overlap without barriers: the calling
+//! thread keeps a window of blocks on the pool, merges each block as soon
+//! as it and every block before it are parsed, and hands out the next
+//! block in its place.
 //!
 //! The same stages run over an input already in memory (a mapped file,
 //! [`Parser::feed_slice_par`]): blocks are then borrowed slices of it, so
@@ -145,9 +147,10 @@ struct BlockReader<R> {
     free_max: usize,
 }
 
-/// Blocks per batch: the pool parses one batch while the calling thread
-/// merges the one before.
-fn batch_len() -> usize {
+/// Blocks handed to the pool and not merged yet, at most: enough for every
+/// pool thread to have work while the calling thread merges, few enough to
+/// bound memory (each block holds its lines' records).
+fn window_len() -> usize {
     (rayon::current_num_threads() * 4).max(2)
 }
 
@@ -544,40 +547,6 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
     }
 }
 
-/// Looks a parsed block's strings up in the parser's interner (read-only,
-/// on the pool): ids of strings already there are final, so the merge
-/// interns only the strings new to the parser, in the same order as the
-/// sequential parser would.
-fn resolve(p: &mut Parsed<'_>, global: &Interner) {
-    if let Parsed::Block { strings, remap, .. } = p {
-        remap.clear();
-        remap.extend((0..strings.len() as u32).map(|i| {
-            global
-                .get_from(strings, PathId(i))
-                .map_or(u32::MAX, |g| g.0)
-        }));
-    }
-}
-
-fn read_batch<'a, B: Blocks<'a>>(
-    rd: &mut B,
-    n: usize,
-    err: &mut Option<io::Error>,
-) -> Vec<Chunk<'a>> {
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        match rd.next() {
-            Ok(Some(c)) => v.push(c),
-            Ok(None) => break,
-            Err(e) => {
-                *err = Some(e);
-                break;
-            }
-        }
-    }
-    v
-}
-
 impl Parser {
     pub(super) fn feed_reader_par<R: Read, S: Sink>(
         &mut self,
@@ -595,7 +564,7 @@ impl Parser {
             eof: false,
             bytes: 0,
             free: Vec::new(),
-            free_max: 2 * batch_len(),
+            free_max: 2 * window_len(),
         };
         self.feed_blocks(rd, sink)
     }
@@ -610,8 +579,8 @@ impl Parser {
     }
 
     /// [`Parser::feed_slice_par`], telling `merged` the offset in `data`
-    /// up to which every line has gone to the sink, after each batch of
-    /// blocks (for a progress bar, or to let the pages of a mapped file
+    /// up to which every line has gone to the sink, after each merged
+    /// block (for a progress bar, or to let the pages of a mapped file
     /// before that offset go).
     pub fn feed_slice_par_with<S: Sink>(
         &mut self,
@@ -649,69 +618,75 @@ impl Parser {
             max_line: self.opts.max_line,
             input: self.opts.input,
         };
-        let batch = batch_len();
+        let window = window_len() as u64;
         let mut err: Option<io::Error> = None;
-        let mut to_parse = read_batch(&mut rd, batch, &mut err);
-        let mut parsed: Vec<Parsed> = Vec::new();
-        // Merged blocks, freed on the pool rather than on this thread, and
-        // the memory they leave for the next blocks.
-        let mut done: Vec<Parsed> = Vec::new();
+        type Done<'b> = (u64, std::thread::Result<Parsed<'b>>);
+        let (tx, rx) = std::sync::mpsc::channel::<Done<'a>>();
         let mut spare: Vec<Scratch> = Vec::new();
-        let work_left = |a: &Vec<Chunk>, b: &Vec<Parsed>| !a.is_empty() || !b.is_empty();
-        while !self.stopped && work_left(&to_parse, &parsed) {
-            let mut out: Vec<Option<Parsed>> = (0..to_parse.len()).map(|_| None).collect();
-            let mut next_read = Vec::new();
-            let mut old = std::mem::take(&mut done);
-            for p in &mut old {
-                if let Parsed::Block {
-                    buf,
-                    strings,
-                    recs,
-                    remap,
-                    ..
-                } = p
-                {
-                    if let Buf::Owned(buf) = buf {
-                        rd.recycle(std::mem::take(buf));
+        // Parsed blocks waiting for their turn, by index - next_merge.
+        let mut ready: std::collections::VecDeque<Option<Parsed<'a>>> = Default::default();
+        let (mut next_spawn, mut next_merge) = (0u64, 0u64);
+        let mut eof = false;
+        rayon::in_place_scope(|sc| loop {
+            // Keep `window` blocks on the pool. Nothing waits for a whole
+            // batch: a pool thread takes the next block as soon as it is
+            // done, and this thread merges block k as soon as it is parsed.
+            while !eof && !self.stopped && err.is_none() && next_spawn - next_merge < window {
+                match rd.next() {
+                    Ok(Some(chunk)) => {
+                        let scratch = spare.pop().unwrap_or_default();
+                        let (tx, i) = (tx.clone(), next_spawn);
+                        sc.spawn(move |_| {
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                parse_chunk(chunk, cfg, scratch)
+                            }));
+                            let _ = tx.send((i, r));
+                        });
+                        next_spawn += 1;
                     }
-                    spare.push(Scratch {
-                        strings: std::mem::take(strings),
-                        recs: std::mem::take(recs),
-                        remap: std::mem::take(remap),
-                    });
+                    Ok(None) => eof = true,
+                    Err(e) => err = Some(e),
                 }
             }
-            // The pool parses batch k+1 while this thread merges batch k
-            // (the only writer of the parser's interner) ...
-            rayon::in_place_scope(|sc| {
-                for (slot, chunk) in out.iter_mut().zip(to_parse.drain(..)) {
-                    let scratch = spare.pop().unwrap_or_default();
-                    sc.spawn(move |_| *slot = Some(parse_chunk(chunk, cfg, scratch)));
+            if next_merge == next_spawn {
+                break;
+            }
+            while !matches!(ready.front(), Some(Some(_))) {
+                // Every task sends exactly once and this thread keeps a
+                // sender, so the channel cannot close here.
+                let (i, r) = rx.recv().expect("parse task result");
+                let p = r.unwrap_or_else(|e| std::panic::resume_unwind(e));
+                let k = (i - next_merge) as usize;
+                if ready.len() <= k {
+                    ready.resize_with(k + 1, || None);
                 }
-                sc.spawn(move |_| drop(old));
-                for p in parsed.drain(..) {
-                    if self.stopped {
-                        break;
-                    }
-                    done.push(self.merge(p, sink));
+                ready[k] = Some(p);
+            }
+            let p = ready.pop_front().flatten().expect("block ready");
+            next_merge += 1;
+            if self.stopped {
+                continue;
+            }
+            let mut p = self.merge(p, sink);
+            rd.merged(1);
+            if let Parsed::Block {
+                buf,
+                strings,
+                recs,
+                remap,
+                ..
+            } = &mut p
+            {
+                if let Buf::Owned(buf) = buf {
+                    rd.recycle(std::mem::take(buf));
                 }
-            });
-            rd.merged(done.len());
-            parsed = out.into_iter().flatten().collect();
-            // ... then looks batch k+1's strings up in the interner while
-            // this thread reads batch k+2.
-            let global = &self.dec.strings;
-            let stopped = self.stopped;
-            rayon::in_place_scope(|sc| {
-                for p in parsed.iter_mut() {
-                    sc.spawn(move |_| resolve(p, global));
-                }
-                if err.is_none() && !stopped {
-                    next_read = read_batch(&mut rd, batch, &mut err);
-                }
-            });
-            to_parse = next_read;
-        }
+                spare.push(Scratch {
+                    strings: std::mem::take(strings),
+                    recs: std::mem::take(recs),
+                    remap: std::mem::take(remap),
+                });
+            }
+        });
         self.stats.bytes += rd.bytes();
         match err {
             Some(e) => Err(e),
@@ -762,6 +737,10 @@ impl Parser {
             self.too_long(sink);
             return p;
         };
+        // Ids of the strings the parser holds already; the rest are
+        // interned by `remap_push` in line order, as the sequential parser
+        // would.
+        self.dec.strings.get_all_from(strings, remap);
         let (bytes, last_partial, strings) = (&buf[..*len], *last_partial, strings);
         // Start line and time of each merged pair; `None` when the start
         // had to go through the line parser (then so does the end).

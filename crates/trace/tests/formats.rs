@@ -740,3 +740,55 @@ fn summary_tables_give_totals() {
         .collect();
     assert_eq!(ev, table);
 }
+
+/// Stops the parse after `left` events.
+struct StopAfter {
+    left: usize,
+    events: Vec<Event>,
+}
+impl Sink for StopAfter {
+    fn event(&mut self, ev: &Event, _: &Interner) -> bool {
+        self.events.push(ev.clone());
+        self.left -= 1;
+        self.left > 0
+    }
+}
+
+#[test]
+fn a_sink_that_stops_gets_nothing_more_on_every_path() {
+    // Many small blocks, so the parallel paths still have blocks on the
+    // pool (parsed or not) when the sink says stop; they must be dropped,
+    // not merged, and the call must return.
+    let data = read("f-ttt-T.txt").repeat(20);
+    let all = via_slice(&data).events;
+    for stop in [1, 2, 37, all.len() / 2, all.len()] {
+        let want = &all[..stop];
+        let par = |threads, block_size| Options {
+            threads,
+            block_size,
+            read_size: 512,
+            ..Options::default()
+        };
+        for (what, opts, reader) in [
+            ("slice", Options::default(), false),
+            ("slice_par", par(2, 256), false),
+            ("reader_par", par(2, 256), true),
+            ("reader_par_3", par(3, 4096), true),
+        ] {
+            let threads = opts.threads;
+            let mut p = Parser::new("stop", opts);
+            let mut sink = StopAfter {
+                left: stop,
+                events: Vec::new(),
+            };
+            if reader {
+                p.feed_reader(&data[..], &mut sink).unwrap();
+            } else if threads > 1 {
+                p.feed_slice_par(&data, &mut sink);
+            } else {
+                p.feed_slice(&data, &mut sink);
+            }
+            assert!(sink.events == want, "{what}, stop after {stop}");
+        }
+    }
+}
