@@ -357,10 +357,7 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
     {
         return Class::Other;
     }
-    let Some(nlen) = rest
-        .iter()
-        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
-    else {
+    let Some(nlen) = name_len(rest) else {
         return Class::Other;
     };
     if nlen == 0 || rest[nlen] != b'(' {

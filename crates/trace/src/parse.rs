@@ -649,10 +649,7 @@ impl Parser {
                     self.notice(rest);
                     return Ok(());
                 }
-                let nlen = rest
-                    .iter()
-                    .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
-                    .ok_or(SkipReason::Unrecognized)?;
+                let nlen = name_len(rest).ok_or(SkipReason::Unrecognized)?;
                 if nlen == 0 || rest[nlen] != b'(' {
                     return Err(SkipReason::Unrecognized);
                 }
@@ -1480,14 +1477,32 @@ fn split_call<'a>(
     Some((args_text, ret, dur))
 }
 
+/// Bytes of a syscall name: ASCII letters, digits and `_`.
+const NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_';
+        c += 1;
+    }
+    t
+};
+
+/// Length of the syscall name `s` starts with: the index of its first byte
+/// that is not a letter, digit or `_` (`None` when every byte is). A table
+/// lookup per byte instead of three range tests (4.5% of the one-thread
+/// parser's instructions went to this scan).
+#[inline]
+pub(crate) fn name_len(s: &[u8]) -> Option<usize> {
+    s.iter().position(|&c| !NAME_BYTE[c as usize])
+}
+
 /// Where ` resumed>` starts in the text after `<... ` (the same as
 /// `memmem::find`, without building a searcher when the name is followed
 /// by it, as in every line strace writes).
 pub(crate) fn find_resumed(r: &[u8]) -> Option<usize> {
-    let i = r
-        .iter()
-        .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
-        .unwrap_or(r.len());
+    let i = name_len(r).unwrap_or(r.len());
     if r[i..].starts_with(b" resumed>") {
         // No earlier match: one would start with a blank before `i`.
         return Some(i);
@@ -1591,6 +1606,16 @@ mod tests {
             }
         }
         assert!(taken >= 30, "the positional reader took only {taken} lines");
+    }
+
+    #[test]
+    fn name_table_is_the_name_test() {
+        for c in 0..=255u8 {
+            let want = c.is_ascii_alphanumeric() || c == b'_';
+            assert_eq!(name_len(&[c]).is_none(), want, "byte {c}");
+        }
+        assert_eq!(name_len(b"newfstatat(AT_FDCWD"), Some(10));
+        assert_eq!(name_len(b"_llseek"), None);
     }
 
     #[test]
