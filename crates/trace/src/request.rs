@@ -252,6 +252,12 @@ pub struct Splitter {
     pids: Vec<PidState>,
     pid_index: HashMap<u32, usize, FastHash>,
     last: Option<(u32, usize)>,
+    /// Direct-mapped cache in front of `pid_index` (slot `pid % PID_CACHE`
+    /// holds `(pid, slot + 1)`, 0 = empty): the pids of a trace's live
+    /// processes interleave line by line, so `last` rarely hits, and this
+    /// answers most lookups from one cache line or two. Entries never go
+    /// stale: a pid keeps its slot for the whole trace.
+    pid_cache: Box<[(u32, u32); PID_CACHE]>,
     units: Vec<Unit>,
     names: Vec<NameClass>,
     /// Per path id: 0 not checked, 1 not a PHP path, 2 a PHP path.
@@ -260,6 +266,9 @@ pub struct Splitter {
     events: u64,
     first_pid: Option<u32>,
 }
+
+/// Entries of `Splitter::pid_cache`.
+const PID_CACHE: usize = 64;
 
 impl Default for Splitter {
     fn default() -> Self {
@@ -302,6 +311,7 @@ impl Splitter {
             pids: Vec::new(),
             pid_index: HashMap::default(),
             last: None,
+            pid_cache: Box::new([(0, 0); PID_CACHE]),
             units: Vec::new(),
             names: Vec::new(),
             php_class: Vec::new(),
@@ -359,7 +369,14 @@ impl Splitter {
 
     /// Slot of `pid`, created (with a head unit) on first sight.
     fn slot(&mut self, pid: u32, ts_us: Option<i64>) -> usize {
+        let c = &mut self.pid_cache[pid as usize % PID_CACHE];
+        if c.0 == pid && c.1 != 0 {
+            return c.1 as usize - 1;
+        }
         if let Some(&i) = self.pid_index.get(&pid) {
+            if i < u32::MAX as usize {
+                *c = (pid, i as u32 + 1);
+            }
             return i;
         }
         let unit = self.new_unit(pid, Start::Head, ts_us);
@@ -374,8 +391,17 @@ impl Splitter {
 
     /// Feeds one event (input order) and returns the unit it belongs to.
     /// Per event: at most one hash lookup by pid (none when the pid is the
-    /// previous event's) plus, for fd-creating and read calls, one by fd.
+    /// previous event's or in the pid cache) plus, for fd-creating and read
+    /// calls, one by fd.
     pub fn push(&mut self, ev: &Event, strings: &Interner) -> UnitId {
+        self.push_slot(ev, strings).0
+    }
+
+    /// [`Splitter::push`], also giving the pid's slot: dense indices
+    /// (0, 1, ...) in the order pids were first seen (in an event or as a
+    /// forked child), one per pid for the whole trace, so a caller can keep
+    /// its own per-pid state in a vector indexed by it.
+    pub fn push_slot(&mut self, ev: &Event, strings: &Interner) -> (UnitId, usize) {
         let pid = ev.pid;
         if self.first_pid.is_none() {
             self.first_pid = Some(pid);
@@ -506,7 +532,7 @@ impl Splitter {
             u.end_us = Some(u.end_us.map_or(e, |x| x.max(e)));
         }
         self.events += 1;
-        UnitId(unit_id)
+        (UnitId(unit_id), si)
     }
 
     /// Number of events fed so far.
@@ -863,6 +889,37 @@ mod tests {
         assert_eq!(r.requests.len(), 1);
         assert_eq!(r.requests[0].events.len(), 6);
         assert!(r.note.contains("whole trace"));
+    }
+
+    #[test]
+    fn pid_slots_are_dense_and_stable_past_the_pid_cache() {
+        // Pids that share a cache entry (equal modulo PID_CACHE), more
+        // pids than the cache holds, and a forked child that gets its slot
+        // at the fork, before its first event.
+        let mut b = B::new();
+        let pids: Vec<u32> = (0..3 * PID_CACHE as u32)
+            .map(|k| 1000 + (k % 3) * PID_CACHE as u32 + k / 3)
+            .collect();
+        for &p in &pids {
+            b.push(p, "getpid", None, None, None, p as i64);
+        }
+        b.push(pids[0], "clone", None, None, None, 99_999);
+        b.push(99_999, "getpid", None, None, None, 99_999);
+        for &p in pids.iter().rev() {
+            b.push(p, "getpid", None, None, None, p as i64);
+        }
+        let mut sp = Splitter::new();
+        let mut slot_of: HashMap<u32, usize> = HashMap::new();
+        for ev in &b.ev {
+            let (_, si) = sp.push_slot(ev, &b.s);
+            let next = slot_of.len();
+            assert_eq!(*slot_of.entry(ev.pid).or_insert(next), si, "pid {}", ev.pid);
+        }
+        // First-seen order: the pids in their order, then the child.
+        for (k, &p) in pids.iter().enumerate() {
+            assert_eq!(slot_of[&p], k);
+        }
+        assert_eq!(slot_of[&99_999], pids.len());
     }
 
     #[test]

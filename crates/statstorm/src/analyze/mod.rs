@@ -28,6 +28,8 @@ pub const BURST_MIN_CALLS: u64 = 20;
 /// Burst seconds closer than this merge into one burst.
 pub const BURST_GAP_S: i64 = 2;
 
+/// `Analyzer::proc_of_slot` value of a pid slot without a process yet.
+const NO_PROC: u32 = u32::MAX;
 /// `Analyzer::path_slot` value of a path id not seen yet.
 const NO_SLOT: u32 = u32::MAX;
 /// `Analyzer::path_slot` value of the empty path (no slot in `paths`).
@@ -188,8 +190,12 @@ pub struct Analyzer {
     /// ... and name counts beyond the three inline ones.
     path_more: Vec<Vec<(u32, u64)>>,
     procs: Vec<ProcAgg>,
+    /// Index in `procs` of each pid, for `exit` ...
     proc_index: HashMap<u32, usize, FastHash>,
-    last_pid: Option<(u32, usize)>,
+    /// ... and of each of the splitter's pid slots (`NO_PROC`: none yet),
+    /// for `push`: an array index per event instead of a second hash
+    /// lookup by pid.
+    proc_of_slot: Vec<u32>,
     /// Last `ProcAgg::seen_gen` handed out.
     next_gen: u64,
     units: Vec<UnitAgg>,
@@ -323,7 +329,7 @@ impl Analyzer {
             path_more: Vec::new(),
             procs: Vec::new(),
             proc_index: HashMap::default(),
-            last_pid: None,
+            proc_of_slot: Vec::new(),
             next_gen: 0,
             units: Vec::new(),
             per_sec: HashMap::default(),
@@ -367,34 +373,32 @@ impl Analyzer {
         slot
     }
 
-    fn proc_slot(&mut self, pid: u32) -> usize {
-        if let Some((p, i)) = self.last_pid {
-            if p == pid {
-                return i;
+    /// Index in `procs` of the pid in the splitter's slot `si`, created on
+    /// first sight.
+    fn proc_slot(&mut self, pid: u32, si: usize) -> usize {
+        if let Some(&i) = self.proc_of_slot.get(si) {
+            if i != NO_PROC {
+                return i as usize;
             }
+        } else {
+            self.proc_of_slot.resize(si + 1, NO_PROC);
         }
-        let i = match self.proc_index.get(&pid) {
-            Some(&i) => i,
-            None => {
-                let i = self.procs.len();
-                self.procs.push(ProcAgg {
-                    pid,
-                    events: 0,
-                    metadata: 0,
-                    errors: 0,
-                    time_us: 0,
-                    metadata_time_us: 0,
-                    first_us: None,
-                    last_us: None,
-                    run: Run::default(),
-                    unit: u32::MAX,
-                    seen_gen: 0,
-                });
-                self.proc_index.insert(pid, i);
-                i
-            }
-        };
-        self.last_pid = Some((pid, i));
+        let i = self.procs.len();
+        self.procs.push(ProcAgg {
+            pid,
+            events: 0,
+            metadata: 0,
+            errors: 0,
+            time_us: 0,
+            metadata_time_us: 0,
+            first_us: None,
+            last_us: None,
+            run: Run::default(),
+            unit: u32::MAX,
+            seen_gen: 0,
+        });
+        self.proc_index.insert(pid, i);
+        self.proc_of_slot[si] = i as u32;
         i
     }
 
@@ -432,7 +436,7 @@ impl Analyzer {
 
     /// Adds one event (input order).
     pub fn push(&mut self, ev: &Event, strings: &Interner) {
-        let UnitId(unit) = self.splitter.push(ev, strings);
+        let (UnitId(unit), si) = self.splitter.push_slot(ev, strings);
         let unit = unit as usize;
         if unit >= self.units.len() {
             self.units.resize_with(unit + 1, UnitAgg::default);
@@ -510,7 +514,7 @@ impl Analyzer {
         }
 
         // Process.
-        let pi = self.proc_slot(ev.pid);
+        let pi = self.proc_slot(ev.pid, si);
         let prev_unit = self.procs[pi].unit;
         if prev_unit != unit as u32 {
             // The pid moved to a new unit: its walk ends, and the old unit's
