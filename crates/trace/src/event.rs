@@ -714,6 +714,26 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event with nothing known: the start the decoder fills in.
+    pub(crate) const EMPTY: Event = Event {
+        pid: 0,
+        ts_us: None,
+        dur_us: None,
+        kind: Kind::Other,
+        name: PathId(0),
+        path: None,
+        path2: None,
+        fd: None,
+        fd_path: None,
+        flags: Flags(0),
+        ret: Ret::Unknown,
+        ret_path: None,
+        mtime: None,
+        ctime_us: None,
+        input: 0,
+        line: 0,
+    };
+
     pub fn is_error(&self) -> bool {
         matches!(self.ret, Ret::Err(_))
     }

@@ -299,7 +299,15 @@ struct Cfg {
 /// What a line is, as far as a block can tell without earlier lines.
 enum Class<'a> {
     /// A plain complete syscall line, parsed.
-    Fast(PidTok, Option<RawTs>, Event),
+    /// (The event is decoded straight into its record by the caller.)
+    Fast {
+        pid: PidTok,
+        ts: Option<RawTs>,
+        name: &'a [u8],
+        args: &'a [u8],
+        ret: &'a [u8],
+        dur: Option<u64>,
+    },
     /// `PID ... name(args <unfinished ...>` with a pid column.
     Unfinished {
         pid: u32,
@@ -379,10 +387,14 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
         return Class::Other;
     }
     match dec.split_call(after) {
-        Some((argtext, ret, dur)) => {
-            let ev = dec.event(&rest[..nlen], argtext, Some(ret), dur, cfg.input);
-            Class::Fast(pre.pid, pre.ts, ev)
-        }
+        Some((args, ret, dur)) => Class::Fast {
+            pid: pre.pid,
+            ts: pre.ts,
+            name: &rest[..nlen],
+            args,
+            ret,
+            dur,
+        },
         None => Class::Other,
     }
 }
@@ -442,7 +454,14 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
         let line = &bytes[start..end];
         start = end + 1;
         match classify(&mut dec, line, cfg) {
-            Class::Fast(pid, ts, ev) => {
+            Class::Fast {
+                pid,
+                ts,
+                name,
+                args,
+                ret,
+                dur,
+            } => {
                 match pid {
                     // (most blocks have no open start: skip the hash)
                     PidTok::Column(p) if !open.is_empty() => {
@@ -451,13 +470,19 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
                     PidTok::Column(_) => {}
                     _ => open.clear(),
                 }
+                // The event is decoded in place: built elsewhere and moved
+                // in, its 144 bytes were copied through the stack, and
+                // read back wider than written (store-forwarding stalls).
                 recs.push(Rec::Fast {
                     start: s,
                     end: e,
                     pid,
                     ts,
-                    ev,
+                    ev: Event::EMPTY,
                 });
+                if let Some(Rec::Fast { ev, .. }) = recs.last_mut() {
+                    dec.event_into(name, args, Some(ret), dur, cfg.input, ev);
+                }
             }
             Class::Unfinished {
                 pid,

@@ -1016,34 +1016,36 @@ impl Decoder {
         dur: Option<u64>,
         input: u16,
     ) -> Event {
+        let mut ev = Event::EMPTY;
+        self.event_into(name, argtext, ret, dur, input, &mut ev);
+        ev
+    }
+
+    /// [`Decoder::event`] written into `ev`, which must be
+    /// [`Event::EMPTY`] (the parallel path decodes straight into a
+    /// block's record).
+    pub(crate) fn event_into(
+        &mut self,
+        name: &[u8],
+        argtext: &[u8],
+        ret: Option<&[u8]>,
+        dur: Option<u64>,
+        input: u16,
+        ev: &mut Event,
+    ) {
         let split =
             std::mem::take(&mut self.argl_text) == (argtext.as_ptr() as usize, argtext.len());
         let (name_id, kind) = self.intern_kind(name);
-        let mut ev = Event {
-            pid: 0,
-            ts_us: None,
-            dur_us: dur,
-            kind,
-            name: name_id,
-            path: None,
-            path2: None,
-            fd: None,
-            fd_path: None,
-            flags: Flags::default(),
-            ret: Ret::Unknown,
-            ret_path: None,
-            mtime: None,
-            ctime_us: None,
-            input,
-            line: 0,
-        };
+        ev.dur_us = dur;
+        ev.kind = kind;
+        ev.name = name_id;
+        ev.input = input;
         if let Some(r) = ret {
-            self.decode_ret(r, &mut ev);
+            self.decode_ret(r, ev);
         }
         if kind != Kind::Other {
-            self.decode_args(argtext, split, &mut ev);
+            self.decode_args(argtext, split, ev);
         }
-        ev
     }
     fn decode_ret(&mut self, r: &[u8], ev: &mut Event) {
         let tok = token(r);
