@@ -84,6 +84,7 @@ pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
 }
 
 /// The bytes [`scan_call`] acts on: quotes, brackets, commas.
+#[cfg(any(test, not(target_arch = "x86_64")))]
 static CALL_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let mut k = 0;
@@ -98,7 +99,7 @@ static CALL_SPECIAL: [bool; 256] = {
 /// The index of the first byte at or after `i` that [`scan_call`] acts on
 /// (`s.len()` if none): 16 bytes per step with SSE2 (part of every x86-64
 /// CPU), the rest byte by byte.
-#[inline]
+#[cfg(test)]
 fn next_call_special(s: &[u8], mut i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
@@ -116,26 +117,145 @@ fn next_call_special(s: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Bit k set when byte k of `b` is one of [`CALL_SPECIAL`]'s bytes
-/// `"(),[]{}`: `(`/`)` are 0x28/0x29 (equal under `& 0xfe`), `[`/`{` are
-/// 0x5b/0x7b and `]`/`}` 0x5d/0x7d (equal under `& 0xdf`, which keeps the
-/// high bit, so no byte >= 0x80 matches).
+/// Bit k set when byte k of `b` is one of [`CALL_SPECIAL`]'s bytes.
+#[cfg(all(test, target_arch = "x86_64"))]
+fn call_special_mask16(b: &[u8; 16]) -> u32 {
+    masks16(b).0
+}
+
+/// Bit masks of up to 64 bytes of a call's text from `base` on: `spec`
+/// marks the bytes [`scan_call`] acts on (quotes, brackets, commas), `qb`
+/// the quotes and backslashes (what ends a run inside a string). Bytes past
+/// the end of the text have no bit.
+struct Window<'a> {
+    s: &'a [u8],
+    base: usize,
+    spec: u64,
+    qb: u64,
+}
+
+impl<'a> Window<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        // `base` past any index: the first use loads.
+        Window {
+            s,
+            base: usize::MAX / 2,
+            spec: 0,
+            qb: 0,
+        }
+    }
+
+    /// Masks of `s[base..base + 64]`.
+    #[inline]
+    fn load(&mut self, base: usize) {
+        self.base = base;
+        let s = self.s;
+        if base + 64 <= s.len() {
+            (self.spec, self.qb) = masks64(s[base..base + 64].try_into().unwrap());
+        } else {
+            // The tail: whole 16-byte pieces, then the last few bytes
+            // zero-padded (a zero byte is in neither set).
+            let (mut spec, mut qb) = (0u64, 0u64);
+            let mut k = 0;
+            let tail = &s[base..];
+            while k + 16 <= tail.len() {
+                let (sp, q) = masks16(tail[k..k + 16].try_into().unwrap());
+                spec |= (sp as u64) << k;
+                qb |= (q as u64) << k;
+                k += 16;
+            }
+            if k < tail.len() {
+                let mut b = [0u8; 16];
+                b[..tail.len() - k].copy_from_slice(&tail[k..]);
+                let (sp, q) = masks16(&b);
+                spec |= (sp as u64) << k;
+                qb |= (q as u64) << k;
+            }
+            (self.spec, self.qb) = (spec, qb);
+        }
+    }
+
+    /// The lowest bit of `pick(self)` at or after index `i`, as an index of
+    /// the text; `None` when there is none before the end.
+    #[inline]
+    fn next(&mut self, mut i: usize, pick: fn(&Self) -> u64) -> Option<usize> {
+        loop {
+            if i >= self.s.len() {
+                return None;
+            }
+            if i < self.base || i - self.base >= 64 {
+                self.load(i);
+            }
+            let m = pick(self) & (u64::MAX << (i - self.base));
+            if m != 0 {
+                return Some(self.base + m.trailing_zeros() as usize);
+            }
+            i = self.base + 64;
+        }
+    }
+
+    /// The index just after the quote that closes the string opened at
+    /// `s[i] == b'"'` (a backslash escapes the byte after it), as
+    /// `skip_string` finds it.
+    #[inline]
+    fn close_quote(&mut self, i: usize) -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            let k = self.next(j, |w| w.qb)?;
+            if self.s[k] == b'\\' {
+                j = k + 2;
+            } else {
+                return Some(k + 1);
+            }
+        }
+    }
+}
+
+/// (`spec`, `qb`) masks of 64 bytes, see [`Window`].
+#[inline]
+fn masks64(b: &[u8; 64]) -> (u64, u64) {
+    let mut spec = 0u64;
+    let mut qb = 0u64;
+    for k in 0..4 {
+        let c: &[u8; 16] = b[16 * k..16 * k + 16].try_into().unwrap();
+        let (sp, q) = masks16(c);
+        spec |= (sp as u64) << (16 * k);
+        qb |= (q as u64) << (16 * k);
+    }
+    (spec, qb)
+}
+
+/// [`masks16`] without SSE2.
+#[cfg(not(target_arch = "x86_64"))]
+fn masks16(b: &[u8; 16]) -> (u32, u32) {
+    let mut spec = 0u32;
+    let mut qb = 0u32;
+    for (k, &c) in b.iter().enumerate() {
+        spec |= (CALL_SPECIAL[c as usize] as u32) << k;
+        qb |= ((c == b'"' || c == b'\\') as u32) << k;
+    }
+    (spec, qb)
+}
+
+/// The special-byte mask (bit k set when byte k of `b` is one of
+/// `"(),[]{}`: `(`/`)` are 0x28/0x29, equal under `& 0xfe`; `[`/`{` are
+/// 0x5b/0x7b and `]`/`}` 0x5d/0x7d, equal under `& 0xdf`, which keeps the
+/// high bit, so no byte >= 0x80 matches) and the quote-or-backslash mask
+/// of 16 bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn call_special_mask16(b: &[u8; 16]) -> u32 {
+fn masks16(b: &[u8; 16]) -> (u32, u32) {
     use std::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86-64 baseline, so these intrinsics are
-    // always available; the one load reads the 16 bytes of `b` (unaligned
-    // load allowed).
+    // SAFETY: SSE2 is part of the x86-64 baseline; the one load reads the
+    // 16 bytes of `b` (unaligned load allowed).
     unsafe {
         let v = _mm_loadu_si128(b.as_ptr() as *const __m128i);
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let bslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         let paren = _mm_and_si128(v, _mm_set1_epi8(0xfeu8 as i8));
         let bracket = _mm_and_si128(v, _mm_set1_epi8(0xdfu8 as i8));
-        let m = _mm_or_si128(
-            _mm_or_si128(
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8)),
-            ),
+        let spec = _mm_or_si128(
+            _mm_or_si128(quote, _mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8))),
             _mm_or_si128(
                 _mm_cmpeq_epi8(paren, _mm_set1_epi8(b'(' as i8)),
                 _mm_or_si128(
@@ -144,7 +264,10 @@ fn call_special_mask16(b: &[u8; 16]) -> u32 {
                 ),
             ),
         );
-        _mm_movemask_epi8(m) as u32
+        (
+            _mm_movemask_epi8(spec) as u32,
+            _mm_movemask_epi8(_mm_or_si128(quote, bslash)) as u32,
+        )
     }
 }
 
@@ -155,7 +278,61 @@ fn call_special_mask16(b: &[u8; 16]) -> u32 {
 /// it (commas outside strings and outside every bracket kind). For
 /// well-nested brackets, which is all strace prints, the spans are those
 /// of `split_args` on the text before the `)`.
+///
+/// The bytes it acts on are found through bit masks of 64 bytes at a time
+/// ([`Window`]), each set bit taken in turn, strings skipped by their
+/// quote-or-backslash bits: one pass of vector compares per 64 bytes
+/// instead of one per byte acted on (the byte-by-byte version took 19% of
+/// the one-thread parser's instructions).
 pub(crate) fn scan_call(s: &[u8], out: &mut ArgList) -> Option<usize> {
+    out.n = 0;
+    let mut start = 0usize;
+    let mut paren = 0usize;
+    let mut other = 0usize;
+    let mut w = Window::new(s);
+    let mut i = 0usize;
+    loop {
+        i = w.next(i, |w| w.spec)?;
+        match s[i] {
+            b'"' => {
+                i = w.close_quote(i)?;
+                continue;
+            }
+            b'(' => paren += 1,
+            b')' => {
+                if paren == 0 {
+                    if out.n < MAX_ARGS && (start < i || out.n > 0) {
+                        out.spans[out.n] = (start as u32, i as u32);
+                        out.n += 1;
+                    }
+                    return Some(i);
+                }
+                paren -= 1;
+            }
+            b'[' | b'{' => other += 1,
+            b']' | b'}' => other = other.saturating_sub(1),
+            _ => {
+                if paren == 0 && other == 0 && out.n < MAX_ARGS {
+                    out.spans[out.n] = (start as u32, i as u32);
+                    out.n += 1;
+                    start = i + 1;
+                }
+            }
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+/// [`scan_call`] one special byte at a time: the reference its test
+/// compares with. [`find_close_paren`] and [`split_args`] in
+/// one pass: returns the index of the `)` that closes the argument list
+/// (parentheses counted outside quoted strings, exactly as
+/// `find_close_paren`) and fills `out` with the top-level arguments before
+/// it (commas outside strings and outside every bracket kind). For
+/// well-nested brackets, which is all strace prints, the spans are those
+/// of `split_args` on the text before the `)`.
+pub(crate) fn scan_call_bytewise(s: &[u8], out: &mut ArgList) -> Option<usize> {
     out.n = 0;
     let mut start = 0usize;
     let mut paren = 0usize;
@@ -714,6 +891,37 @@ mod tests {
             if let Some(close) = close {
                 split_args(&c[..close], &mut b, MAX_ARGS);
                 assert_eq!(a.n, b.n, "{}", String::from_utf8_lossy(c));
+                assert_eq!(a.spans[..a.n], b.spans[..b.n]);
+            }
+        }
+    }
+
+    #[test]
+    fn scan_call_equals_the_bytewise_scan() {
+        // Random texts over the bytes the scan acts on and a few others,
+        // 0 to 300 bytes (several 64-byte windows, tails of every length),
+        // from a fixed xorshift sequence.
+        // Dense (a special byte in most places) and sparse (mostly plain
+        // bytes, so scans cross 64-byte windows inside and outside strings).
+        let dense: &[u8] = b"\"\\(),[]{}ab 0<>";
+        let sparse: &[u8] = b"\"\\(),[]{}aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let mut x: u64 = 0x243f_6a88_85a3_08d3;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..200_000 {
+            let alphabet = if round % 2 == 0 { dense } else { sparse };
+            let len = (next() % 300) as usize;
+            let t: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let (mut a, mut b) = (ArgList::default(), ArgList::default());
+            let (ra, rb) = (scan_call(&t, &mut a), scan_call_bytewise(&t, &mut b));
+            assert_eq!(ra, rb, "{}", String::from_utf8_lossy(&t));
+            if ra.is_some() {
                 assert_eq!(a.spans[..a.n], b.spans[..b.n]);
             }
         }
