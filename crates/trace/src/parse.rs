@@ -974,8 +974,12 @@ impl Decoder {
     }
 
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
-        if name.len() <= 16 && !name.contains(&0) {
+        if name.len() <= 16 {
             let key = name_key(name);
+            if has_zero_byte(key, name.len()) {
+                // Not a key of its own (the padding is zero bytes too).
+                return self.intern_kind_slow(name);
+            }
             let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(17))
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15)
                 >> 56;
@@ -1242,6 +1246,22 @@ fn leading_i64(v: &[u8]) -> Option<i64> {
     }
     let x: i64 = std::str::from_utf8(&v[..n]).ok()?.parse().ok()?;
     Some(if neg { -x } else { x })
+}
+
+/// Whether one of the first `n` bytes of `key` (a [`name_key`]) is zero:
+/// a word test, where `name.contains(&0)` called `memchr` for a few bytes
+/// on every line.
+#[inline]
+fn has_zero_byte(key: u128, n: usize) -> bool {
+    const ONES: u128 = u128::MAX / 255;
+    const HIGHS: u128 = ONES << 7;
+    // Bytes from `n` on set to non-zero, so only the name's bytes count.
+    let x = if n >= 16 {
+        key
+    } else {
+        key | (u128::MAX << (8 * n))
+    };
+    x.wrapping_sub(ONES) & !x & HIGHS != 0
 }
 
 /// A name of at most 16 bytes as a zero-padded little-endian `u128`, built
@@ -1618,6 +1638,26 @@ mod tests {
         }
         assert_eq!(name_len(b"newfstatat(AT_FDCWD"), Some(10));
         assert_eq!(name_len(b"_llseek"), None);
+    }
+
+    #[test]
+    fn zero_byte_test_equals_contains() {
+        for n in 0..=16usize {
+            for z in 0..=n {
+                // a zero at position z (none when z == n), other bytes 1..
+                let name: Vec<u8> = (0..n)
+                    .map(|i| if i == z { 0 } else { 1 + (i as u8 * 37) % 255 })
+                    .collect();
+                assert_eq!(
+                    has_zero_byte(name_key(&name), n),
+                    name.contains(&0),
+                    "{name:?}"
+                );
+            }
+        }
+        assert!(!has_zero_byte(name_key(b"newfstatat"), 10));
+        assert!(!has_zero_byte(name_key(&[0xff; 16]), 16));
+        assert!(has_zero_byte(name_key(b"ab\0"), 3));
     }
 
     #[test]
