@@ -30,10 +30,12 @@ pub const BURST_GAP_S: i64 = 2;
 
 /// `Analyzer::proc_of_slot` value of a pid slot without a process yet.
 const NO_PROC: u32 = u32::MAX;
-/// `Analyzer::path_slot` value of a path id not seen yet.
-const NO_SLOT: u32 = u32::MAX;
-/// `Analyzer::path_slot` value of the empty path (no slot in `paths`).
-const EMPTY_PATH: u32 = u32::MAX - 1;
+/// `PathHot::kind` of an id not seen as a path yet ...
+const KIND_UNSEEN: u8 = 0;
+/// ... of a path ...
+const KIND_PATH: u8 = 1;
+/// ... and of the empty string (`AT_EMPTY_PATH`: no path).
+const KIND_EMPTY: u8 = 2;
 
 /// Per-syscall-name totals.
 #[derive(Default, Clone, Debug)]
@@ -46,9 +48,10 @@ struct NameAgg {
     errnos: Vec<(u32, u64)>,
 }
 
-/// The per-event counters of one path, one cache line per path: every
-/// event with a path touches exactly this record (the rest of a path's
-/// figures, rarely touched, are in [`PathCold`]).
+/// The per-event counters of one path, one cache line per path, indexed by
+/// the path's id: every event with a path touches exactly this record, and
+/// nothing else of the path (its walk counts, rarely touched, are in
+/// `Analyzer::walks`).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct PathHot {
@@ -59,7 +62,9 @@ struct PathHot {
     /// `Analyzer::path_more[more]` (`NO_MORE`: none). An inline counter
     /// that reaches `u32::MAX` continues there under the same key.
     names: [(u32, u32); 3],
-    n: u32,
+    n: u8,
+    /// `KIND_*`: whether this id is a path (decided on first sight).
+    kind: u8,
     more: u32,
     /// The last `ProcAgg::seen_gen` that stat'ed this path: equal to the
     /// current generation of a process means the path is in the `seen`
@@ -77,6 +82,7 @@ impl PathHot {
             errors: 0,
             names: [(0, 0); 3],
             n: 0,
+            kind: KIND_UNSEEN,
             more: NO_MORE,
             seen_gen: 0,
         }
@@ -117,15 +123,6 @@ impl PathHot {
             .map(|&(k, c)| (k, c as u64))
             .chain(extra.iter().copied())
     }
-}
-
-/// What is kept per path besides [`PathHot`].
-#[derive(Clone, Debug)]
-struct PathCold {
-    id: u32,
-    /// Realpath walks that resolved this path, and their lstat calls.
-    walks: u64,
-    walk_lstats: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -179,14 +176,15 @@ pub struct Analyzer {
     kinds: Vec<NameAgg>,
     kind_name: Vec<Option<PathId>>,
     other: HashMap<u32, NameAgg, FastHash>,
-    /// Slot in `paths` of each path id (`NO_SLOT`: not seen yet,
-    /// `EMPTY_PATH`: the empty string): an array index per event instead
-    /// of a hash lookup, and the interner read once per distinct path.
-    path_slot: Vec<u32>,
+    /// Per string id (grown on demand): the per-event counters, and whether
+    /// the id is a path (the interner is read once per distinct id). Indexed
+    /// by id rather than through a table of slots: one cache miss per event
+    /// instead of two dependent ones.
     /// Per slot: the per-event counters ...
     path_hot: Vec<PathHot>,
-    /// ... the rest ...
-    paths: Vec<PathCold>,
+    /// Per string id, realpath walks that resolved it and their lstat
+    /// calls (grown on demand, only to the ids walks resolve) ...
+    walks: Vec<(u64, u64)>,
     /// ... and name counts beyond the three inline ones.
     path_more: Vec<Vec<(u32, u64)>>,
     procs: Vec<ProcAgg>,
@@ -323,9 +321,8 @@ impl Analyzer {
             kinds: vec![NameAgg::default(); Kind::ALL.len() + 1],
             kind_name: vec![None; Kind::ALL.len() + 1],
             other: HashMap::default(),
-            path_slot: Vec::new(),
             path_hot: Vec::new(),
-            paths: Vec::new(),
+            walks: Vec::new(),
             path_more: Vec::new(),
             procs: Vec::new(),
             proc_index: HashMap::default(),
@@ -346,31 +343,23 @@ impl Analyzer {
         }
     }
 
-    /// Slot of path `p` in `paths`, created on first sight; `EMPTY_PATH`
-    /// for the empty string (which gets no slot).
+    /// Whether id `p` is a path (not the empty string), decided on first
+    /// sight; its counters exist afterwards.
     #[inline]
-    fn path_slot(&mut self, p: PathId, strings: &Interner) -> u32 {
+    fn is_path(&mut self, p: PathId, strings: &Interner) -> bool {
         let i = p.0 as usize;
-        if i >= self.path_slot.len() {
-            self.path_slot.resize(i + 1, NO_SLOT);
+        if i >= self.path_hot.len() {
+            self.path_hot.resize(i + 1, PathHot::new());
         }
-        let slot = self.path_slot[i];
-        if slot != NO_SLOT {
-            return slot;
+        let h = &mut self.path_hot[i];
+        if h.kind == KIND_UNSEEN {
+            h.kind = if strings.bytes(p).is_empty() {
+                KIND_EMPTY
+            } else {
+                KIND_PATH
+            };
         }
-        let slot = if strings.bytes(p).is_empty() {
-            EMPTY_PATH
-        } else {
-            self.paths.push(PathCold {
-                id: p.0,
-                walks: 0,
-                walk_lstats: 0,
-            });
-            self.path_hot.push(PathHot::new());
-            (self.paths.len() - 1) as u32
-        };
-        self.path_slot[i] = slot;
-        slot
+        h.kind == KIND_PATH
     }
 
     /// Index in `procs` of the pid in the splitter's slot `si`, created on
@@ -418,13 +407,12 @@ impl Analyzer {
             self.walks_shallowest_first += 1;
             last
         };
-        // The resolved path was lstat'ed, so it has a slot.
-        if let Some(&slot) = self.path_slot.get(resolved.0 as usize) {
-            if let Some(pa) = self.paths.get_mut(slot as usize) {
-                pa.walks += 1;
-                pa.walk_lstats += run.len as u64;
-            }
+        let i = resolved.0 as usize;
+        if i >= self.walks.len() {
+            self.walks.resize(i + 1, (0, 0));
         }
+        self.walks[i].0 += 1;
+        self.walks[i].1 += run.len as u64;
         if let Some(u) = self.units.get_mut(unit as usize) {
             u.walks += 1;
             u.walk_lstats += run.len as u64;
@@ -453,8 +441,7 @@ impl Analyzer {
         }
         let enoent = errno.is_some() && errno == self.enoent_id;
         // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` is an fstat: no path.
-        let slot = ev.path.map_or(EMPTY_PATH, |p| self.path_slot(p, strings));
-        let path = ev.path.filter(|_| slot != EMPTY_PATH);
+        let path = ev.path.filter(|&p| self.is_path(p, strings));
 
         // Totals by name.
         let na = if ev.kind == Kind::Other {
@@ -478,8 +465,8 @@ impl Analyzer {
         }
 
         // Paths.
-        if path.is_some() {
-            let pa = &mut self.path_hot[slot as usize];
+        if let Some(p) = path {
+            let pa = &mut self.path_hot[p.0 as usize];
             pa.calls += 1;
             if errno.is_some() {
                 pa.errors += 1;
@@ -564,7 +551,7 @@ impl Analyzer {
             if ev.kind.is_stat_family() {
                 if let Some(p) = path {
                     let gen = self.procs[pi].seen_gen;
-                    let h = &mut self.path_hot[slot as usize];
+                    let h = &mut self.path_hot[p.0 as usize];
                     if h.seen_gen == gen || !u.seen.insert(p) {
                         u.repeats += 1;
                     }
@@ -970,23 +957,28 @@ fn build_profile(
     let enoent_total: u64 = a.path_hot.iter().map(|p| p.enoent).sum::<u64>();
 
     // Paths and directories.
-    let mut path_rows: Vec<(&u32, &PathHot)> = a
-        .paths
+    let mut path_rows: Vec<(u32, &PathHot)> = a
+        .path_hot
         .iter()
-        .zip(&a.path_hot)
-        .map(|(pc, pa)| (&pc.id, pa))
+        .enumerate()
+        .filter(|(_, h)| h.kind == KIND_PATH)
+        .map(|(id, h)| (id as u32, h))
         .collect();
+    let distinct_paths = path_rows.len() as u64;
     let path_rows = top_sorted(&mut path_rows, top, |x, y| {
         y.1.calls
             .cmp(&x.1.calls)
             // Lazily: most pairs differ in calls, and reading the two
             // paths (cold, among 100,000s) for every comparison was most of
             // the serial time after the parse.
-            .then_with(|| strings.bytes(PathId(*x.0)).cmp(strings.bytes(PathId(*y.0))))
+            .then_with(|| strings.bytes(PathId(x.0)).cmp(strings.bytes(PathId(y.0))))
     });
     let mut dirs: HashMap<&[u8], DirAgg, FastHash> = HashMap::default();
-    for (pc, pa) in a.paths.iter().zip(&a.path_hot) {
-        let d = dir_of(strings.bytes(PathId(pc.id)));
+    for (id, pa) in a.path_hot.iter().enumerate() {
+        if pa.kind != KIND_PATH {
+            continue;
+        }
+        let d = dir_of(strings.bytes(PathId(id as u32)));
         let e = dirs.entry(d).or_default();
         e.0 += pa.calls;
         e.1 += pa.enoent;
@@ -1005,7 +997,7 @@ fn build_profile(
     });
     let paths: Vec<PathRow> = path_rows
         .iter()
-        .map(|(&id, pa)| PathRow {
+        .map(|&(id, pa)| PathRow {
             path: strings.str(PathId(id)).into_owned(),
             calls: pa.calls,
             errors: pa.errors,
@@ -1088,10 +1080,11 @@ fn build_profile(
 
     // Realpath walks by file.
     let mut wf: Vec<(u32, u64, u64)> = a
-        .paths
+        .walks
         .iter()
-        .filter(|pc| pc.walks > 0)
-        .map(|pc| (pc.id, pc.walks, pc.walk_lstats))
+        .enumerate()
+        .filter(|(_, w)| w.0 > 0)
+        .map(|(id, w)| (id as u32, w.0, w.1))
         .collect();
     let walks: u64 = wf.iter().map(|v| v.1).sum();
     let walk_lstats: u64 = wf.iter().map(|v| v.2).sum();
@@ -1148,7 +1141,7 @@ fn build_profile(
         metadata_calls: a.metadata,
         errors,
         enoent: enoent_total,
-        distinct_paths: a.paths.len() as u64,
+        distinct_paths,
         distinct_dirs,
         realpath_walks: walks,
         walk_lstats,
