@@ -720,7 +720,7 @@ impl Parser {
     /// the order `Decoder::event` interns them) and pushes it.
     fn remap_push<S: Sink>(
         &mut self,
-        mut ev: Event,
+        ev: &mut Event,
         strings: &Interner,
         remap: &mut [u32],
         sink: &mut S,
@@ -740,7 +740,7 @@ impl Parser {
         ev.fd_path = ev.fd_path.map(&mut m);
         ev.path = ev.path.map(&mut m);
         ev.path2 = ev.path2.map(&mut m);
-        self.push_event(&ev, sink);
+        self.push_event(ev, sink);
     }
 
     /// The ordered stage for one parsed block; gives the block back to be
@@ -769,7 +769,9 @@ impl Parser {
         let mut starts: Vec<Option<(u64, Option<i64>)>> = vec![None; *pairs as usize];
         let strings = &*strings;
         let remap = &mut remap[..];
-        for rec in recs {
+        // Events are completed in their records (which are cleared for
+        // reuse after the merge), not copied out.
+        for rec in recs.iter_mut() {
             if self.stopped {
                 break;
             }
@@ -783,9 +785,8 @@ impl Parser {
                     end,
                     pid,
                     ts,
-                    ref ev,
+                    ref mut ev,
                 } => {
-                    let mut ev = ev.clone();
                     if !self.carry.is_empty() || self.in_summary {
                         let last = last_partial && end as usize == bytes.len();
                         self.line(&bytes[start as usize..end as usize], last, sink);
@@ -826,7 +827,7 @@ impl Parser {
                     end,
                     pid,
                     ts,
-                    ref ev,
+                    ref mut ev,
                     pair,
                 } => {
                     let Some((line, t)) = starts[pair as usize] else {
@@ -836,7 +837,6 @@ impl Parser {
                     };
                     self.line_no += 1;
                     self.stats.lines += 1;
-                    let mut ev = ev.clone();
                     ev.pid = self.resolve_pid(PidTok::Column(pid));
                     if let Some(ts) = ts {
                         self.resolve_ts(ts);
