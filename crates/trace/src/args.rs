@@ -286,86 +286,79 @@ fn masks16(b: &[u8; 16]) -> (u32, u32) {
 /// the one-thread parser's instructions).
 pub(crate) fn scan_call(s: &[u8], out: &mut ArgList) -> Option<usize> {
     out.n = 0;
-    let mut start = 0usize;
-    let mut paren = 0usize;
-    let mut other = 0usize;
+    let mut st = CallScan::default();
     let mut w = Window::new(s);
     let mut i = 0usize;
     loop {
         i = w.next(i, |w| w.spec)?;
-        match s[i] {
-            b'"' => {
-                i = w.close_quote(i)?;
-                continue;
-            }
-            b'(' => paren += 1,
-            b')' => {
-                if paren == 0 {
-                    if out.n < MAX_ARGS && (start < i || out.n > 0) {
-                        out.spans[out.n] = (start as u32, i as u32);
-                        out.n += 1;
-                    }
-                    return Some(i);
-                }
-                paren -= 1;
-            }
-            b'[' | b'{' => other += 1,
-            b']' | b'}' => other = other.saturating_sub(1),
-            _ => {
-                if paren == 0 && other == 0 && out.n < MAX_ARGS {
-                    out.spans[out.n] = (start as u32, i as u32);
-                    out.n += 1;
-                    start = i + 1;
-                }
-            }
+        if s[i] == b'"' {
+            i = w.close_quote(i)?;
+            continue;
+        }
+        if st.special(s[i], i, out) {
+            return Some(i);
         }
         i += 1;
     }
 }
 
+/// What [`scan_call`] keeps between the bytes it acts on, and what each
+/// of them (but a quote) does.
+#[derive(Default)]
+struct CallScan {
+    start: usize,
+    paren: usize,
+    other: usize,
+}
+
+impl CallScan {
+    /// Acts on the special byte `c` at `i`; true when it is the `)` that
+    /// closes the argument list.
+    #[inline]
+    fn special(&mut self, c: u8, i: usize, out: &mut ArgList) -> bool {
+        match c {
+            b'(' => self.paren += 1,
+            b')' => {
+                if self.paren == 0 {
+                    if out.n < MAX_ARGS && (self.start < i || out.n > 0) {
+                        out.spans[out.n] = (self.start as u32, i as u32);
+                        out.n += 1;
+                    }
+                    return true;
+                }
+                self.paren -= 1;
+            }
+            b'[' | b'{' => self.other += 1,
+            b']' | b'}' => self.other = self.other.saturating_sub(1),
+            _ => {
+                if self.paren == 0 && self.other == 0 && out.n < MAX_ARGS {
+                    out.spans[out.n] = (self.start as u32, i as u32);
+                    out.n += 1;
+                    self.start = i + 1;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// [`scan_call`] as it was before its bit masks: a 16-byte search from
+/// each byte it stops at, `memchr2` per string. The reference its test
+/// compares with.
 #[cfg(test)]
-/// [`scan_call`] one special byte at a time: the reference its test
-/// compares with. [`find_close_paren`] and [`split_args`] in
-/// one pass: returns the index of the `)` that closes the argument list
-/// (parentheses counted outside quoted strings, exactly as
-/// `find_close_paren`) and fills `out` with the top-level arguments before
-/// it (commas outside strings and outside every bracket kind). For
-/// well-nested brackets, which is all strace prints, the spans are those
-/// of `split_args` on the text before the `)`.
 pub(crate) fn scan_call_bytewise(s: &[u8], out: &mut ArgList) -> Option<usize> {
     out.n = 0;
-    let mut start = 0usize;
-    let mut paren = 0usize;
-    let mut other = 0usize;
+    let mut st = CallScan::default();
     let mut i = 0usize;
     loop {
         i = next_call_special(s, i);
         let c = *s.get(i)?;
-        match c {
-            b'"' => {
-                i = skip_string(s, i)?;
-                continue;
-            }
-            b'(' => paren += 1,
-            b')' => {
-                if paren == 0 {
-                    if out.n < MAX_ARGS && (start < i || out.n > 0) {
-                        out.spans[out.n] = (start as u32, i as u32);
-                        out.n += 1;
-                    }
-                    return Some(i);
-                }
-                paren -= 1;
-            }
-            b'[' | b'{' => other += 1,
-            b']' | b'}' => other = other.saturating_sub(1),
-            _ => {
-                if paren == 0 && other == 0 && out.n < MAX_ARGS {
-                    out.spans[out.n] = (start as u32, i as u32);
-                    out.n += 1;
-                    start = i + 1;
-                }
-            }
+        if c == b'"' {
+            i = skip_string(s, i)?;
+            continue;
+        }
+        if st.special(c, i, out) {
+            return Some(i);
         }
         i += 1;
     }

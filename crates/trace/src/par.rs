@@ -481,7 +481,7 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
                     ev: Event::EMPTY,
                 });
                 if let Some(Rec::Fast { ev, .. }) = recs.last_mut() {
-                    dec.event_into(name, args, Some(ret), dur, cfg.input, ev);
+                    dec.event(name, args, Some(ret), dur, cfg.input, ev);
                 }
             }
             Class::Unfinished {
@@ -526,7 +526,10 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
                 let ev = dec
                     .split_call(&text[o.name_len + 1..])
                     .map(|(argtext, ret, dur)| {
-                        dec.event(&text[..o.name_len], argtext, Some(ret), dur, cfg.input)
+                        let mut ev = Event::EMPTY;
+                        let name = &text[..o.name_len];
+                        dec.event(name, argtext, Some(ret), dur, cfg.input, &mut ev);
+                        ev
                     });
                 let Some(ev) = ev else {
                     recs.push(Rec::Slow { start: s, end: e });

@@ -910,7 +910,9 @@ impl Parser {
         dur: Option<u64>,
         sink: &mut S,
     ) {
-        let mut ev = self.dec.event(name, argtext, ret, dur, self.opts.input);
+        let mut ev = Event::EMPTY;
+        self.dec
+            .event(name, argtext, ret, dur, self.opts.input, &mut ev);
         ev.pid = pid;
         ev.ts_us = ts_us;
         ev.line = line;
@@ -1009,26 +1011,12 @@ impl Decoder {
         (id, kind)
     }
 
-    /// The event of one call; `pid`, `ts_us` and `line` are left for the
-    /// caller. Strings are interned in the order name, result, fd path,
-    /// path, path2 (the parallel merge relies on it).
+    /// Decodes one call into `ev`, which must be [`Event::EMPTY`]; `pid`,
+    /// `ts_us` and `line` are left for the caller. Strings are interned in
+    /// the order name, result, fd path, path, path2 (the parallel merge
+    /// relies on it). Written in place: the parallel path decodes straight
+    /// into a block's record.
     pub(crate) fn event(
-        &mut self,
-        name: &[u8],
-        argtext: &[u8],
-        ret: Option<&[u8]>,
-        dur: Option<u64>,
-        input: u16,
-    ) -> Event {
-        let mut ev = Event::EMPTY;
-        self.event_into(name, argtext, ret, dur, input, &mut ev);
-        ev
-    }
-
-    /// [`Decoder::event`] written into `ev`, which must be
-    /// [`Event::EMPTY`] (the parallel path decodes straight into a
-    /// block's record).
-    pub(crate) fn event_into(
         &mut self,
         name: &[u8],
         argtext: &[u8],
