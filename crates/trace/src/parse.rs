@@ -194,9 +194,11 @@ pub struct Options {
     pub default_pid: Option<u32>,
     /// Index of this input, stored in `Event::input`.
     pub input: u16,
-    /// Threads for [`Parser::feed_reader`]: 1 parses on the calling thread;
-    /// otherwise blocks of `block_size` bytes are parsed on the rayon pool
-    /// and merged in order on the calling thread.
+    /// Threads for [`Parser::feed_reader`] and [`Parser::feed_slice_par`]:
+    /// 1 parses on the calling thread; otherwise blocks of `block_size`
+    /// bytes are parsed on that many threads (the calling thread and
+    /// `threads - 1` workers) and merged in order on the calling thread. 0:
+    /// as many as the rayon pool has (the cores, or `RAYON_NUM_THREADS`).
     pub threads: usize,
     /// Bytes per block in the parallel reader path.
     pub block_size: usize,

@@ -792,3 +792,47 @@ fn a_sink_that_stops_gets_nothing_more_on_every_path() {
         }
     }
 }
+
+/// Panics at its `n`th event.
+struct PanicAt(usize);
+impl Sink for PanicAt {
+    fn event(&mut self, _: &Event, _: &Interner) -> bool {
+        self.0 -= 1;
+        assert!(self.0 > 0, "sink gave up");
+        true
+    }
+}
+
+#[test]
+fn a_sink_that_panics_ends_the_parallel_path() {
+    // The workers must be told to stop when the merge unwinds, or the
+    // threads' scope would wait for them forever: run each case on its own
+    // thread and fail, not hang, if it does not come back.
+    let data = std::sync::Arc::new(read("f-ttt-T.txt").repeat(20));
+    for threads in [2, 3] {
+        for reader in [false, true] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let data = data.clone();
+            std::thread::spawn(move || {
+                let opts = Options {
+                    threads,
+                    block_size: 256,
+                    ..Options::default()
+                };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut p = Parser::new("panic", opts);
+                    if reader {
+                        p.feed_reader(&data[..], &mut PanicAt(5)).unwrap();
+                    } else {
+                        p.feed_slice_par(&data, &mut PanicAt(5));
+                    }
+                }));
+                let _ = tx.send(r.is_err());
+            });
+            let panicked = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("threads {threads}, reader {reader}: hung"));
+            assert!(panicked, "threads {threads}, reader {reader}");
+        }
+    }
+}
