@@ -76,8 +76,9 @@ fn main() {
                     "{arg}: lines {} events {} skipped {} {:?} detected {:?}",
                     st.lines, st.events, st.skipped, st.first_skips, st.detected
                 );
-                // The calling thread reads, merges and runs the sink: the
-                // serial part of the parallel path.
+                // The calling thread reads, merges and runs the sink (the
+                // serial part of the parallel path) and parses the blocks
+                // no worker has started when it would otherwise wait.
                 if let Some(c) = thread_cpu_s() {
                     eprintln!("{arg}: calling thread cpu_s {c:.2}");
                 }
