@@ -950,6 +950,58 @@ pub(crate) struct Decoder {
     /// Address and length of the argument text `argl` was split from by
     /// [`Decoder::split_call`]; consumed by the next [`Decoder::event`].
     argl_text: (usize, usize),
+    short: ShortCache,
+}
+
+/// Direct-mapped cache of short strings (1 to 32 bytes: `-y` decorations
+/// such as `/srv/www/site0`, errno names, short paths) to their id: a
+/// lookup compares two words and a length, where the interner hashes the
+/// bytes, probes and calls `memcmp` (most lines of a `-y` log intern the
+/// same few directory decorations).
+struct ShortCache(Box<[ShortEntry; SHORT_SLOTS]>);
+
+/// (first 16 bytes, last 16 bytes, length, id + 1; 0 = empty).
+type ShortEntry = (u128, u128, u32, u32);
+
+const SHORT_SLOTS: usize = 64;
+
+impl ShortCache {
+    fn new() -> Self {
+        ShortCache(Box::new([(0, 0, 0, 0); SHORT_SLOTS]))
+    }
+
+    /// `strings.intern(s)`, through the cache when `s` is short.
+    #[inline]
+    fn intern(&mut self, strings: &mut Interner, s: &[u8]) -> PathId {
+        let n = s.len();
+        if n == 0 || n > 32 {
+            return strings.intern(s);
+        }
+        // Equal (head, tail, length) means equal bytes: up to 16 bytes the
+        // head is the zero-padded string; from 16 on head and tail are its
+        // first and last 16 bytes, which cover it.
+        let (head, tail) = if n <= 16 {
+            (name_key(s), 0)
+        } else {
+            let w = |b: &[u8]| u128::from_le_bytes(b.try_into().unwrap());
+            (w(&s[..16]), w(&s[n - 16..]))
+        };
+        let h = ((head as u64)
+            ^ ((head >> 64) as u64).rotate_left(21)
+            ^ (tail as u64).rotate_left(43)
+            ^ n as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 58;
+        let e = &mut self.0[h as usize];
+        if e.3 != 0 && e.0 == head && e.1 == tail && e.2 == n as u32 {
+            return PathId(e.3 - 1);
+        }
+        let id = strings.intern(s);
+        if id.0 < u32::MAX - 1 {
+            *e = (head, tail, n as u32, id.0 + 1);
+        }
+        id
+    }
 }
 
 impl Decoder {
@@ -961,6 +1013,7 @@ impl Decoder {
             scratch: Vec::new(),
             argl: ArgList::default(),
             argl_text: (0, 0),
+            short: ShortCache::new(),
         }
     }
 
@@ -1047,7 +1100,7 @@ impl Decoder {
             // `= ? ERESTARTSYS (To be restarted ...)`: interrupted, restarted.
             let rest = skip_ws(&r[1..]);
             if rest.first() == Some(&b'E') {
-                ev.ret = Ret::Err(Errno(self.strings.intern(token(rest))));
+                ev.ret = Ret::Err(Errno(self.short.intern(&mut self.strings, token(rest))));
             }
             return;
         }
@@ -1081,14 +1134,14 @@ impl Decoder {
         if v == -1 {
             let rest = skip_ws(&r[tok.len()..]);
             if rest.first() == Some(&b'E') {
-                ev.ret = Ret::Err(Errno(self.strings.intern(token(rest))));
+                ev.ret = Ret::Err(Errno(self.short.intern(&mut self.strings, token(rest))));
                 return;
             }
         }
         ev.ret = Ret::Ok(v);
         if let Some(d) = deco {
             let d = args::decode_deco_ref(d, &mut self.scratch);
-            ev.ret_path = Some(self.strings.intern(d));
+            ev.ret_path = Some(self.short.intern(&mut self.strings, d));
         }
     }
 
@@ -1115,7 +1168,7 @@ impl Decoder {
             }
             if let Some(d) = f.deco {
                 let d = args::decode_deco_ref(d, &mut self.scratch);
-                ev.fd_path = Some(self.strings.intern(d));
+                ev.fd_path = Some(self.short.intern(&mut self.strings, d));
             }
             if f.deleted {
                 ev.flags.set(Flags::FD_DELETED);
@@ -1123,7 +1176,7 @@ impl Decoder {
         }
         if let Some(a) = get(sp.path) {
             if let Some((p, trunc)) = args::decode_string_ref(a, &mut self.scratch) {
-                ev.path = Some(self.strings.intern(p));
+                ev.path = Some(self.short.intern(&mut self.strings, p));
                 if trunc {
                     ev.flags.set(Flags::TRUNCATED);
                 }
@@ -1131,7 +1184,7 @@ impl Decoder {
         }
         if let Some(a) = get(sp.path2) {
             if let Some((p, trunc)) = args::decode_string_ref(a, &mut self.scratch) {
-                ev.path2 = Some(self.strings.intern(p));
+                ev.path2 = Some(self.short.intern(&mut self.strings, p));
                 if trunc {
                     ev.flags.set(Flags::TRUNCATED);
                 }
@@ -1140,7 +1193,7 @@ impl Decoder {
         if let Some(a) = get(sp.fd2) {
             if let Some(d) = args::parse_fd(a).deco {
                 let d = args::decode_deco_ref(d, &mut self.scratch);
-                ev.path2 = Some(self.strings.intern(d));
+                ev.path2 = Some(self.short.intern(&mut self.strings, d));
             }
         }
         if ev.kind == Kind::Fcntl && get(1).is_some_and(args::is_fcntl_dupfd) {
@@ -1628,6 +1681,33 @@ mod tests {
         }
         assert_eq!(name_len(b"newfstatat(AT_FDCWD"), Some(10));
         assert_eq!(name_len(b"_llseek"), None);
+    }
+
+    #[test]
+    fn short_cache_gives_the_interners_ids() {
+        // Strings of 0-40 bytes sharing heads or tails (the cache's key
+        // parts), zero bytes inside, far more than its 64 slots; every
+        // answer must be the interner's own (a key without its tail fails).
+        let mut cache = ShortCache::new();
+        let mut with = Interner::new();
+        let mut plain = Interner::new();
+        let mut x: u64 = 0x0123_4567_89ab_cdef;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // A head from three, then a tail from a small alphabet: many
+            // strings share their first 16 (or last 16) bytes.
+            let heads: [&[u8]; 3] = [b"/srv/www/site1/t", b"/srv/www/site2/t", b"ab\0"];
+            let mut s = heads[(x % 3) as usize].to_vec();
+            s.truncate(((x >> 2) % 17) as usize);
+            let extra = ((x >> 8) % 24) as usize;
+            s.extend((0..extra).map(|i| b"xy/\0"[((x >> (16 + i % 40)) % 4) as usize]));
+            let a = cache.intern(&mut with, &s);
+            let b = plain.intern(&s);
+            assert_eq!(a, b, "{s:?}");
+        }
+        assert_eq!(with.len(), plain.len());
     }
 
     #[test]
