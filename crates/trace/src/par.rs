@@ -2,7 +2,8 @@
 //!
 //! The calling thread reads blocks of whole lines; worker threads (one
 //! fewer than the cores) and the calling thread itself parse the plain
-//! complete syscall lines of each block with a block-local interner; the calling thread then walks the blocks in input order,
+//! complete syscall lines of each block with a block-local interner; the
+//! calling thread then walks the blocks in input order,
 //! resolving what depends on earlier lines (timestamps under `-r` and
 //! midnight, `[pid N]` state, unfinished/resumed pairs, summary tables) and
 //! mapping block-local string ids to the parser's interner. Every line the
@@ -148,11 +149,21 @@ struct BlockReader<R> {
     free_max: usize,
 }
 
-/// Blocks handed to the pool and not merged yet, at most: enough for every
-/// pool thread to have work while the calling thread merges, few enough to
-/// bound memory (each block holds its lines' records).
-fn window_len() -> usize {
-    (rayon::current_num_threads() * 4).max(2)
+/// Threads of the parallel path for `opts` (at least 2: the calling thread
+/// and a worker).
+fn par_threads(opts: &Options) -> usize {
+    match opts.threads {
+        0 => rayon::current_num_threads(),
+        n => n,
+    }
+    .max(2)
+}
+
+/// Blocks handed out and not merged yet, at most: enough for every thread
+/// to have work while the calling thread merges, few enough to bound memory
+/// (each block holds its lines' records).
+fn window_len(threads: usize) -> usize {
+    threads * 4
 }
 
 impl<R: Read> BlockReader<R> {
@@ -691,16 +702,16 @@ impl Parser {
             eof: false,
             bytes: 0,
             free: Vec::new(),
-            free_max: 2 * window_len(),
+            free_max: 2 * window_len(par_threads(&self.opts)),
         };
         self.feed_blocks(rd, sink)
     }
 
     /// Parses a whole input held in memory (e.g. a mapped file) on
-    /// `opts.threads` threads: the parallel path over blocks borrowed from `data`, with
-    /// nothing read or copied on the calling thread (with `opts.threads` 1,
-    /// [`Parser::feed_slice`] itself). Gives the events of
-    /// [`Parser::feed_slice`], ids included.
+    /// `opts.threads` threads: the parallel path over blocks borrowed from
+    /// `data`, with nothing read or copied on the calling thread (with
+    /// `opts.threads` 1, [`Parser::feed_slice`] itself). Gives the events
+    /// of [`Parser::feed_slice`], ids included.
     pub fn feed_slice_par<S: Sink>(&mut self, data: &[u8], sink: &mut S) {
         self.feed_slice_par_with(data, sink, &mut |_| {})
     }
@@ -745,12 +756,8 @@ impl Parser {
             max_line: self.opts.max_line,
             input: self.opts.input,
         };
-        let threads = match self.opts.threads {
-            0 => rayon::current_num_threads(),
-            n => n,
-        }
-        .max(2);
-        let window = (threads * 4) as u64;
+        let threads = par_threads(&self.opts);
+        let window = window_len(threads) as u64;
         // One thread fewer than cores: this thread parses too (see
         // `Queue::take`), and a thread per core more than that only made
         // the three time-share two cores (5 interleaved rounds on the bench
