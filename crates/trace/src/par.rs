@@ -294,9 +294,9 @@ enum Parsed<'a> {
         strings: Interner,
         pairs: u32,
         /// Block-local string id -> the parser's id, `u32::MAX` while
-        /// unknown: filled on the pool for strings the parser's interner
-        /// already held before the block's merge ([`resolve`]), the rest
-        /// in the merge.
+        /// unknown: filled at the start of the block's merge for the
+        /// strings the parser's interner already holds
+        /// (`Interner::get_all_from`), the rest as the merge interns them.
         remap: Vec<u32>,
     },
     TooLong,
