@@ -149,30 +149,7 @@ impl<'a> Window<'a> {
     #[inline]
     fn load(&mut self, base: usize) {
         self.base = base;
-        let s = self.s;
-        if base + 64 <= s.len() {
-            (self.spec, self.qb) = masks64(s[base..base + 64].try_into().unwrap());
-        } else {
-            // The tail: whole 16-byte pieces, then the last few bytes
-            // zero-padded (a zero byte is in neither set).
-            let (mut spec, mut qb) = (0u64, 0u64);
-            let mut k = 0;
-            let tail = &s[base..];
-            while k + 16 <= tail.len() {
-                let (sp, q) = masks16(tail[k..k + 16].try_into().unwrap());
-                spec |= (sp as u64) << k;
-                qb |= (q as u64) << k;
-                k += 16;
-            }
-            if k < tail.len() {
-                let mut b = [0u8; 16];
-                b[..tail.len() - k].copy_from_slice(&tail[k..]);
-                let (sp, q) = masks16(&b);
-                spec |= (sp as u64) << k;
-                qb |= (q as u64) << k;
-            }
-            (self.spec, self.qb) = (spec, qb);
-        }
+        (self.spec, self.qb) = masks_upto64(&self.s[base..]);
     }
 
     /// The lowest bit of `pick(self)` at or after index `i`, as an index of
@@ -211,16 +188,26 @@ impl<'a> Window<'a> {
     }
 }
 
-/// (`spec`, `qb`) masks of 64 bytes, see [`Window`].
+/// (`spec`, `qb`) masks (see [`Window`]) of the first 64 bytes of `s`, or
+/// of all of it when shorter (bytes past its end have no bit): 16 bytes per
+/// compare, the last piece zero-padded (a zero byte is in neither set).
 #[inline]
-fn masks64(b: &[u8; 64]) -> (u64, u64) {
-    let mut spec = 0u64;
-    let mut qb = 0u64;
-    for k in 0..4 {
-        let c: &[u8; 16] = b[16 * k..16 * k + 16].try_into().unwrap();
-        let (sp, q) = masks16(c);
-        spec |= (sp as u64) << (16 * k);
-        qb |= (q as u64) << (16 * k);
+fn masks_upto64(s: &[u8]) -> (u64, u64) {
+    let s = &s[..s.len().min(64)];
+    let (mut spec, mut qb) = (0u64, 0u64);
+    let mut k = 0;
+    while k < s.len() {
+        let (sp, q) = match s.get(k..k + 16) {
+            Some(piece) => masks16(piece.try_into().unwrap()),
+            None => {
+                let mut b = [0u8; 16];
+                b[..s.len() - k].copy_from_slice(&s[k..]);
+                masks16(&b)
+            }
+        };
+        spec |= (sp as u64) << k;
+        qb |= (q as u64) << k;
+        k += 16;
     }
     (spec, qb)
 }
@@ -485,26 +472,18 @@ pub(crate) fn decode_string_ref<'a>(s: &'a [u8], out: &'a mut Vec<u8>) -> Option
     Some((&out[..], trunc))
 }
 
-/// The first `"` or `\\` of `s`: 16 bytes per SSE2 compare, the tail
-/// zero-padded (a zero byte is neither). For paths of a few dozen bytes
-/// this costs less than `memchr2`'s dispatch and setup.
+/// The first `"` or `\\` of `s`, from the same masks as [`scan_call`]'s:
+/// for paths of a few dozen bytes this costs less than `memchr2`'s dispatch
+/// and setup.
 #[inline]
 fn quote_or_backslash(s: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while i + 16 <= s.len() {
-        let m = masks16(s[i..i + 16].try_into().unwrap()).1;
+    while i < s.len() {
+        let m = masks_upto64(&s[i..]).1;
         if m != 0 {
             return Some(i + m.trailing_zeros() as usize);
         }
-        i += 16;
-    }
-    if i < s.len() {
-        let mut b = [0u8; 16];
-        b[..s.len() - i].copy_from_slice(&s[i..]);
-        let m = masks16(&b).1;
-        if m != 0 {
-            return Some(i + m.trailing_zeros() as usize);
-        }
+        i += 64;
     }
     None
 }
