@@ -940,9 +940,9 @@ impl Parser {
 /// parallel reader path has its own.
 pub(crate) struct Decoder {
     pub(crate) strings: Interner,
-    /// Direct-mapped cache of syscall names (up to 16 bytes, zero-padded)
-    /// to their id and kind: most lines skip the interner for the name.
-    names: Box<[(u128, u32, u8); 256]>,
+    /// Syscall names to their id (a cache of their own: every line has a
+    /// name, and the few hundred names would crowd out `short`'s strings).
+    names: ShortCache,
     /// Kind of each interned name, by id (`KIND_UNKNOWN` = not computed).
     kinds: Vec<u8>,
     scratch: Vec<u8>,
@@ -953,21 +953,28 @@ pub(crate) struct Decoder {
     short: ShortCache,
 }
 
-/// Direct-mapped cache of short strings (1 to 32 bytes: `-y` decorations
-/// such as `/srv/www/site0`, errno names, short paths) to their id: a
-/// lookup compares two words and a length, where the interner hashes the
-/// bytes, probes and calls `memcmp` (most lines of a `-y` log intern the
-/// same few directory decorations).
-struct ShortCache(Box<[ShortEntry; SHORT_SLOTS]>);
+/// Direct-mapped cache of short strings (1 to 32 bytes: syscall names,
+/// `-y` decorations such as `/srv/www/site0`, errno names, short paths) to
+/// their id: a lookup compares two words and a length, where the interner
+/// hashes the bytes, probes and calls `memcmp` (every line has a name, and
+/// most lines of a `-y` log intern the same few directory decorations).
+struct ShortCache {
+    slots: Box<[ShortEntry]>,
+    /// log2 of the slot count.
+    bits: u32,
+}
 
 /// (first 16 bytes, last 16 bytes, length, id + 1; 0 = empty).
 type ShortEntry = (u128, u128, u32, u32);
 
-const SHORT_SLOTS: usize = 64;
-
 impl ShortCache {
-    fn new() -> Self {
-        ShortCache(Box::new([(0, 0, 0, 0); SHORT_SLOTS]))
+    /// A cache of `slots` entries (a power of two).
+    fn new(slots: usize) -> Self {
+        debug_assert!(slots.is_power_of_two());
+        ShortCache {
+            slots: vec![(0, 0, 0, 0); slots].into_boxed_slice(),
+            bits: slots.trailing_zeros(),
+        }
     }
 
     /// `strings.intern(s)`, through the cache when `s` is short.
@@ -978,8 +985,9 @@ impl ShortCache {
             return strings.intern(s);
         }
         // Equal (head, tail, length) means equal bytes: up to 16 bytes the
-        // head is the zero-padded string; from 16 on head and tail are its
-        // first and last 16 bytes, which cover it.
+        // head is the zero-padded string (the length tells `ab` from `ab\0`);
+        // from 16 on head and tail are its first and last 16 bytes, which
+        // cover it.
         let (head, tail) = if n <= 16 {
             (name_key(s), 0)
         } else {
@@ -991,8 +999,8 @@ impl ShortCache {
             ^ (tail as u64).rotate_left(43)
             ^ n as u64)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            >> 58;
-        let e = &mut self.0[h as usize];
+            >> (64 - self.bits);
+        let e = &mut self.slots[h as usize];
         if e.3 != 0 && e.0 == head && e.1 == tail && e.2 == n as u32 {
             return PathId(e.3 - 1);
         }
@@ -1008,12 +1016,12 @@ impl Decoder {
     pub(crate) fn new(strings: Interner) -> Self {
         Decoder {
             strings,
-            names: Box::new([(0, u32::MAX, KIND_UNKNOWN); 256]),
+            names: ShortCache::new(256),
             kinds: Vec::new(),
             scratch: Vec::new(),
             argl: ArgList::default(),
             argl_text: (0, 0),
-            short: ShortCache::new(),
+            short: ShortCache::new(64),
         }
     }
 
@@ -1030,29 +1038,11 @@ impl Decoder {
         r
     }
 
+    /// The id and kind of a syscall name: the id through the names' own
+    /// short-string cache (most lines skip the interner for the name), the
+    /// kind from `kinds`, computed once per id.
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
-        if name.len() <= 16 {
-            let key = name_key(name);
-            if has_zero_byte(key, name.len()) {
-                // Not a key of its own (the padding is zero bytes too).
-                return self.intern_kind_slow(name);
-            }
-            let h = ((key as u64) ^ ((key >> 64) as u64).rotate_left(17))
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                >> 56;
-            let slot = &self.names[h as usize];
-            if slot.0 == key && slot.1 != u32::MAX {
-                return (PathId(slot.1), kind_from_u8(slot.2));
-            }
-            let (id, kind) = self.intern_kind_slow(name);
-            self.names[h as usize] = (key, id.0, kind as u8);
-            return (id, kind);
-        }
-        self.intern_kind_slow(name)
-    }
-
-    fn intern_kind_slow(&mut self, name: &[u8]) -> (PathId, Kind) {
-        let id = self.strings.intern(name);
+        let id = self.names.intern(&mut self.strings, name);
         let i = id.0 as usize;
         if i >= self.kinds.len() {
             self.kinds.resize(i + 1, KIND_UNKNOWN);
@@ -1289,22 +1279,6 @@ fn leading_i64(v: &[u8]) -> Option<i64> {
     }
     let x: i64 = std::str::from_utf8(&v[..n]).ok()?.parse().ok()?;
     Some(if neg { -x } else { x })
-}
-
-/// Whether one of the first `n` bytes of `key` (a [`name_key`]) is zero:
-/// a word test, where `name.contains(&0)` called `memchr` for a few bytes
-/// on every line.
-#[inline]
-fn has_zero_byte(key: u128, n: usize) -> bool {
-    const ONES: u128 = u128::MAX / 255;
-    const HIGHS: u128 = ONES << 7;
-    // Bytes from `n` on set to non-zero, so only the name's bytes count.
-    let x = if n >= 16 {
-        key
-    } else {
-        key | (u128::MAX << (8 * n))
-    };
-    x.wrapping_sub(ONES) & !x & HIGHS != 0
 }
 
 /// A name of at most 16 bytes as a zero-padded little-endian `u128`, built
@@ -1688,7 +1662,7 @@ mod tests {
         // Strings of 0-40 bytes sharing heads or tails (the cache's key
         // parts), zero bytes inside, far more than its 64 slots; every
         // answer must be the interner's own (a key without its tail fails).
-        let mut cache = ShortCache::new();
+        let mut cache = ShortCache::new(64);
         let mut with = Interner::new();
         let mut plain = Interner::new();
         let mut x: u64 = 0x0123_4567_89ab_cdef;
@@ -1708,26 +1682,6 @@ mod tests {
             assert_eq!(a, b, "{s:?}");
         }
         assert_eq!(with.len(), plain.len());
-    }
-
-    #[test]
-    fn zero_byte_test_equals_contains() {
-        for n in 0..=16usize {
-            for z in 0..=n {
-                // a zero at position z (none when z == n), other bytes 1..
-                let name: Vec<u8> = (0..n)
-                    .map(|i| if i == z { 0 } else { 1 + (i as u8 * 37) % 255 })
-                    .collect();
-                assert_eq!(
-                    has_zero_byte(name_key(&name), n),
-                    name.contains(&0),
-                    "{name:?}"
-                );
-            }
-        }
-        assert!(!has_zero_byte(name_key(b"newfstatat"), 10));
-        assert!(!has_zero_byte(name_key(&[0xff; 16]), 16));
-        assert!(has_zero_byte(name_key(b"ab\0"), 3));
     }
 
     #[test]
