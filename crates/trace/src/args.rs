@@ -1020,6 +1020,33 @@ mod tests {
     }
 
     #[test]
+    fn flag_sets_decode_to_their_bits() {
+        let f = |s: &str| parse_flags(s.as_bytes());
+        assert_eq!(f("0"), 0);
+        assert_eq!(f("O_RDONLY|O_CLOEXEC"), 0);
+        assert_eq!(
+            f("O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC"),
+            Flags::O_WRONLY | Flags::O_CREAT | Flags::O_TRUNC
+        );
+        assert_eq!(
+            f("O_RDWR|O_EXCL|O_DIRECTORY|O_APPEND|O_NOFOLLOW|O_PATH"),
+            Flags::O_RDWR
+                | Flags::O_EXCL
+                | Flags::O_DIRECTORY
+                | Flags::O_APPEND
+                | Flags::O_NOFOLLOW
+                | Flags::O_PATH
+        );
+        assert_eq!(
+            f("AT_SYMLINK_NOFOLLOW| AT_EMPTY_PATH |AT_REMOVEDIR"),
+            Flags::AT_SYMLINK_NOFOLLOW | Flags::AT_EMPTY_PATH | Flags::AT_REMOVEDIR
+        );
+        assert_eq!(f("R_OK|W_OK|X_OK"), Flags::R_OK | Flags::W_OK | Flags::X_OK);
+        // Unknown names, numbers, prefixes and near misses add nothing.
+        assert_eq!(f("0x80000|AT_SYMLINK|O_CREATE|r_ok|F_OK"), 0);
+    }
+
+    #[test]
     fn quote_or_backslash_equals_memchr2() {
         let mut x: u64 = 0xa409_3822_299f_31d0;
         for _ in 0..100_000 {
