@@ -437,9 +437,10 @@ struct QueueState<'a> {
     closing: bool,
 }
 
-fn parse_job<'a>((i, chunk, scratch): Job<'a>, cfg: Cfg) -> Done<'a> {
+/// Parses a block; `bits` is the parsing thread's newline map, reused.
+fn parse_job<'a>((i, chunk, scratch): Job<'a>, cfg: Cfg, bits: &mut Vec<u64>) -> Done<'a> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        parse_chunk(chunk, cfg, scratch)
+        parse_chunk(chunk, cfg, scratch, bits)
     }));
     (i, r)
 }
@@ -458,6 +459,7 @@ impl<'a> Queue<'a> {
 
     /// A worker: parses blocks until told to stop.
     fn work(&self, cfg: Cfg) {
+        let mut bits = Vec::new();
         loop {
             let job = {
                 let mut g = self.lock();
@@ -471,7 +473,7 @@ impl<'a> Queue<'a> {
                     g = self.work_cv.wait(g).unwrap_or_else(|e| e.into_inner());
                 }
             };
-            let d = parse_job(job, cfg);
+            let d = parse_job(job, cfg, &mut bits);
             self.lock().done.push(d);
             self.done_cv.notify_one();
         }
@@ -479,7 +481,7 @@ impl<'a> Queue<'a> {
 
     /// Block `i`, parsed (here if need be); a panic in its parse is
     /// resumed here.
-    fn take(&self, i: u64, cfg: Cfg) -> Parsed<'a> {
+    fn take(&self, i: u64, cfg: Cfg, bits: &mut Vec<u64>) -> Parsed<'a> {
         let mut g = self.lock();
         let r = loop {
             if let Some(k) = g.done.iter().position(|d| d.0 == i) {
@@ -487,7 +489,7 @@ impl<'a> Queue<'a> {
             }
             if let Some(job) = g.todo.pop_front() {
                 drop(g);
-                let d = parse_job(job, cfg);
+                let d = parse_job(job, cfg, bits);
                 if d.0 == i {
                     break d.1;
                 }
@@ -530,7 +532,123 @@ struct Scratch {
     remap: Vec<u32>,
 }
 
-fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
+/// Sets bit `k` of `out[w]` when `bytes[64 * w + k]` is a newline (`out`
+/// is cleared first): one pass of vector compares over the block, where
+/// a `memchr` call per line (setup, dispatch, a vector loop over a
+/// 150-byte line) took ~100 instructions a line; each line end is then
+/// taken from the words in a few ([`Newlines`]).
+fn newline_bits(bytes: &[u8], out: &mut Vec<u64>) {
+    out.clear();
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { newline_bits_avx2(bytes, out) };
+        return;
+    }
+    newline_bits_with(bytes, out, newline_mask64);
+}
+
+#[inline(always)]
+fn newline_bits_with(bytes: &[u8], out: &mut Vec<u64>, mask64: impl Fn(&[u8; 64]) -> u64) {
+    // A plain loop over words set up front: `extend` left the loop in a
+    // function of its own, without AVX2 and calling `mask64`.
+    out.resize(bytes.len().div_ceil(64), 0);
+    let chunks = bytes.chunks_exact(64);
+    let rest = chunks.remainder();
+    for (w, c) in out.iter_mut().zip(chunks) {
+        *w = mask64(c.try_into().unwrap());
+    }
+    if !rest.is_empty() {
+        let mut tail = [0u8; 64];
+        tail[..rest.len()].copy_from_slice(rest);
+        out[bytes.len() / 64] = mask64(&tail);
+    }
+}
+
+/// [`newline_bits`] with AVX2 compares, 32 bytes each.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn newline_bits_avx2(bytes: &[u8], out: &mut Vec<u64>) {
+    use std::arch::x86_64::*;
+    newline_bits_with(bytes, out, |c| {
+        // SAFETY: the CPU has AVX2 (this function's contract); the two
+        // loads read the 64 bytes of `c` (unaligned loads allowed).
+        unsafe {
+            let nl = _mm256_set1_epi8(b'\n' as i8);
+            let lo = _mm256_loadu_si256(c.as_ptr() as *const __m256i);
+            let hi = _mm256_loadu_si256(c.as_ptr().add(32) as *const __m256i);
+            let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, nl)) as u32 as u64;
+            let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, nl)) as u32 as u64;
+            lo | hi << 32
+        }
+    })
+}
+
+/// The newline mask of 64 bytes, SSE2 compares of 16 bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn newline_mask64(c: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::*;
+    let mut m = 0u64;
+    for k in 0..4 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; the load reads 16
+        // of the 64 bytes of `c` (unaligned load allowed).
+        let w = unsafe {
+            let v = _mm_loadu_si128(c.as_ptr().add(16 * k) as *const __m128i);
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u32 as u64
+        };
+        m |= w << (16 * k);
+    }
+    m
+}
+
+/// [`newline_mask64`] without SSE2.
+#[cfg(not(target_arch = "x86_64"))]
+fn newline_mask64(c: &[u8; 64]) -> u64 {
+    c.iter()
+        .enumerate()
+        .fold(0, |m, (k, &b)| m | ((b == b'\n') as u64) << k)
+}
+
+/// Offsets of the newlines of a [`newline_bits`] map, in order.
+struct Newlines<'b> {
+    words: std::slice::Iter<'b, u64>,
+    /// Bits of the current word not taken yet.
+    cur: u64,
+    /// Offset of the current word's bit 0.
+    base: usize,
+}
+
+impl<'b> Newlines<'b> {
+    fn new(bits: &'b [u64]) -> Self {
+        let mut words = bits.iter();
+        let cur = words.next().copied().unwrap_or(0);
+        Newlines {
+            words,
+            cur,
+            base: 0,
+        }
+    }
+}
+
+impl Iterator for Newlines<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.cur == 0 {
+            self.cur = *self.words.next()?;
+            self.base += 64;
+        }
+        let k = self.cur.trailing_zeros() as usize;
+        self.cur &= self.cur - 1;
+        Some(self.base + k)
+    }
+}
+
+fn parse_chunk<'a>(c: Chunk<'a>, cfg: Cfg, scratch: Scratch, bits: &mut Vec<u64>) -> Parsed<'a> {
     let (buf, len, last_partial) = match c {
         Chunk::TooLong => return Parsed::TooLong,
         Chunk::Data {
@@ -556,7 +674,8 @@ fn parse_chunk(c: Chunk<'_>, cfg: Cfg, scratch: Scratch) -> Parsed<'_> {
     // pid column. Anything else drops the open starts (they stay `Slow`).
     let mut open: HashMap<u32, Open, crate::event::FastHash> = HashMap::default();
     let mut pairs = 0u32;
-    let mut lines = memchr_iter(b'\n', bytes).map(|nl| (nl, false)).chain(
+    newline_bits(bytes, bits);
+    let mut lines = Newlines::new(bits).map(|nl| (nl, false)).chain(
         // The last line when the input ends without a newline.
         (bytes.last().is_some_and(|&c| c != b'\n')).then_some((bytes.len(), true)),
     );
@@ -766,6 +885,8 @@ impl Parser {
         let mut err: Option<io::Error> = None;
         let q = Queue::default();
         let mut spare: Vec<Scratch> = Vec::new();
+        // This thread's newline map when it parses a block.
+        let mut bits = Vec::new();
         let (mut next_read, mut next_merge) = (0u64, 0u64);
         let mut eof = false;
         std::thread::scope(|sc| {
@@ -794,7 +915,7 @@ impl Parser {
                 // Block `next_merge`, parsed by a worker or, rather than
                 // wait for it, by this thread (which then also parses the
                 // blocks no worker has started yet).
-                let p = q.take(next_merge, cfg);
+                let p = q.take(next_merge, cfg, &mut bits);
                 next_merge += 1;
                 if self.stopped {
                     continue;
@@ -865,6 +986,7 @@ impl Parser {
             strings,
             pairs,
             remap,
+            ..
         } = &mut p
         else {
             self.too_long(sink);
@@ -960,5 +1082,43 @@ impl Parser {
             }
         }
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Newlines of generated blocks of every length around the 64-byte
+    /// words (none, runs, at each word edge), by every mask function the
+    /// CPU has, against `memchr_iter`.
+    #[test]
+    fn newline_map_finds_what_memchr_finds() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut bits = Vec::new();
+        for len in (0..300usize).chain([1023, 1024, 1025, 4096 + 17]) {
+            for density in [0u64, 1, 8, 64, 255] {
+                let block: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if x % 256 < density {
+                            b'\n'
+                        } else {
+                            // bytes next to '\n' (0x0a) and high bytes
+                            [b'\t', b'\x0b', b'a', 0x8a, b'\r'][(x >> 8) as usize % 5]
+                        }
+                    })
+                    .collect();
+                let want: Vec<usize> = memchr_iter(b'\n', &block).collect();
+                newline_bits(&block, &mut bits);
+                assert_eq!(bits.len(), len.div_ceil(64));
+                assert_eq!(Newlines::new(&bits).collect::<Vec<_>>(), want, "len {len}");
+                let mut sse = Vec::new();
+                newline_bits_with(&block, &mut sse, newline_mask64);
+                assert_eq!(sse, bits, "len {len}");
+            }
+        }
     }
 }
