@@ -967,21 +967,31 @@ impl Parser {
         remap: &mut [u32],
         sink: &mut S,
     ) {
-        let mut m = |id: PathId| {
+        // A plain function, inlined: the closure this was stayed out of
+        // line, a call per id (7.6 M instructions on the 30 MB log).
+        #[inline(always)]
+        fn m(to: &mut Interner, strings: &Interner, remap: &mut [u32], id: PathId) -> PathId {
             let g = &mut remap[id.0 as usize];
             if *g == u32::MAX {
-                *g = self.dec.strings.intern_from(strings, id).0;
+                *g = to.intern_from(strings, id).0;
             }
             PathId(*g)
-        };
-        ev.name = m(ev.name);
-        if let Ret::Err(Errno(e)) = ev.ret {
-            ev.ret = Ret::Err(Errno(m(e)));
         }
-        ev.ret_path = ev.ret_path.map(&mut m);
-        ev.fd_path = ev.fd_path.map(&mut m);
-        ev.path = ev.path.map(&mut m);
-        ev.path2 = ev.path2.map(&mut m);
+        let to = &mut self.dec.strings;
+        ev.name = m(to, strings, remap, ev.name);
+        if let Ret::Err(Errno(e)) = ev.ret {
+            ev.ret = Ret::Err(Errno(m(to, strings, remap, e)));
+        }
+        for p in [
+            &mut ev.ret_path,
+            &mut ev.fd_path,
+            &mut ev.path,
+            &mut ev.path2,
+        ] {
+            if let Some(id) = *p {
+                *p = Some(m(to, strings, remap, id));
+            }
+        }
         self.push_event(ev, sink);
     }
 
