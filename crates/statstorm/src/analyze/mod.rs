@@ -205,8 +205,6 @@ pub struct Analyzer {
     metadata: u64,
     durations: bool,
     timestamps: bool,
-    ts_min: Option<i64>,
-    ts_max: Option<i64>,
     enoent_id: Option<PathId>,
 }
 
@@ -337,8 +335,6 @@ impl Analyzer {
             metadata: 0,
             durations: false,
             timestamps: false,
-            ts_min: None,
-            ts_max: None,
             enoent_id: None,
         }
     }
@@ -480,9 +476,6 @@ impl Analyzer {
         // Time series.
         if let Some(ts) = ev.ts_us {
             self.timestamps = true;
-            self.ts_min = Some(self.ts_min.map_or(ts, |m| m.min(ts)));
-            let end = ts + ev.dur_us.unwrap_or(0) as i64;
-            self.ts_max = Some(self.ts_max.map_or(end, |m| m.max(end)));
             if metadata {
                 let s = ts.div_euclid(1_000_000);
                 match &mut self.cur_sec {
@@ -1156,7 +1149,6 @@ fn build_profile(
             .then(|| req_md as f64 / req_wall as f64),
         by_syscall,
     };
-    let _ = (a.ts_min, a.ts_max);
     let mut p = Profile {
         schema: SCHEMA,
         input,
