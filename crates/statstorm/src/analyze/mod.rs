@@ -136,8 +136,13 @@ struct ProcAgg {
     errors: u64,
     time_us: u64,
     metadata_time_us: u64,
-    first_us: Option<i64>,
-    last_us: Option<i64>,
+    /// Earliest timestamp and latest end (`ts + dur`) of the pid's events,
+    /// meaningful when `timed` (an event with a timestamp was seen): from
+    /// `i64::MAX` / `i64::MIN`, so each event is a plain min and max, not
+    /// two `Option` matches.
+    first_us: i64,
+    last_us: i64,
+    timed: bool,
     /// Current realpath-walk run of this pid.
     run: Run,
     unit: u32,
@@ -173,6 +178,28 @@ struct UnitAgg {
     walked: HashSet<PathId, FastHash>,
 }
 
+/// Metadata calls counted in the current second `s` of the time series
+/// (`n` calls, none yet when 0), and the timestamps of that second,
+/// `lo..=hi`: a call inside is two compares instead of a division by 10^6
+/// per metadata call. A second whose start does not fit an i64 (the first
+/// of the range) gets the empty range and goes the slow way every time.
+#[derive(Clone, Copy, Debug)]
+struct CurSec {
+    s: i64,
+    n: u64,
+    lo: i64,
+    hi: i64,
+}
+
+impl CurSec {
+    const EMPTY: CurSec = CurSec {
+        s: 0,
+        n: 0,
+        lo: i64::MAX,
+        hi: i64::MIN,
+    };
+}
+
 /// Streaming aggregation of a trace.
 pub struct Analyzer {
     splitter: Splitter,
@@ -205,7 +232,7 @@ pub struct Analyzer {
     next_gen: u64,
     units: Vec<UnitAgg>,
     per_sec: HashMap<i64, u64, FastHash>,
-    cur_sec: Option<(i64, u64)>,
+    cur_sec: CurSec,
     walks_deepest_first: u64,
     walks_shallowest_first: u64,
     events: u64,
@@ -331,7 +358,7 @@ impl Analyzer {
             next_gen: 0,
             units: Vec::new(),
             per_sec: HashMap::default(),
-            cur_sec: None,
+            cur_sec: CurSec::EMPTY,
             walks_deepest_first: 0,
             walks_shallowest_first: 0,
             events: 0,
@@ -400,8 +427,9 @@ impl Analyzer {
             errors: 0,
             time_us: 0,
             metadata_time_us: 0,
-            first_us: None,
-            last_us: None,
+            first_us: i64::MAX,
+            last_us: i64::MIN,
+            timed: false,
             run: Run::default(),
             unit: u32::MAX,
             seen_gen: 0,
@@ -440,6 +468,34 @@ impl Analyzer {
                 u.rewalks += 1;
             }
         }
+    }
+
+    /// Adds the current second's count to `per_sec`.
+    fn flush_sec(&mut self) {
+        let c = std::mem::replace(&mut self.cur_sec, CurSec::EMPTY);
+        if c.n > 0 {
+            *self.per_sec.entry(c.s).or_insert(0) += c.n;
+        }
+    }
+
+    /// A metadata call at `ts` outside the current second's range.
+    #[inline(never)]
+    fn sec_miss(&mut self, ts: i64) {
+        let s = ts.div_euclid(1_000_000);
+        let c = &mut self.cur_sec;
+        if c.n > 0 && c.s == s {
+            // Only when the range could not be represented (see CurSec).
+            c.n += 1;
+            return;
+        }
+        if c.n > 0 {
+            *self.per_sec.entry(c.s).or_insert(0) += c.n;
+        }
+        let (lo, hi) = match s.checked_mul(1_000_000) {
+            Some(lo) => (lo, lo.saturating_add(999_999)),
+            None => (i64::MAX, i64::MIN),
+        };
+        self.cur_sec = CurSec { s, n: 1, lo, hi };
     }
 
     /// Adds one event (input order).
@@ -501,15 +557,11 @@ impl Analyzer {
         if let Some(ts) = ev.ts_us {
             self.timestamps = true;
             if metadata {
-                let s = ts.div_euclid(1_000_000);
-                match &mut self.cur_sec {
-                    Some((cs, n)) if *cs == s => *n += 1,
-                    cur => {
-                        if let Some((cs, n)) = cur.take() {
-                            *self.per_sec.entry(cs).or_insert(0) += n;
-                        }
-                        *cur = Some((s, 1));
-                    }
+                let c = &mut self.cur_sec;
+                if c.lo <= ts && ts <= c.hi {
+                    c.n += 1;
+                } else {
+                    self.sec_miss(ts);
                 }
             }
         }
@@ -548,9 +600,10 @@ impl Analyzer {
                 }
             }
             if let Some(ts) = ev.ts_us {
-                pr.first_us = Some(pr.first_us.map_or(ts, |m| m.min(ts)));
+                pr.first_us = pr.first_us.min(ts);
                 let end = ts + ev.dur_us.unwrap_or(0) as i64;
-                pr.last_us = Some(pr.last_us.map_or(end, |m| m.max(end)));
+                pr.last_us = pr.last_us.max(end);
+                pr.timed = true;
             }
         }
 
@@ -644,9 +697,7 @@ impl Analyzer {
         for pi in 0..self.procs.len() {
             self.close_run(pi);
         }
-        if let Some((cs, n)) = self.cur_sec.take() {
-            *self.per_sec.entry(cs).or_insert(0) += n;
-        }
+        self.flush_sec();
         let plan = std::mem::take(&mut self.splitter).finish();
         build_profile(self, plan, strings, input, top)
     }
@@ -1040,7 +1091,8 @@ fn build_profile(
         .procs
         .iter()
         .map(|p| {
-            if let (Some(f), Some(l)) = (p.first_us, p.last_us) {
+            let (first_us, last_us) = (p.timed.then_some(p.first_us), p.timed.then_some(p.last_us));
+            if let (Some(f), Some(l)) = (first_us, last_us) {
                 wall += (l - f).max(0) as u64;
             }
             ProcessRow {
@@ -1050,8 +1102,8 @@ fn build_profile(
                 errors: p.errors,
                 time_us: durations.then_some(p.time_us),
                 metadata_time_us: durations.then_some(p.metadata_time_us),
-                first_us: p.first_us,
-                last_us: p.last_us,
+                first_us,
+                last_us,
             }
         })
         .collect();
@@ -1356,6 +1408,110 @@ mod tests {
             .map(|(k, v)| (k.clone(), v.calls))
             .collect();
         assert_eq!(got, total);
+    }
+
+    /// Metadata calls per second (range check on the current second, the
+    /// division only on a change) equal plain `div_euclid` counts, with
+    /// times going back and forth, negative times, and the first and last
+    /// seconds of the i64 range (whose bounds do not fit).
+    #[test]
+    fn per_second_counts_match_div_euclid() {
+        let mut b = B::new();
+        let mut rng = 3u64;
+        let mut ts_list: Vec<i64> = vec![
+            i64::MIN,
+            i64::MIN + 5,
+            i64::MIN + 1_000_000,
+            i64::MIN,
+            i64::MAX,
+            i64::MAX - 1,
+            i64::MAX - 999_999,
+            i64::MAX - 1_000_000,
+            i64::MAX,
+            -1,
+            0,
+            -1_000_000,
+            -999_999,
+            999_999,
+            1_000_000,
+        ];
+        for _ in 0..3000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ts_list.push(((rng >> 30) % 8_000_000) as i64 - 4_000_000);
+        }
+        for (i, &ts) in ts_list.iter().enumerate() {
+            // Some calls are not metadata and must not count.
+            let name = if i % 7 == 3 { "read" } else { "stat" };
+            b.push(1, name, Some("/a"), 0, None);
+            let e = b.ev.last_mut().unwrap();
+            e.ts_us = Some(ts);
+            e.dur_us = None;
+        }
+        let mut a = Analyzer::new();
+        for e in &b.ev {
+            a.push(e, &b.s);
+        }
+        a.flush_sec();
+        let mut want: HashMap<i64, u64> = HashMap::new();
+        for e in b.ev.iter().filter(|e| e.kind.is_metadata()) {
+            *want
+                .entry(e.ts_us.unwrap().div_euclid(1_000_000))
+                .or_default() += 1;
+        }
+        let got: HashMap<i64, u64> = a.per_sec.iter().map(|(&k, &v)| (k, v)).collect();
+        assert_eq!(got, want);
+    }
+
+    /// Per-process first/last times (plain min/max with a `timed` flag)
+    /// equal `Option` min/max over the process's events, with events out
+    /// of time order, without durations, and processes without any
+    /// timestamp.
+    #[test]
+    fn process_spans_match_option_min_max() {
+        let mut b = B::new();
+        let mut rng = 7u64;
+        for _ in 0..2000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pid = 1 + (rng >> 61) as u32;
+            b.push(pid, "stat", Some("/a"), 0, None);
+            let e = b.ev.last_mut().unwrap();
+            // pid 8 never has timestamps; others sometimes lack them.
+            e.ts_us = (pid != 8 && (rng >> 20) % 5 != 0)
+                .then_some(1_000_000 + ((rng >> 24) % 100_000) as i64 - 50_000);
+            e.dur_us = ((rng >> 50) % 3 != 0).then_some((rng >> 40) % 1000);
+        }
+        let p = b.profile();
+        let mut want: Vec<(u32, Option<i64>, Option<i64>)> = Vec::new();
+        for e in &b.ev {
+            let i = match want.iter().position(|w| w.0 == e.pid) {
+                Some(i) => i,
+                None => {
+                    want.push((e.pid, None, None));
+                    want.len() - 1
+                }
+            };
+            if let Some(ts) = e.ts_us {
+                let end = ts + e.dur_us.unwrap_or(0) as i64;
+                want[i].1 = Some(want[i].1.map_or(ts, |m: i64| m.min(ts)));
+                want[i].2 = Some(want[i].2.map_or(end, |m: i64| m.max(end)));
+            }
+        }
+        assert!(want.iter().any(|w| w.1.is_none()) && want.len() == 8);
+        let got: Vec<(u32, Option<i64>, Option<i64>)> = p
+            .processes
+            .iter()
+            .map(|r| (r.pid, r.first_us, r.last_us))
+            .collect();
+        assert_eq!(got, want);
+        let wall: u64 = want
+            .iter()
+            .filter_map(|w| Some((w.2? - w.1?).max(0) as u64))
+            .sum();
+        assert_eq!(p.totals.traced_wall_us, Some(wall));
     }
 
     #[test]
