@@ -413,6 +413,12 @@ impl Splitter {
     /// (0, 1, ...) in the order pids were first seen (in an event or as a
     /// forked child), one per pid for the whole trace, so a caller can keep
     /// its own per-pid state in a vector indexed by it.
+    ///
+    /// `#[inline]` so that it can be inlined across the crate boundary
+    /// into the analyzer's per-event `push`, its one hot caller: that drops
+    /// the call and its register saves and restores (~30 instructions per
+    /// event, 201k events: 87.5 M -> 80.8 M instructions in `push`).
+    #[inline]
     pub fn push_slot(&mut self, ev: &Event, strings: &Interner) -> (UnitId, usize) {
         let pid = ev.pid;
         if self.first_pid.is_none() {
