@@ -945,12 +945,32 @@ pub(crate) fn parse_secs_us(s: &[u8]) -> Option<u64> {
     // strace prints `-T` as `S.uuuuuu` (one integer digit for any call
     // under ten seconds): read by position, without the loops below (the
     // loops took 5% of the one-thread parser's instructions).
-    if let &[a, b'.', f0, f1, f2, f3, f4, f5] = s {
-        let d = [a, f0, f1, f2, f3, f4, f5];
-        if d.iter().all(u8::is_ascii_digit) {
-            return Some(d.iter().fold(0u64, |v, &c| v * 10 + (c - b'0') as u64));
+    //
+    // The 8 bytes are one word (then 61 instructions per call, now ~25):
+    // the dot is made a `0`, all 8 bytes checked to be digits at once, and
+    // read as the 8-digit number `a0uuuuuu` = a * 10^7 + u, from which
+    // a * 9 * 10^6 is taken.
+    const DIGIT_HI: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    if let Ok(b) = <[u8; 8]>::try_from(s) {
+        let w = u64::from_le_bytes(b);
+        if (w >> 8) as u8 == b'.' {
+            let w = w ^ (((b'.' ^ b'0') as u64) << 8);
+            // Each byte 0x30..=0x3f, and still under 0x40 after adding 6
+            // (a byte's low nibble plus 6 carries only into its own high
+            // nibble): each byte 0x30..=0x39.
+            if w & DIGIT_HI != ZEROS || w.wrapping_add(0x0606_0606_0606_0606) & DIGIT_HI != ZEROS {
+                return None;
+            }
+            // First byte the most significant digit: pairs, then fours,
+            // then the eight.
+            let a = (w as u8 - b'0') as u64;
+            let v = w - ZEROS;
+            let v = (v * 10 + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+            let v = (v * 100 + (v >> 16)) & 0x0000_ffff_0000_ffff;
+            let v = (v * 10000 + (v >> 32)) & 0xffff_ffff;
+            return Some(v - a * 9_000_000);
         }
-        return None;
     }
     secs_us_any(s)
 }
@@ -1011,6 +1031,22 @@ mod tests {
                 t[1] = b'.';
             }
             assert_eq!(parse_secs_us(&t), secs_us_any(&t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn word_duration_equals_the_loop_for_every_byte() {
+        // Every byte value at every position of a few valid durations
+        // (bytes just past '9' and just below '0' included), and every
+        // digit at every position.
+        for base in [b"0.000016", b"9.999999", b"7.123456", b"0.000000"] {
+            for k in 0..8 {
+                for v in 0..=255u8 {
+                    let mut t = *base;
+                    t[k] = v;
+                    assert_eq!(parse_secs_us(&t), secs_us_any(&t), "{t:?}");
+                }
+            }
         }
     }
 
