@@ -977,6 +977,25 @@ impl ShortCache {
         }
     }
 
+    /// The slot of a string of `n` bytes with this head and tail.
+    #[inline(always)]
+    fn slot(&self, head: u128, tail: u128, n: usize) -> usize {
+        (((head as u64)
+            ^ ((head >> 64) as u64).rotate_left(21)
+            ^ (tail as u64).rotate_left(43)
+            ^ n as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - self.bits)) as usize
+    }
+
+    /// The id of a string of 1 to 16 bytes whose [`name_key`] is `head`,
+    /// if cached (what [`ShortCache::intern`] would find in its slot).
+    #[inline(always)]
+    fn get_short(&self, head: u128, n: usize) -> Option<PathId> {
+        let e = &self.slots[self.slot(head, 0, n)];
+        (e.3 != 0 && e.0 == head && e.1 == 0 && e.2 == n as u32).then(|| PathId(e.3 - 1))
+    }
+
     /// `strings.intern(s)`, through the cache when `s` is short.
     #[inline]
     fn intern(&mut self, strings: &mut Interner, s: &[u8]) -> PathId {
@@ -994,13 +1013,7 @@ impl ShortCache {
             let w = |b: &[u8]| u128::from_le_bytes(b.try_into().unwrap());
             (w(&s[..16]), w(&s[n - 16..]))
         };
-        let h = ((head as u64)
-            ^ ((head >> 64) as u64).rotate_left(21)
-            ^ (tail as u64).rotate_left(43)
-            ^ n as u64)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            >> (64 - self.bits);
-        let e = &mut self.slots[h as usize];
+        let e = &mut self.slots[self.slot(head, tail, n)];
         if e.3 != 0 && e.0 == head && e.1 == tail && e.2 == n as u32 {
             return PathId(e.3 - 1);
         }
@@ -1041,7 +1054,20 @@ impl Decoder {
     /// The id and kind of a syscall name: the id through the names' own
     /// short-string cache (most lines skip the interner for the name), the
     /// kind from `kinds`, computed once per id.
+    ///
+    /// A name of up to 16 bytes found in the cache is looked up inline
+    /// (the call to `ShortCache::intern` took 74 instructions per line).
     fn intern_kind(&mut self, name: &[u8]) -> (PathId, Kind) {
+        let n = name.len();
+        if (1..=16).contains(&n) {
+            if let Some(id) = self.names.get_short(name_key(name), n) {
+                if let Some(&k) = self.kinds.get(id.0 as usize) {
+                    if k != KIND_UNKNOWN {
+                        return (id, kind_from_u8(k));
+                    }
+                }
+            }
+        }
         let id = self.names.intern(&mut self.strings, name);
         let i = id.0 as usize;
         if i >= self.kinds.len() {
@@ -1914,6 +1940,33 @@ mod tests {
             assert_eq!(a, b, "{s:?}");
         }
         assert_eq!(with.len(), plain.len());
+    }
+
+    #[test]
+    fn intern_kind_gives_the_interners_ids_and_the_kinds() {
+        // Syscall names, their prefixes, extensions and zero-padded
+        // variants (equal keys, other lengths), 0 to 20 bytes, far more
+        // than the names cache's 256 slots: the inline lookup must answer
+        // as the interner and `Kind::from_name` do.
+        let mut dec = Decoder::new(Interner::new());
+        let mut plain = Interner::new();
+        let mut x: u64 = 0x7fb5_d329_728e_a185;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = Kind::ALL[(x % Kind::ALL.len() as u64) as usize];
+            let mut s = k.name().as_bytes().to_vec();
+            match (x >> 8) % 5 {
+                0 => s.truncate(((x >> 12) % 17) as usize),
+                1 => s.push(b'\0'),
+                2 => s.extend_from_slice(&b"64\0xyz_at"[..((x >> 12) % 10) as usize]),
+                3 => s = format!("sys{}", (x >> 12) % 700).into_bytes(),
+                _ => {}
+            }
+            let want = (plain.intern(&s), Kind::from_name(&s));
+            assert_eq!(dec.intern_kind(&s), want, "{s:?}");
+        }
     }
 
     #[test]
