@@ -1650,9 +1650,56 @@ const NAME_BYTE: [bool; 256] = {
 /// that is not a letter, digit or `_` (`None` when every byte is). A table
 /// lookup per byte instead of three range tests (4.5% of the one-thread
 /// parser's instructions went to this scan).
+///
+/// On x86-64 the first 16 bytes are classified at once (SSE2 range
+/// compares): the byte loop took ~50 instructions a line, 10 M of the 534 M
+/// of `analyze` on a 30 MB log. Longer names continue in the loop.
 #[inline]
 pub(crate) fn name_len(s: &[u8]) -> Option<usize> {
-    s.iter().position(|&c| !NAME_BYTE[c as usize])
+    #[cfg(target_arch = "x86_64")]
+    {
+        let head = match s.get(..16) {
+            Some(h) => u128::from_le_bytes(h.try_into().unwrap()),
+            None => args::load_upto16(s),
+        };
+        let m = non_name_mask16(head);
+        if m != 0 {
+            let i = m.trailing_zeros() as usize;
+            // Past the text: the zero padding of a short text.
+            return (i < s.len()).then_some(i);
+        }
+        s[16..]
+            .iter()
+            .position(|&c| !NAME_BYTE[c as usize])
+            .map(|i| 16 + i)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        s.iter().position(|&c| !NAME_BYTE[c as usize])
+    }
+}
+
+/// Bit k set when byte k of the 16 bytes `w` (little-endian) is not a
+/// letter, digit or `_`. Letters by their lower-case form (`| 0x20` maps
+/// `A..Z` onto `a..z` and no other byte onto them), each range by an
+/// unsigned `min` test: `c - lo <= hi - lo`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn non_name_mask16(w: u128) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86-64 baseline; registers only.
+    unsafe {
+        let v = _mm_set_epi64x((w >> 64) as i64, w as i64);
+        let in_range = |x: __m128i, lo: u8, span: u8| {
+            let t = _mm_sub_epi8(x, _mm_set1_epi8(lo as i8));
+            _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(span as i8)), t)
+        };
+        let letter = in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), b'a', 25);
+        let digit = in_range(v, b'0', 9);
+        let under = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'_' as i8));
+        let name = _mm_or_si128(letter, _mm_or_si128(digit, under));
+        !(_mm_movemask_epi8(name) as u32) & 0xffff
+    }
 }
 
 /// Where ` resumed>` starts in the text after `<... ` (the same as
@@ -1903,6 +1950,40 @@ mod tests {
             }
         }
         assert!(taken > 300, "{taken}");
+    }
+
+    /// The vector classification equals the byte table for every byte at
+    /// every place, and for texts of every length to 40.
+    #[test]
+    fn name_len_equals_the_byte_loop() {
+        let byte_loop = |s: &[u8]| s.iter().position(|&c| !NAME_BYTE[c as usize]);
+        for k in 0..20 {
+            for c in 0..=255u8 {
+                let mut s = b"abcdefghijklmnopqrst".to_vec();
+                s[k] = c;
+                assert_eq!(name_len(&s), byte_loop(&s), "byte {c} at {k}");
+                assert_eq!(name_len(&s[..k + 1]), byte_loop(&s[..k + 1]));
+            }
+        }
+        let mut x: u64 = 0x85eb_ca6b_c2b2_ae35;
+        for round in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = round % 41;
+            let s: Vec<u8> = (0..len)
+                .map(|i| {
+                    let r = x.rotate_left(i as u32 * 5);
+                    // Mostly name bytes, so names of every length occur.
+                    if r % 8 == 0 {
+                        r as u8 >> 1
+                    } else {
+                        b"_aZ09zA"[(r >> 8) as usize % 7]
+                    }
+                })
+                .collect();
+            assert_eq!(name_len(&s), byte_loop(&s), "{s:?}");
+        }
     }
 
     #[test]
