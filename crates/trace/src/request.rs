@@ -530,7 +530,7 @@ impl Splitter {
                 first_event: self.events,
             });
         }
-        let unit_id = self.pids[si].unit;
+        let unit_id = st.unit;
         let u = &mut self.units[unit_id as usize];
         if u.events == 0 {
             u.first_event = self.events;
