@@ -776,6 +776,32 @@ pub(crate) struct FdArg<'a> {
 const DELETED: &[u8] = b"(deleted)";
 
 pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
+    // The shapes of a `-y` log, `3</a/b>` and `AT_FDCWD</a/b>`, by
+    // position: ending in `>`, the text has no `(deleted)`, and its first
+    // `<` is the one after the digit or `AT_FDCWD` (the general steps took
+    // ~94 instructions per call, 162k calls on s30.log; now 15.3 M -> 8.1 M
+    // in all).
+    if let [c @ b'0'..=b'9', b'<', deco @ .., b'>'] = s {
+        return FdArg {
+            fd: Some((c - b'0') as i32),
+            at_fdcwd: false,
+            deco: Some(deco),
+            deleted: false,
+        };
+    }
+    if let [b'A', b'T', b'_', b'F', b'D', b'C', b'W', b'D', b'<', deco @ .., b'>'] = s {
+        return FdArg {
+            fd: None,
+            at_fdcwd: true,
+            deco: Some(deco),
+            deleted: false,
+        };
+    }
+    parse_fd_any(s)
+}
+
+/// [`parse_fd`] for every shape.
+fn parse_fd_any(s: &[u8]) -> FdArg<'_> {
     let deleted = s.ends_with(DELETED) && s[..s.len() - DELETED.len()].ends_with(b">");
     let s = if deleted {
         &s[..s.len() - DELETED.len()]
@@ -1442,6 +1468,45 @@ mod tests {
                 })
                 .collect();
             assert_eq!(quote_or_backslash(&s), memchr2(b'"', b'\\', &s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn fd_fast_shapes_equal_the_general_steps() {
+        // Texts built from the pieces of fd arguments (digits, AT_FDCWD and
+        // near misses, brackets, `(deleted)`, blanks), 0 to 8 pieces.
+        let pieces: [&[u8]; 16] = [
+            b"3",
+            b"10",
+            b"-1",
+            b"<",
+            b">",
+            b"/a/b",
+            b"AT_FDCWD",
+            b"AT_FDCWd",
+            b"AT_FDCW",
+            b"(deleted)",
+            b" ",
+            b"x",
+            b"TCP:[1->2]",
+            b"<char 1:3>",
+            b"0x1",
+            b"",
+        ];
+        let mut next = xorshift(0x5eed_f00d_1234_5678);
+        let key = |f: FdArg<'_>| (f.fd, f.at_fdcwd, f.deco.map(|d| d.to_vec()), f.deleted);
+        for _ in 0..300_000 {
+            let r = next();
+            let mut t = Vec::new();
+            for k in 0..(r % 9) {
+                t.extend_from_slice(pieces[((r >> (4 + 4 * k)) % 16) as usize]);
+            }
+            assert_eq!(
+                key(parse_fd(&t)),
+                key(parse_fd_any(&t)),
+                "{}",
+                String::from_utf8_lossy(&t)
+            );
         }
     }
 
