@@ -997,7 +997,11 @@ impl ShortCache {
     }
 
     /// `strings.intern(s)`, through the cache when `s` is short.
-    #[inline]
+    ///
+    /// Inlined into each caller (ret, fd, path, path2): as a call it saved
+    /// and restored registers around ~305k lookups on s30.log, most of
+    /// them hits of a few instructions (analyze 527.0 M -> 521.0 M).
+    #[inline(always)]
     fn intern(&mut self, strings: &mut Interner, s: &[u8]) -> PathId {
         let n = s.len();
         if n == 0 || n > 32 {
