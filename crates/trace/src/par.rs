@@ -1104,7 +1104,7 @@ impl Parser {
                     }
                     self.line_no += 1;
                     self.stats.lines += 1;
-                    ev.pid = self.resolve_pid(pid);
+                    ev.pid = self.resolve_pid_fast(pid);
                     ev.ts_us = ts.map(|t| self.resolve_ts(t));
                     ev.line = self.line_no;
                     self.stats.syscall_lines += 1;
@@ -1124,7 +1124,7 @@ impl Parser {
                     }
                     self.line_no += 1;
                     self.stats.lines += 1;
-                    let pid = self.resolve_pid(PidTok::Column(pid));
+                    let pid = self.resolve_pid_fast(PidTok::Column(pid));
                     let t = ts.map(|t| self.resolve_ts(t));
                     self.stats.unfinished_lines += 1;
                     if let Some(old) = self.pending.remove(&pid) {
@@ -1147,7 +1147,7 @@ impl Parser {
                     };
                     self.line_no += 1;
                     self.stats.lines += 1;
-                    ev.pid = self.resolve_pid(PidTok::Column(pid));
+                    ev.pid = self.resolve_pid_fast(PidTok::Column(pid));
                     if let Some(ts) = ts {
                         self.resolve_ts(ts);
                     }

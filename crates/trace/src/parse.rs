@@ -860,6 +860,18 @@ impl Parser {
         }
     }
 
+    /// `resolve_pid` with the block parser's common case inline: a column
+    /// pid once the pid style is known returns itself (`resolve_pid` only
+    /// records the style on the first one). As a call per event,
+    /// `resolve_pid` cost 3.8 M instructions on the 30 MB log.
+    #[inline(always)]
+    pub(crate) fn resolve_pid_fast(&mut self, pid: PidTok) -> u32 {
+        match pid {
+            PidTok::Column(p) if self.stats.detected.pid != PidStyle::None => p,
+            _ => self.resolve_pid(pid),
+        }
+    }
+
     /// Turns a timestamp into microseconds, fixing the format on the first.
     fn resolve_ts(&mut self, t: RawTs) -> i64 {
         let det = &mut self.stats.detected;
@@ -1766,6 +1778,38 @@ fn parse_u32(s: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `resolve_pid_fast` against `resolve_pid` on generated pid tokens
+    /// (column, bracket and missing pids mixed, with and without a default
+    /// pid): same pids, detected style, live pids and initial pid.
+    #[test]
+    fn resolve_pid_fast_matches_resolve_pid() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for default_pid in [None, Some(7)] {
+            for mix in 0..4u64 {
+                let opts = Options {
+                    default_pid,
+                    ..Options::default()
+                };
+                let (mut a, mut b) = (Parser::new("a", opts.clone()), Parser::new("b", opts));
+                for _ in 0..2000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let p = (x >> 8) as u32 % 50;
+                    let tok = match (x % 8).min(mix + 4) {
+                        0..=4 => PidTok::Column(p),
+                        5 => PidTok::Bracket(p),
+                        _ => PidTok::None,
+                    };
+                    assert_eq!(a.resolve_pid_fast(tok), b.resolve_pid(tok));
+                    assert_eq!(a.stats.detected.pid, b.stats.detected.pid);
+                    assert_eq!(a.alive, b.alive);
+                    assert_eq!(a.stats.initial_pid, b.stats.initial_pid);
+                }
+            }
+        }
+    }
 
     fn run(text: &[u8]) -> (Vec<Event>, InputStats, Interner) {
         let mut p = Parser::new("t", Options::default());
