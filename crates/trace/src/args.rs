@@ -1069,6 +1069,7 @@ pub(crate) fn frac_us(frac: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::xorshift;
 
     #[test]
     fn positional_duration_equals_the_loop() {
@@ -1076,13 +1077,12 @@ mod tests {
         // (a fixed xorshift sequence): the `S.uuuuuu` shortcut and the
         // general loop agree, including on what they refuse.
         let alphabet = b"0123456789.x-";
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
             let mut t = [0u8; 8];
+            let mut x = 0;
             for b in t.iter_mut() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                x = next();
                 *b = alphabet[(x % alphabet.len() as u64) as usize];
             }
             // Most samples should take the shortcut's shape.
@@ -1233,13 +1233,7 @@ mod tests {
         // bytes, so scans cross 64-byte windows inside and outside strings).
         let dense: &[u8] = b"\"\\(),[]{}ab 0<>";
         let sparse: &[u8] = b"\"\\(),[]{}aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-        let mut x: u64 = 0x243f_6a88_85a3_08d3;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x243f_6a88_85a3_08d3);
         for round in 0..200_000 {
             let alphabet = if round % 2 == 0 { dense } else { sparse };
             let len = (next() % 300) as usize;
@@ -1276,11 +1270,9 @@ mod tests {
     /// piece, tails of texts shorter than a piece) and byte value.
     #[test]
     fn masks_equal_their_definition() {
-        let mut x: u64 = 0x4528_21e6_38d0_1377;
+        let mut next = xorshift(0x4528_21e6_38d0_1377);
         for round in 0..50_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let len = round % 101;
             let s: Vec<u8> = (0..len)
                 .map(|i| x.rotate_left(i as u32 * 11) as u8 ^ (i as u8).wrapping_mul(37))
@@ -1297,11 +1289,9 @@ mod tests {
             eprintln!("no AVX2 on this CPU: the AVX2 masks are not used here");
             return;
         }
-        let mut x: u64 = 0x1319_8a2e_0370_7344;
+        let mut next = xorshift(0x1319_8a2e_0370_7344);
         for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let len = (x % 100) as usize;
             let s: Vec<u8> = (0..len)
                 .map(|i| x.rotate_left(i as u32 * 7) as u8 ^ (i as u8).wrapping_mul(151))
@@ -1338,16 +1328,6 @@ mod tests {
         assert_eq!(f("R_OK|W_OK|X_OK"), Flags::R_OK | Flags::W_OK | Flags::X_OK);
         // Unknown names, numbers, prefixes and near misses add nothing.
         assert_eq!(f("0x80000|AT_SYMLINK|O_CREATE|r_ok|F_OK"), 0);
-    }
-
-    /// A xorshift sequence for the generated-input tests.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
     }
 
     #[test]
@@ -1495,11 +1475,9 @@ mod tests {
 
     #[test]
     fn quote_or_backslash_equals_memchr2() {
-        let mut x: u64 = 0xa409_3822_299f_31d0;
+        let mut next = xorshift(0xa409_3822_299f_31d0);
         for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let len = (x % 80) as usize;
             let s: Vec<u8> = (0..len)
                 .map(|i| match (x >> (i % 60)) % 40 {

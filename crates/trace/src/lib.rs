@@ -28,6 +28,20 @@ pub mod parse;
 pub mod request;
 pub mod summary;
 
+/// Helpers of the unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    /// A xorshift sequence (fixed seed: reproducible generated inputs).
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+}
+
 pub use event::{Errno, Event, Flags, Interner, Kind, PathId, Ret};
 pub use input::Error;
 pub use parse::{

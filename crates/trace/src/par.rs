@@ -1165,6 +1165,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::xorshift;
 
     /// `classify` as it was before its byte tests: each test in the plain
     /// order.
@@ -1271,12 +1272,10 @@ mod tests {
             input: 0,
         };
         let (mut d1, mut d2) = (Decoder::new(Interner::new()), Decoder::new(Interner::new()));
-        let mut x: u64 = 0x5851_f42d_4c95_7f2d;
+        let mut next = xorshift(0x5851_f42d_4c95_7f2d);
         let mut kinds = [0usize; 5];
         for k in 0..200_000usize {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let mut line = lines[k % lines.len()].to_vec();
             for j in 0..(k / lines.len() % 3) {
                 if line.is_empty() {
@@ -1311,7 +1310,7 @@ mod tests {
     /// and clears, with pids that share residues mod 64.
     #[test]
     fn open_starts_equal_a_map() {
-        let mut x: u64 = 0x1b87_3593_cc9e_2d51;
+        let mut next = xorshift(0x1b87_3593_cc9e_2d51);
         let mut open = OpenStarts::default();
         let mut plain: HashMap<u32, usize> = HashMap::new();
         let o = |rec| Open {
@@ -1321,9 +1320,7 @@ mod tests {
             args: b"",
         };
         for step in 0..200_000usize {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let pid = [0u32, 1, 64, 65, 128, 7, 71, u32::MAX][(x % 8) as usize];
             match (x >> 8) % 100 {
                 0 => {
@@ -1341,7 +1338,7 @@ mod tests {
 
     #[test]
     fn newline_map_finds_what_memchr_finds() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         // One map reused: lengths up, then down (a longer block's words
         // are left in it and must not show).
         let mut bits = Vec::new();
@@ -1350,9 +1347,7 @@ mod tests {
             for density in [0u64, 1, 8, 64, 255] {
                 let block: Vec<u8> = (0..len)
                     .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
+                        let x = next();
                         if x % 256 < density {
                             b'\n'
                         } else {

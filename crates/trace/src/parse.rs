@@ -1786,13 +1786,14 @@ fn parse_u32(s: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::xorshift;
 
     /// `resolve_pid_fast` against `resolve_pid` on generated pid tokens
     /// (column, bracket and missing pids mixed, with and without a default
     /// pid): same pids, detected style, live pids and initial pid.
     #[test]
     fn resolve_pid_fast_matches_resolve_pid() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for default_pid in [None, Some(7)] {
             for mix in 0..4u64 {
                 let opts = Options {
@@ -1801,9 +1802,7 @@ mod tests {
                 };
                 let (mut a, mut b) = (Parser::new("a", opts.clone()), Parser::new("b", opts));
                 for _ in 0..2000 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
+                    let x = next();
                     let p = (x >> 8) as u32 % 50;
                     let tok = match (x % 8).min(mix + 4) {
                         0..=4 => PidTok::Column(p),
@@ -1888,12 +1887,10 @@ mod tests {
         // Results ending in every mix of the bytes around a duration; each
         // one the word reader takes must split as the general code does.
         let alphabet = b"0123456789.<> x/:";
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut taken = 0;
         for k in 0..300_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let mut r: Vec<u8> = (0..(x % 14) as usize)
                 .map(|i| alphabet[((x >> (8 + 3 * i)) % alphabet.len() as u64) as usize])
                 .collect();
@@ -1926,12 +1923,10 @@ mod tests {
         // (and high bytes, whose +6 carries): every line the word reader
         // takes must get the general code's prefix.
         let alphabet = b"0123456789:;./ \t\xfa\xff\x2f\x3a\x40a";
-        let mut x: u64 = 0x0bad_5eed_1234_5678;
+        let mut next = xorshift(0x0bad_5eed_1234_5678);
         let mut taken = 0;
         for k in 0..400_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let pid = (x >> 3) % 10u64.pow(1 + (x % 9) as u32);
             let gap = [" ", "  ", "\t", " \t"][(x >> 40) as usize % 4];
             let mut line = format!(
@@ -2036,11 +2031,9 @@ mod tests {
                 assert_eq!(name_len(&s[..k + 1]), byte_loop(&s[..k + 1]));
             }
         }
-        let mut x: u64 = 0x85eb_ca6b_c2b2_ae35;
+        let mut next = xorshift(0x85eb_ca6b_c2b2_ae35);
         for round in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let len = round % 41;
             let s: Vec<u8> = (0..len)
                 .map(|i| {
@@ -2075,11 +2068,9 @@ mod tests {
         let mut cache = ShortCache::new(64);
         let mut with = Interner::new();
         let mut plain = Interner::new();
-        let mut x: u64 = 0x0123_4567_89ab_cdef;
+        let mut next = xorshift(0x0123_4567_89ab_cdef);
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             // A head from three, then a tail from a small alphabet: many
             // strings share their first 16 (or last 16) bytes.
             let heads: [&[u8]; 3] = [b"/srv/www/site1/t", b"/srv/www/site2/t", b"ab\0"];
@@ -2102,11 +2093,9 @@ mod tests {
         // as the interner and `Kind::from_name` do.
         let mut dec = Decoder::new(Interner::new());
         let mut plain = Interner::new();
-        let mut x: u64 = 0x7fb5_d329_728e_a185;
+        let mut next = xorshift(0x7fb5_d329_728e_a185);
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let k = Kind::ALL[(x % Kind::ALL.len() as u64) as usize];
             let mut s = k.name().as_bytes().to_vec();
             match (x >> 8) % 5 {
@@ -2208,11 +2197,9 @@ mod tests {
         let mut texts: Vec<Vec<u8>> = (0..=255u8).map(|a| vec![a]).collect();
         texts.extend((0..=255u8).flat_map(|a| [vec![a, b' '], vec![b'1', a], vec![a, b'0']]));
         texts.push(Vec::new());
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = next();
             let mut t = Vec::new();
             for k in 0..(x % 6) {
                 t.extend_from_slice(pieces[((x >> (4 + 4 * k)) % 12) as usize]);
