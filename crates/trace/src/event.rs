@@ -640,6 +640,15 @@ impl Flags {
     pub const F_DUPFD: u32 = 1 << 17;
     /// The fd argument's file had been unlinked (`-y`: `3</tmp/f>(deleted)`).
     pub const FD_DELETED: u32 = 1 << 18;
+    /// The fd argument or the result carried a `-y` decoration
+    /// (`3</a/b>`, `= 3<TCP:[...]>`), whether or not [`Options::fd_paths`]
+    /// kept its text in `Event::fd_path` / `Event::ret_path`.
+    ///
+    /// [`Options::fd_paths`]: crate::Options::fd_paths
+    pub const DECORATED: u32 = 1 << 19;
+    /// The fd argument's decoration is a file path (it starts with `/`;
+    /// sockets, pipes and anonymous inodes do not).
+    pub const FD_FILE: u32 = 1 << 20;
 
     pub fn has(self, bit: u32) -> bool {
         self.0 & bit != 0

@@ -306,6 +306,7 @@ enum Parsed<'a> {
 struct Cfg {
     max_line: usize,
     input: u16,
+    fd_paths: bool,
 }
 
 /// What a line is, as far as a block can tell without earlier lines.
@@ -734,7 +735,10 @@ fn parse_chunk<'a>(c: Chunk<'a>, cfg: Cfg, scratch: Scratch, bits: &mut Vec<u64>
     recs.clear();
     recs.reserve(bytes.len() / 128 + 1);
     remap.clear();
-    let mut dec = Decoder::new(strings);
+    let mut dec = Decoder {
+        fd_paths: cfg.fd_paths,
+        ..Decoder::new(strings)
+    };
     // Pairs are merged here only when nothing between the two lines can
     // change what the sequential parser would do with them: every line in
     // between is a parsed call or another pid's half of a pair, all with a
@@ -941,6 +945,7 @@ impl Parser {
         let cfg = Cfg {
             max_line: self.opts.max_line,
             input: self.opts.input,
+            fd_paths: self.opts.fd_paths,
         };
         let threads = par_threads(&self.opts);
         let window = window_len(threads) as u64;
@@ -1270,6 +1275,7 @@ mod tests {
         let cfg = Cfg {
             max_line: 200,
             input: 0,
+            fd_paths: true,
         };
         let (mut d1, mut d2) = (Decoder::new(Interner::new()), Decoder::new(Interner::new()));
         let mut next = xorshift(0x5851_f42d_4c95_7f2d);

@@ -35,7 +35,7 @@
 //! event, memory bounded by pids and requests); [`split_requests`] is the
 //! batch form built on it.
 
-use crate::event::{Event, FastHash, Interner, Kind, PathId, Ret};
+use crate::event::{Event, FastHash, Flags, Interner, Kind, PathId, Ret};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -455,10 +455,12 @@ impl Splitter {
             }
             Kind::Read | Kind::Recvfrom => {
                 if let (Some(fd), Ret::Ok(8)) = (ev.fd, ev.ret) {
-                    let not_file = ev
-                        .fd_path
-                        .map(|p| !strings.bytes(p).starts_with(b"/"))
-                        .unwrap_or(true);
+                    // The decoration's text, or without it (parsed with
+                    // `Options::fd_paths` off) its flag.
+                    let not_file = match ev.fd_path {
+                        Some(p) => !strings.bytes(p).starts_with(b"/"),
+                        None => !ev.flags.has(Flags::FD_FILE),
+                    };
                     let st = &mut self.pids[si];
                     if fd > 2 && not_file && !st.fds.contains_key(&fd) {
                         st.fds.insert(fd, FdUse::Conn);
@@ -900,6 +902,41 @@ mod tests {
         assert_eq!(r.requests.len(), 1);
         assert_eq!(r.requests[0].events.len(), 6);
         assert!(r.note.contains("whole trace"));
+    }
+
+    /// Parsed with `Options::fd_paths` off, events carry the flags of their
+    /// decorations instead of the texts: the split is the same (a file read
+    /// of 8 bytes is no FastCGI header either way).
+    #[test]
+    fn decoration_flags_split_as_decoration_texts() {
+        let mut b = fpm_trace(false);
+        b.push(11, "openat", Some("/srv/x.php"), None, None, 7);
+        b.push(11, "read", None, Some(7), Some("/srv/x.php"), 8);
+        b.push(12, "read", None, Some(7), Some("/srv/x.php"), 8);
+        let with_texts = split_requests(&b.ev, &b.s);
+        let mut flagged = b.ev.clone();
+        for e in &mut flagged {
+            if let Some(p) = e.fd_path.take() {
+                e.flags.set(Flags::DECORATED);
+                if b.s.bytes(p).starts_with(b"/") {
+                    e.flags.set(Flags::FD_FILE);
+                }
+            }
+        }
+        let with_flags = split_requests(&flagged, &b.s);
+        assert_eq!(with_flags.mode, with_texts.mode);
+        let events = |r: &Requests| {
+            r.requests
+                .iter()
+                .map(|q| q.events.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(events(&with_flags), events(&with_texts));
+        // Without the flag, the same file reads would open requests.
+        for e in &mut flagged {
+            e.flags = Flags::default();
+        }
+        assert_ne!(events(&split_requests(&flagged, &b.s)), events(&with_texts));
     }
 
     #[test]

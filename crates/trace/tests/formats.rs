@@ -213,6 +213,84 @@ fn every_fixture_same_events_through_every_path_and_buffer_size() {
     }
 }
 
+/// An event with its strings spelled out (string ids depend on which
+/// strings a run interned) and its decoration texts left out.
+fn without_decoration_texts(e: &Event, s: &Interner) -> String {
+    let mut e = e.clone();
+    e.fd_path = None;
+    e.ret_path = None;
+    let name = s.str(e.name).into_owned();
+    let path = e.path.map(|p| s.str(p).into_owned());
+    let path2 = e.path2.map(|p| s.str(p).into_owned());
+    let errno = e.errno().map(|x| s.str(x.0).into_owned());
+    let zero = statstorm_trace::PathId(0);
+    e.name = zero;
+    e.path = e.path.map(|_| zero);
+    e.path2 = e.path2.map(|_| zero);
+    if let Ret::Err(x) = &mut e.ret {
+        x.0 = zero;
+    }
+    format!("{e:?} {name} {path:?} {path2:?} {errno:?}")
+}
+
+/// `Options::fd_paths` off: on every path, each fixture gives the same
+/// events but for the decoration texts (`fd_path`, `ret_path` None), with
+/// `Flags::DECORATED` where either text was and `Flags::FD_FILE` where the
+/// fd's text is a path, and the same detected format.
+#[test]
+fn without_decoration_texts_the_same_events() {
+    for &(name, ..) in FIXTURES {
+        let data = read(name);
+        let on = via_slice(&data);
+        for e in &on.events {
+            let deco = e.fd_path.is_some() || e.ret_path.is_some();
+            assert_eq!(e.flags.has(Flags::DECORATED), deco, "{name}: {e:?}");
+            let file = e
+                .fd_path
+                .is_some_and(|p| on.strings.bytes(p).starts_with(b"/"));
+            assert_eq!(e.flags.has(Flags::FD_FILE), file, "{name}: {e:?}");
+        }
+        let want: Vec<String> = on
+            .events
+            .iter()
+            .map(|e| without_decoration_texts(e, &on.strings))
+            .collect();
+        for (threads, block) in [(1, 1 << 20), (2, 64), (2, 1 << 20)] {
+            let opts = Options {
+                threads,
+                block_size: block,
+                read_size: 7,
+                fd_paths: false,
+                ..Options::default()
+            };
+            let mut runs = Vec::new();
+            let mut p = Parser::new("r", opts.clone());
+            let mut sink = VecSink::default();
+            p.feed_reader(&data[..], &mut sink).unwrap();
+            runs.push(("reader", sink.events, p.finish(&mut VecSink::default())));
+            let mut p = Parser::new("m", opts);
+            let mut sink = VecSink::default();
+            p.feed_slice_par(&data, &mut sink);
+            runs.push(("slice_par", sink.events, p.finish(&mut VecSink::default())));
+            for (how, events, (stats, _, strings)) in runs {
+                let what = format!("{name}: {how} (threads {threads}, block {block})");
+                assert!(
+                    events
+                        .iter()
+                        .all(|e| e.fd_path.is_none() && e.ret_path.is_none()),
+                    "{what}"
+                );
+                let got: Vec<String> = events
+                    .iter()
+                    .map(|e| without_decoration_texts(e, &strings))
+                    .collect();
+                assert!(got == want, "{what}: events differ");
+                assert_eq!(stats.detected, on.stats.detected, "{what}");
+            }
+        }
+    }
+}
+
 #[test]
 fn compressed_inputs_by_magic_bytes() {
     let plain = read_paths(&[dir().join("f-ttt-T.txt")]).unwrap();

@@ -124,6 +124,9 @@ impl Collected {
         let opts = Options {
             input: index.min(u16::MAX as usize) as u16,
             default_pid: pid,
+            // The analyzer reads no decoration text (a read's "is it a
+            // file" is in `Flags::FD_FILE`).
+            fd_paths: false,
             ..Options::default()
         };
         let mut p = Parser::with_interner(name, opts, std::mem::take(&mut self.strings));
