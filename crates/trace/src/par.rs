@@ -307,6 +307,7 @@ struct Cfg {
     max_line: usize,
     input: u16,
     fd_paths: bool,
+    stat_times: bool,
 }
 
 /// What a line is, as far as a block can tell without earlier lines.
@@ -737,6 +738,7 @@ fn parse_chunk<'a>(c: Chunk<'a>, cfg: Cfg, scratch: Scratch, bits: &mut Vec<u64>
     remap.clear();
     let mut dec = Decoder {
         fd_paths: cfg.fd_paths,
+        stat_times: cfg.stat_times,
         ..Decoder::new(strings)
     };
     // Pairs are merged here only when nothing between the two lines can
@@ -946,6 +948,7 @@ impl Parser {
             max_line: self.opts.max_line,
             input: self.opts.input,
             fd_paths: self.opts.fd_paths,
+            stat_times: self.opts.stat_times,
         };
         let threads = par_threads(&self.opts);
         let window = window_len(threads) as u64;
@@ -1276,6 +1279,7 @@ mod tests {
             max_line: 200,
             input: 0,
             fd_paths: true,
+            stat_times: true,
         };
         let (mut d1, mut d2) = (Decoder::new(Interner::new()), Decoder::new(Interner::new()));
         let mut next = xorshift(0x5851_f42d_4c95_7f2d);

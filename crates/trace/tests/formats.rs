@@ -214,11 +214,16 @@ fn every_fixture_same_events_through_every_path_and_buffer_size() {
 }
 
 /// An event with its strings spelled out (string ids depend on which
-/// strings a run interned) and its decoration texts left out.
-fn without_decoration_texts(e: &Event, s: &Interner) -> String {
+/// strings a run interned), its decoration texts and, unless `times`, its
+/// stat times left out.
+fn without_decoration_texts(e: &Event, s: &Interner, times: bool) -> String {
     let mut e = e.clone();
     e.fd_path = None;
     e.ret_path = None;
+    if !times {
+        e.mtime = None;
+        e.ctime_us = None;
+    }
     let name = s.str(e.name).into_owned();
     let path = e.path.map(|p| s.str(p).into_owned());
     let path2 = e.path2.map(|p| s.str(p).into_owned());
@@ -236,12 +241,18 @@ fn without_decoration_texts(e: &Event, s: &Interner) -> String {
 /// `Options::fd_paths` off: on every path, each fixture gives the same
 /// events but for the decoration texts (`fd_path`, `ret_path` None), with
 /// `Flags::DECORATED` where either text was and `Flags::FD_FILE` where the
-/// fd's text is a path, and the same detected format.
+/// fd's text is a path, and the same detected format; `Options::stat_times`
+/// off as well, the same but for the stat times (None).
 #[test]
 fn without_decoration_texts_the_same_events() {
-    for &(name, ..) in FIXTURES {
+    // v-stat.txt: stat structs with their times (`-v`).
+    let names = FIXTURES.iter().map(|f| f.0).chain(["v-stat.txt"]);
+    for name in names {
         let data = read(name);
         let on = via_slice(&data);
+        if name == "v-stat.txt" {
+            assert!(on.events.iter().any(|e| e.mtime.is_some()));
+        }
         for e in &on.events {
             let deco = e.fd_path.is_some() || e.ret_path.is_some();
             assert_eq!(e.flags.has(Flags::DECORATED), deco, "{name}: {e:?}");
@@ -250,17 +261,18 @@ fn without_decoration_texts_the_same_events() {
                 .is_some_and(|p| on.strings.bytes(p).starts_with(b"/"));
             assert_eq!(e.flags.has(Flags::FD_FILE), file, "{name}: {e:?}");
         }
-        let want: Vec<String> = on
-            .events
-            .iter()
-            .map(|e| without_decoration_texts(e, &on.strings))
-            .collect();
-        for (threads, block) in [(1, 1 << 20), (2, 64), (2, 1 << 20)] {
+        for (threads, block, times) in [(1, 1 << 20, true), (2, 64, true), (2, 1 << 20, false)] {
+            let want: Vec<String> = on
+                .events
+                .iter()
+                .map(|e| without_decoration_texts(e, &on.strings, times))
+                .collect();
             let opts = Options {
                 threads,
                 block_size: block,
                 read_size: 7,
                 fd_paths: false,
+                stat_times: times,
                 ..Options::default()
             };
             let mut runs = Vec::new();
@@ -273,16 +285,17 @@ fn without_decoration_texts_the_same_events() {
             p.feed_slice_par(&data, &mut sink);
             runs.push(("slice_par", sink.events, p.finish(&mut VecSink::default())));
             for (how, events, (stats, _, strings)) in runs {
-                let what = format!("{name}: {how} (threads {threads}, block {block})");
+                let what =
+                    format!("{name}: {how} (threads {threads}, block {block}, times {times})");
                 assert!(
-                    events
-                        .iter()
-                        .all(|e| e.fd_path.is_none() && e.ret_path.is_none()),
+                    events.iter().all(|e| e.fd_path.is_none()
+                        && e.ret_path.is_none()
+                        && (times || (e.mtime.is_none() && e.ctime_us.is_none()))),
                     "{what}"
                 );
                 let got: Vec<String> = events
                     .iter()
-                    .map(|e| without_decoration_texts(e, &strings))
+                    .map(|e| without_decoration_texts(e, &strings, times))
                     .collect();
                 assert!(got == want, "{what}: events differ");
                 assert_eq!(stats.detected, on.stats.detected, "{what}");

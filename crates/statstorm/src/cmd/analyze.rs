@@ -125,8 +125,9 @@ impl Collected {
             input: index.min(u16::MAX as usize) as u16,
             default_pid: pid,
             // The analyzer reads no decoration text (a read's "is it a
-            // file" is in `Flags::FD_FILE`).
+            // file" is in `Flags::FD_FILE`) and no file times.
             fd_paths: false,
+            stat_times: false,
             ..Options::default()
         };
         let mut p = Parser::with_interner(name, opts, std::mem::take(&mut self.strings));
