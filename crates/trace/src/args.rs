@@ -295,6 +295,20 @@ unsafe fn scan_call_avx2(s: &[u8], out: &mut ArgList) -> Option<usize> {
     scan_call_with(s, out, |t| unsafe { masks_upto64_avx2(t) })
 }
 
+/// [`crate::bench::scan_call`].
+pub(crate) fn scan_call_by(s: &[u8], how: &str) -> Option<(Option<usize>, usize)> {
+    let mut out = ArgList::default();
+    let r = match how {
+        "auto" => scan_call(s, &mut out),
+        "sse2" => scan_call_with(s, &mut out, masks_upto64),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU has AVX2.
+        "avx2" if std::is_x86_feature_detected!("avx2") => unsafe { scan_call_avx2(s, &mut out) },
+        _ => return None,
+    };
+    Some((r, out.n))
+}
+
 /// [`scan_call`]'s body, with the masks of up to 64 bytes from `masks`
 /// (inlined into each caller, so each gets its own instruction set).
 #[inline(always)]

@@ -28,6 +28,20 @@ pub mod parse;
 pub mod request;
 pub mod summary;
 
+/// Entry points for the benchmark examples (`examples/scan_bench.rs`);
+/// not part of the API.
+#[doc(hidden)]
+pub mod bench {
+    /// The argument scan of the parser on `text` (what follows `name(`),
+    /// with the masks of `how` (`auto`: what the parser uses; `sse2`,
+    /// `avx2`): the
+    /// index of the closing `)` and the number of arguments, or `None`
+    /// when `how` is unknown or this CPU lacks it.
+    pub fn scan_call(text: &[u8], how: &str) -> Option<(Option<usize>, usize)> {
+        crate::args::scan_call_by(text, how)
+    }
+}
+
 /// Helpers of the unit tests.
 #[cfg(test)]
 pub(crate) mod testutil {
