@@ -272,12 +272,31 @@ impl Interner {
         }
         let mask = self.table.len() - 1;
         let slot_of = |i: usize| other.hashes[i] as usize & mask;
+        // The id in the home slot of string `i` when its tag matches (the
+        // slot itself fetched earlier): most strings are found there.
+        let home = |i: usize| {
+            let e = self.table[slot_of(i)];
+            (e != 0 && e >> 32 == other.hashes[i] >> 32)
+                .then(|| (e as u32).wrapping_sub(1) as usize)
+        };
         for i in 0..n.min(AHEAD) {
             prefetch(&self.table[slot_of(i)]);
         }
         for i in 0..n {
+            // Three stages ahead of the lookup: the table slot, then the
+            // end offsets of the id found there, then its bytes (each a
+            // likely cache miss among hundreds of thousands of strings,
+            // each needing the one before).
             if i + AHEAD < n {
                 prefetch(&self.table[slot_of(i + AHEAD)]);
+            }
+            if let Some(id) = (i + AHEAD / 2 < n).then(|| home(i + AHEAD / 2)).flatten() {
+                prefetch(&self.ends[id]);
+            }
+            if let Some(id) = (i + AHEAD / 4 < n).then(|| home(i + AHEAD / 4)).flatten() {
+                if let Some(b) = self.arena.get(self.span(id).0) {
+                    prefetch(b);
+                }
             }
             let id = PathId(i as u32);
             out.push(
