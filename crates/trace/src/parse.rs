@@ -207,7 +207,7 @@ pub struct Options {
     /// [`Flags::DECORATED`] and [`Flags::FD_FILE`] still tell a decoration
     /// and a file from the rest): a consumer that needs neither saves
     /// decoding and interning ~0.75 strings a line of an `strace -y` log
-    /// (`statstorm analyze`: 476.7 M -> 455.9 M instructions on s30.log).
+    /// (`statstorm analyze`: 476.7 M -> 457.5 M instructions on s30.log).
     pub fd_paths: bool,
     /// Read the file times of `-v` stat structs: `Event::mtime` and
     /// `Event::ctime_us` (default). Off, both stay `None` and a successful
