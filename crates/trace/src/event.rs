@@ -331,9 +331,10 @@ impl Interner {
     }
 }
 
-/// Asks the CPU to bring `x`'s cache line in (a hint: no effect on results).
+/// Asks the CPU to bring `x`'s cache line in (a hint: no effect on
+/// results; nothing at all elsewhere than x86-64).
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults and reads nothing into the program;
     // the address is that of a live reference.

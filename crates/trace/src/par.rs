@@ -1081,6 +1081,7 @@ impl Parser {
         // interned by `remap_push` in line order, as the sequential parser
         // would.
         self.dec.strings.get_all_from(strings, remap);
+        sink.ids_ahead(remap);
         let (bytes, last_partial, strings) = (&buf[..*len], *last_partial, strings);
         // Start line and time of each merged pair; `None` when the start
         // had to go through the line parser (then so does the end).
@@ -1174,6 +1175,7 @@ impl Parser {
 mod tests {
     use super::*;
     use crate::testutil::xorshift;
+    use std::io::Write;
 
     /// `classify` as it was before its byte tests: each test in the plain
     /// order.
@@ -1344,6 +1346,82 @@ mod tests {
                 _ => assert_eq!(open.remove(pid).map(|o| o.rec), plain.remove(&pid)),
             }
         }
+    }
+
+    /// `Sink::ids_ahead` announces, before each block's events, the ids
+    /// of the strings they use that the parser held already: every name
+    /// and path (and errno) of a later block's events interned in an
+    /// earlier block is in its list, and nothing else is.
+    #[test]
+    fn ids_ahead_are_the_known_strings_of_the_next_events() {
+        #[derive(Default)]
+        struct S {
+            ahead: std::collections::HashSet<u32>,
+            /// Ids below this were interned before the current block.
+            known: u32,
+            seen_max: u32,
+            used: std::collections::HashSet<u32>,
+            calls: usize,
+            checked: usize,
+        }
+        impl S {
+            fn end_block(&mut self) {
+                // Each announced id is used by the block's events.
+                assert!(self.ahead.is_subset(&self.used), "announced but not used");
+                self.used.clear();
+            }
+        }
+        impl Sink for S {
+            fn event(&mut self, ev: &Event, _: &Interner) -> bool {
+                for id in [Some(ev.name), ev.path, ev.errno().map(|e| e.0)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if id.0 < self.known {
+                        assert!(self.ahead.contains(&id.0), "id {} not announced", id.0);
+                        self.checked += 1;
+                    }
+                    self.used.insert(id.0);
+                    self.seen_max = self.seen_max.max(id.0 + 1);
+                }
+                true
+            }
+            fn ids_ahead(&mut self, ids: &[u32]) {
+                if self.calls > 0 {
+                    self.end_block();
+                }
+                self.calls += 1;
+                self.ahead = ids.iter().copied().filter(|&i| i != u32::MAX).collect();
+                self.known = self.seen_max;
+            }
+        }
+        let mut next = xorshift(77);
+        let mut log = Vec::new();
+        for i in 0..20_000u64 {
+            let x = next();
+            let path = format!("/srv/www/site{}/f{}.php", x % 7, (x >> 8) % 40);
+            let name = ["stat", "lstat", "openat", "access"][(x >> 20) as usize % 4];
+            writeln!(
+                log,
+                "{} 10:00:00.{:06} {name}(\"{path}\", 0x7ffd) = -1 ENOENT (No such file or directory) <0.000010>",
+                100 + x % 5,
+                i % 1_000_000
+            )
+            .unwrap();
+        }
+        let mut p = Parser::new(
+            "t",
+            Options {
+                threads: 2,
+                block_size: 4096,
+                ..Options::default()
+            },
+        );
+        let mut s = S::default();
+        p.feed_slice_par(&log, &mut s);
+        s.end_block();
+        assert!(s.calls > 100, "{} blocks", s.calls);
+        assert!(s.checked > 30_000, "{} ids checked", s.checked);
     }
 
     #[test]

@@ -272,6 +272,10 @@ pub trait Sink {
     fn exit(&mut self, _exit: &Exit) {}
     /// A skipped line (1-based line number).
     fn skip(&mut self, _line: u64, _reason: SkipReason) {}
+    /// The parallel path is about to give the events of one block: these
+    /// are the parser's ids of most strings they hold (`u32::MAX` for the
+    /// rest), for a sink that wants to fetch its per-string records ahead.
+    fn ids_ahead(&mut self, _ids: &[u32]) {}
 }
 
 /// Collects events into a vector.

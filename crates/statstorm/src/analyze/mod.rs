@@ -413,6 +413,15 @@ impl Analyzer {
         h.kind == KIND_PATH
     }
 
+    /// Fetches the per-path records of string ids `ids` into the cache.
+    pub fn prefetch(&self, ids: &[u32]) {
+        for &i in ids {
+            if let Some(h) = self.path_hot.get(i as usize) {
+                statstorm_trace::event::prefetch(h);
+            }
+        }
+    }
+
     /// Dense index of syscall name id `id`, assigned on first sight.
     #[inline]
     fn name_index(&mut self, id: u32) -> usize {

@@ -77,6 +77,9 @@ impl Sink for AnalyzeSink<'_> {
     fn exit(&mut self, exit: &statstorm_trace::Exit) {
         self.a.exit(exit.pid);
     }
+    fn ids_ahead(&mut self, ids: &[u32]) {
+        self.a.prefetch(ids);
+    }
 }
 
 /// Counts bytes read and ticks a progress bar (only when stderr is a
