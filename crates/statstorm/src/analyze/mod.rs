@@ -1071,6 +1071,26 @@ fn top_sorted<T>(v: &mut [T], top: usize, mut cmp: impl FnMut(&T, &T) -> Orderin
 /// Per directory: calls, ENOENT, distinct paths, (name id, calls).
 type DirAgg = (u64, u64, u64, Vec<(u32, u64)>);
 
+/// Leaves in `rows` ((path id, calls)) only those that can be among the
+/// `top` busiest of any set of rows containing them: the rows with at
+/// least the `top`-th highest calls (all ties kept, the tie-break by name
+/// comes later). A row of the overall top has fewer than `top` rows
+/// busier than itself in any subset, so pruning each part and then the
+/// union of pruned parts keeps every row of the overall top, and exactly
+/// the rows a plain selection over all rows would keep.
+fn keep_top_candidates(rows: &mut Vec<(u32, u64)>, top: usize) {
+    if top == 0 {
+        rows.clear();
+        return;
+    }
+    if rows.len() <= top {
+        return;
+    }
+    let mut calls: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    let (_, &mut least, _) = calls.select_nth_unstable_by(top - 1, |x, y| y.cmp(x));
+    rows.retain(|r| r.1 >= least);
+}
+
 fn build_profile(
     a: Analyzer,
     plan: Plan,
@@ -1120,40 +1140,24 @@ fn build_profile(
     for (&id, na) in &a.other {
         add(strings.str(PathId(id)).into_owned(), na, false);
     }
-    let enoent_total: u64 = a.path_hot.iter().map(|p| p.enoent).sum::<u64>();
-
-    // Paths and directories.
-    let mut path_rows: Vec<(u32, &PathHot)> = a
-        .path_hot
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| h.kind == KIND_PATH)
-        .map(|(id, h)| (id as u32, h))
-        .collect();
-    let distinct_paths = path_rows.len() as u64;
-    // Only rows as busy as the top-th busiest can be in the top: choosing
-    // among all of them compared the path bytes of every tie in calls
-    // (most paths have a handful), ~10 ms of the end of the bench log's
-    // run on one core.
-    if top > 0 && path_rows.len() > top {
-        let mut calls: Vec<u64> = path_rows.iter().map(|r| r.1.calls).collect();
-        let (_, &mut least, _) = calls.select_nth_unstable_by(top - 1, |x, y| y.cmp(x));
-        path_rows.retain(|r| r.1.calls >= least);
-    }
-    let path_rows = top_sorted(&mut path_rows, top, |x, y| {
-        y.1.calls
-            .cmp(&x.1.calls)
-            // Lazily: most pairs differ in calls, and reading the two
-            // paths (cold, among 100,000s) for every comparison was most of
-            // the serial time after the parse.
-            .then_with(|| strings.bytes(PathId(x.0)).cmp(strings.bytes(PathId(y.0))))
-    });
-    // Per directory, on every core: at the end of the run only this
-    // thread is left busy, and hashing the directory of each of 353,280
-    // paths (the bench log) took ~25 ms of its ~45. The parts' maps are
-    // added up; every order of the adding gives the same rows (names are
-    // summed into sorted maps below).
+    // Paths and directories, in one pass over the path records on every
+    // core: at the end of the run only this thread is left busy, and
+    // hashing the directory of each of 353,280 paths (the bench log) took
+    // ~25 ms of its ~45; three passes over the records one after the
+    // other (ENOENT total, path rows, directories) took another ~8 ms.
+    // Each part keeps its directory map, its counts, and the rows that can
+    // be in the path top (see `keep_top_candidates`); the parts are added
+    // up, and every order of the adding gives the same rows (names are
+    // summed into sorted maps below, the top is sorted in full).
     type Dirs<'s> = HashMap<&'s [u8], DirAgg, FastHash>;
+    #[derive(Default)]
+    struct Part<'s> {
+        dirs: Dirs<'s>,
+        enoent: u64,
+        paths: u64,
+        /// (path id, calls): candidates for the path top.
+        rows: Vec<(u32, u64)>,
+    }
     fn add_names(e: &mut DirAgg, names: impl IntoIterator<Item = (u32, u64)>) {
         for (n, c) in names {
             match e.3.iter_mut().find(|x| x.0 == n) {
@@ -1162,33 +1166,60 @@ fn build_profile(
             }
         }
     }
-    let part = a.path_hot.len() / rayon::current_num_threads().max(1) + 1;
-    let dirs: Dirs = a
+    // Pieces of at least a thread's share: rayon only hands work to the
+    // pool when it splits, and it splits only into pieces no shorter than
+    // this (`len / threads + 1`, used before, allowed no split at all, so
+    // everything ran on this thread).
+    let part = (a.path_hot.len() / rayon::current_num_threads().max(1)).max(1);
+    let Part {
+        dirs,
+        enoent: enoent_total,
+        paths: distinct_paths,
+        rows: mut path_rows,
+    } = a
         .path_hot
         .par_iter()
         .with_min_len(part)
         .enumerate()
-        .fold(Dirs::default, |mut dirs, (id, pa)| {
+        .fold(Part::default, |mut p, (id, pa)| {
             if pa.kind == KIND_PATH {
                 let d = dir_of(strings.bytes(PathId(id as u32)));
-                let e = dirs.entry(d).or_default();
+                let e = p.dirs.entry(d).or_default();
                 e.0 += pa.calls;
                 e.1 += pa.enoent;
                 e.2 += 1;
                 add_names(e, pa.iter(&a.path_more));
+                p.enoent += pa.enoent;
+                p.paths += 1;
+                p.rows.push((id as u32, pa.calls));
             }
-            dirs
+            p
         })
-        .reduce(Dirs::default, |mut x, y| {
-            for (d, v) in y {
-                let e = x.entry(d).or_default();
+        .map(|mut p| {
+            keep_top_candidates(&mut p.rows, top);
+            p
+        })
+        .reduce(Part::default, |mut x, y| {
+            for (d, v) in y.dirs {
+                let e = x.dirs.entry(d).or_default();
                 e.0 += v.0;
                 e.1 += v.1;
                 e.2 += v.2;
                 add_names(e, v.3);
             }
+            x.enoent += y.enoent;
+            x.paths += y.paths;
+            x.rows.extend(y.rows);
+            keep_top_candidates(&mut x.rows, top);
             x
         });
+    let path_rows = top_sorted(&mut path_rows, top, |x, y| {
+        y.1.cmp(&x.1)
+            // Lazily: most pairs differ in calls, and reading the two
+            // paths (cold, among 100,000s) for every comparison was most of
+            // the serial time after the parse.
+            .then_with(|| strings.bytes(PathId(x.0)).cmp(strings.bytes(PathId(y.0))))
+    });
     let distinct_dirs = dirs.len() as u64;
     let mut dir_rows: Vec<_> = dirs.into_iter().collect();
     let dir_rows = top_sorted(&mut dir_rows, top, |x, y| {
@@ -1196,7 +1227,8 @@ fn build_profile(
     });
     let paths: Vec<PathRow> = path_rows
         .iter()
-        .map(|&(id, pa)| PathRow {
+        .map(|&(id, _)| (id, &a.path_hot[id as usize]))
+        .map(|(id, pa)| PathRow {
             path: strings.str(PathId(id)).into_owned(),
             calls: pa.calls,
             errors: pa.errors,
