@@ -199,6 +199,8 @@ impl Interner {
         }
     }
 
+    // The zeroing by writing below is deliberate (see there).
+    #[allow(clippy::slow_vector_initialization)]
     fn grow(&mut self) {
         let n = (self.table.len() * 2).max(1024);
         // Zeroed by writing, not `vec![0; n]`: a large zeroed allocation is
