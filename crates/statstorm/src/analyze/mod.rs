@@ -1936,6 +1936,119 @@ mod tests {
         assert_eq!(dir_of(b"c"), b".");
     }
 
+    /// Rewalks (a file walked again by the same process in the same
+    /// request piece) equal a plain count when processes walk the same
+    /// files interleaved, so that files are taken over from generations
+    /// that are still current, and request pieces end (accept) and
+    /// processes exit in between.
+    #[test]
+    fn rewalks_match_plain_with_interleaved_processes() {
+        let files: Vec<(String, String, String)> = (0..6)
+            .map(|i| {
+                let d = format!("/srv/s{}", i % 2);
+                let l = format!("{d}/lib{}", i % 3);
+                let f = format!("{l}/f{i}.php");
+                (d, l, f)
+            })
+            .collect();
+        let mut b = B::new();
+        let mut exits: Vec<(usize, u32)> = Vec::new();
+        // Per pid: the events of its current walk still to come.
+        let mut queue: HashMap<u32, Vec<(&str, String)>> = HashMap::new();
+        // (index of the open that ends the walk, pid, file) of each walk.
+        let mut walks: Vec<(usize, u32, String)> = Vec::new();
+        let mut rng = 4242u64;
+        for _ in 0..6000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let pid = 100 + (rng >> 61) as u32;
+            let q = queue.entry(pid).or_default();
+            if q.is_empty() {
+                match (rng >> 40) % 40 {
+                    0 => {
+                        b.push(pid, "accept", None, 0, None);
+                        b.ev.last_mut().unwrap().ret = Ret::Ok(7);
+                    }
+                    1 => exits.push((b.ev.len(), pid)),
+                    _ => {
+                        let (d, l, f) = &files[((rng >> 20) % files.len() as u64) as usize];
+                        walks.push((usize::MAX, pid, f.clone()));
+                        // Popped from the end: lstat d, lstat l, lstat f,
+                        // then the open that ends the walk.
+                        q.extend([
+                            ("openat", f.clone()),
+                            ("lstat", f.clone()),
+                            ("lstat", l.clone()),
+                            ("lstat", d.clone()),
+                        ]);
+                    }
+                }
+                continue;
+            }
+            let (name, path) = q.pop().unwrap();
+            if name == "openat" {
+                let w = walks.iter_mut().rev().find(|w| w.1 == pid).unwrap();
+                w.0 = b.ev.len();
+            }
+            b.push(pid, name, Some(&path), 0, None);
+        }
+        // Every walk complete.
+        for (&pid, q) in queue.iter_mut() {
+            while let Some((name, path)) = q.pop() {
+                if name == "openat" {
+                    let w = walks.iter_mut().rev().find(|w| w.1 == pid).unwrap();
+                    w.0 = b.ev.len();
+                }
+                b.push(pid, name, Some(&path), 0, None);
+            }
+        }
+        let mut a = Analyzer::new();
+        let mut x = 0;
+        for (i, e) in b.ev.iter().enumerate() {
+            while x < exits.len() && exits[x].0 == i {
+                a.exit(exits[x].1);
+                x += 1;
+            }
+            a.push(e, &b.s);
+        }
+        let p = a.finish(&b.s, InputInfo::default(), 1000);
+
+        // Plain: per pid, the files walked since its request piece began
+        // (or since it exited).
+        let mut sp = Splitter::new();
+        let mut unit_of: Vec<u32> = Vec::new();
+        for e in &b.ev {
+            unit_of.push(sp.push(e, &b.s).0);
+        }
+        let mut state: HashMap<u32, (u32, HashSet<String>)> = HashMap::new();
+        let mut events: Vec<(usize, u8, u32, String)> =
+            walks.iter().map(|w| (w.0, 1, w.1, w.2.clone())).collect();
+        events.extend(exits.iter().map(|&(i, pid)| (i, 0, pid, String::new())));
+        events.sort();
+        let (mut want, mut n) = (0u64, 0u64);
+        for (i, what, pid, file) in events {
+            if what == 0 {
+                if let Some(st) = state.get_mut(&pid) {
+                    st.1.clear();
+                }
+                continue;
+            }
+            n += 1;
+            let u = unit_of[i];
+            let st = state.entry(pid).or_insert((u, HashSet::new()));
+            if st.0 != u {
+                *st = (u, HashSet::new());
+            }
+            if !st.1.insert(file) {
+                want += 1;
+            }
+        }
+        assert!(want > 100, "{want} rewalks generated");
+        assert_eq!(p.realpath.walks, n);
+        assert_eq!(p.realpath.rewalks, want);
+    }
+
     /// A cold realpath walk of `/m/a/b/f.php` as PHP 8.2 does it (R53:
     /// deepest first, `/` never lstat'ed), then open + fstat of the file,
     /// then a second resolution of the same file that hits the cache.
