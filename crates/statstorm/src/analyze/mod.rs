@@ -1500,6 +1500,20 @@ mod tests {
         pub fn profile(&self) -> Profile {
             self.profile_top(1000)
         }
+        /// The profile when process `pid` exits just before event `i`,
+        /// for each `(i, pid)` of `exits` (in event order).
+        pub fn profile_with_exits(&self, exits: &[(usize, u32)]) -> Profile {
+            let mut a = Analyzer::new();
+            let mut x = 0;
+            for (i, e) in self.ev.iter().enumerate() {
+                while x < exits.len() && exits[x].0 == i {
+                    a.exit(exits[x].1);
+                    x += 1;
+                }
+                a.push(e, &self.s);
+            }
+            a.finish(&self.s, InputInfo::default(), 1000)
+        }
         pub fn profile_top(&self, top: usize) -> Profile {
             let mut a = Analyzer::new();
             for e in &self.ev {
@@ -1616,16 +1630,7 @@ mod tests {
                 exits.push((b.ev.len(), pid));
             }
         }
-        let mut a = Analyzer::new();
-        let mut x = 0;
-        for (i, e) in b.ev.iter().enumerate() {
-            while x < exits.len() && exits[x].0 == i {
-                a.exit(exits[x].1);
-                x += 1;
-            }
-            a.push(e, &b.s);
-        }
-        let p = a.finish(&b.s, InputInfo::default(), 1000);
+        let p = b.profile_with_exits(&exits);
 
         // Processes in order of first event, with their counters.
         let mut procs: Vec<(u32, u64, u64, u64)> = Vec::new();
@@ -2003,16 +2008,7 @@ mod tests {
                 b.push(pid, name, Some(&path), 0, None);
             }
         }
-        let mut a = Analyzer::new();
-        let mut x = 0;
-        for (i, e) in b.ev.iter().enumerate() {
-            while x < exits.len() && exits[x].0 == i {
-                a.exit(exits[x].1);
-                x += 1;
-            }
-            a.push(e, &b.s);
-        }
-        let p = a.finish(&b.s, InputInfo::default(), 1000);
+        let p = b.profile_with_exits(&exits);
 
         // Plain: per pid, the files walked since its request piece began
         // (or since it exited).
