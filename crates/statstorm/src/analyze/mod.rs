@@ -1453,6 +1453,14 @@ mod tests {
         pub t: i64,
     }
 
+    /// One step of the tests' linear congruential generator (Knuth's
+    /// MMIX constants); the state is the value.
+    fn lcg(x: &mut u64) {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+    }
+
     impl B {
         pub fn new() -> Self {
             B {
@@ -1609,9 +1617,7 @@ mod tests {
         let mut rng = 12345u64;
         let mut next_child = 300u32;
         for _ in 0..4000 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            lcg(&mut rng);
             let pid = if (rng >> 58) % 4 == 0 && next_child > 300 {
                 300 + (rng >> 40) as u32 % (next_child - 300)
             } else {
@@ -1747,9 +1753,7 @@ mod tests {
         let mut b = B::new();
         let mut rng = 99u64;
         for _ in 0..3000 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            lcg(&mut rng);
             let pid = 100 + (rng >> 60) as u32 % 5;
             // Skewed: low name indices most often, every name sometimes.
             let k = ((rng >> 33) % names.len() as u64) as usize;
@@ -1811,9 +1815,7 @@ mod tests {
             1_000_000,
         ];
         for _ in 0..3000 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            lcg(&mut rng);
             ts_list.push(((rng >> 30) % 8_000_000) as i64 - 4_000_000);
         }
         for (i, &ts) in ts_list.iter().enumerate() {
@@ -1848,9 +1850,7 @@ mod tests {
         let mut b = B::new();
         let mut rng = 7u64;
         for _ in 0..2000 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            lcg(&mut rng);
             let pid = 1 + (rng >> 61) as u32;
             b.push(pid, "stat", Some("/a"), 0, None);
             let e = b.ev.last_mut().unwrap();
@@ -1912,9 +1912,7 @@ mod tests {
         for len in [0usize, 1, 2, 5, 50, 300] {
             let v: Vec<(u64, u32)> = (0..len as u32)
                 .map(|i| {
-                    rng = rng
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    lcg(&mut rng);
                     (rng >> 60, i)
                 })
                 .collect();
@@ -1964,9 +1962,7 @@ mod tests {
         let mut walks: Vec<(usize, u32, String)> = Vec::new();
         let mut rng = 4242u64;
         for _ in 0..6000 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            lcg(&mut rng);
             let pid = 100 + (rng >> 61) as u32;
             let q = queue.entry(pid).or_default();
             if q.is_empty() {
