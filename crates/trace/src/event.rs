@@ -444,6 +444,9 @@ mod interner_tests {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[repr(u8)]
 pub enum Kind {
+    /// Any syscall not decoded; `Event::name` says which. First, so that
+    /// its discriminant is 0 and [`Event::EMPTY`] is all zero bytes.
+    Other,
     Stat,
     Lstat,
     Fstat,
@@ -491,8 +494,6 @@ pub enum Kind {
     /// `fcntl(fd, cmd, ...)`: only the fd and whether `cmd` duplicates the
     /// fd ([`Flags::F_DUPFD`]) are decoded.
     Fcntl,
-    /// Any syscall not decoded; `Event::name` says which.
-    Other,
 }
 
 impl Kind {
@@ -693,12 +694,13 @@ pub struct Errno(pub PathId);
 /// The result of a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Ret {
+    /// `= ?` (the process exited or exec'd before the call returned).
+    /// First, so that its tag is 0 and [`Event::EMPTY`] is all zero bytes.
+    Unknown,
     /// `= N` (decimal or hex).
     Ok(i64),
     /// `= -1 ENOENT (No such file or directory)`.
     Err(Errno),
-    /// `= ?` (the process exited or exec'd before the call returned).
-    Unknown,
 }
 
 /// One completed syscall.
@@ -751,7 +753,11 @@ pub struct Event {
 }
 
 impl Event {
-    /// An event with nothing known: the start the decoder fills in.
+    /// An event with nothing known: the start the decoder fills in. All
+    /// zero bytes (`Kind::Other` and `Ret::Unknown` are declared first):
+    /// writing it into a block's record is a few vector stores, where a
+    /// copy of the constant was a `memcpy` call a line (3.9 M of the 441 M
+    /// instructions of `analyze` on the 30 MB slice of the bench log).
     pub(crate) const EMPTY: Event = Event {
         pid: 0,
         ts_us: None,

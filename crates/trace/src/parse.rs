@@ -1654,7 +1654,11 @@ fn raw_ts(tok: &[u8]) -> Option<RawTs> {
 }
 
 fn kind_from_u8(k: u8) -> Kind {
-    Kind::ALL.get(k as usize).copied().unwrap_or(Kind::Other)
+    // `Kind::ALL[i]` has discriminant `i + 1` (`Other` is 0).
+    Kind::ALL
+        .get((k as usize).wrapping_sub(1))
+        .copied()
+        .unwrap_or(Kind::Other)
 }
 
 /// Splits the text after `name(` into (arguments, result, duration), and
@@ -1853,6 +1857,19 @@ fn parse_u32(s: &[u8]) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::testutil::xorshift;
+
+    /// The kind cache stores `kind as u8`; every kind, `Other` included,
+    /// comes back from it, and no byte outside the kinds is a decoded kind.
+    #[test]
+    fn kind_bytes_round_trip() {
+        for k in Kind::ALL.into_iter().chain([Kind::Other]) {
+            assert_eq!(kind_from_u8(k as u8), k);
+            assert_eq!(Kind::from_name(k.name().as_bytes()), k);
+        }
+        for b in Kind::ALL.len() as u8 + 1..=u8::MAX {
+            assert_eq!(kind_from_u8(b), Kind::Other);
+        }
+    }
 
     /// `resolve_pid_fast` against `resolve_pid` on generated pid tokens
     /// (column, bracket and missing pids mixed, with and without a default
