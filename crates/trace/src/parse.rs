@@ -1176,7 +1176,19 @@ impl Decoder {
             [c @ b'1'..=b'9', d @ b'0'..=b'9', b'<', deco @ .., b'>'] => {
                 (((c - b'0') * 10 + (d - b'0')) as i64, deco)
             }
-            _ => return self.decode_ret_any(r, ev),
+            _ => {
+                // A number alone (`= 832`, mmap's `= 0x7f4bec616000`: 25k of
+                // s30.log's results): what the general steps find for a
+                // text without blanks or `<`, and `parse_i64` accepts no
+                // other; their token, decoration and errno steps took ~350
+                // instructions a result. Anything else (an errno, a flag
+                // comment) fails within a few bytes.
+                if let Some(v) = args::parse_i64(r) {
+                    ev.ret = Ret::Ok(v);
+                    return;
+                }
+                return self.decode_ret_any(r, ev);
+            }
         };
         if args::find2(deco, b'<', b'>').is_some() {
             return self.decode_ret_any(r, ev);
