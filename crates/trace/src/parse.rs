@@ -1736,14 +1736,17 @@ fn split_dur(ret: &[u8]) -> (&[u8], Option<u64>) {
 /// [`split_dur`] finds the same `<` (none of the 9 bytes after it is one)
 /// and the same value; its backward search and byte loop took 100
 /// instructions a line, 17 M of the 691 M of `analyze` on the 30 MB log.
-#[inline]
+#[inline(always)]
 fn tail_dur(ret: &[u8]) -> Option<u64> {
-    let n = ret.len();
-    if n < 10 || ret[n - 10] != b'<' || ret[n - 1] != b'>' {
+    // The last 10 bytes as one array: one length check instead of one per
+    // index (and inlined: 42 instructions a call, 186,557 calls on the 30
+    // MB slice).
+    let t: &[u8; 10] = ret.get(ret.len().checked_sub(10)?..)?.try_into().ok()?;
+    if t[0] != b'<' || t[9] != b'>' {
         return None;
     }
     // `S.uuuuuu`, first byte lowest.
-    let w = u64::from_le_bytes(ret[n - 9..n - 1].try_into().ok()?);
+    let w = u64::from_le_bytes(t[1..9].try_into().ok()?);
     if (w >> 8) as u8 != b'.' {
         return None;
     }
