@@ -813,7 +813,14 @@ pub(crate) fn parse_fd(s: &[u8]) -> FdArg<'_> {
             deleted: false,
         };
     }
-    if let [b'A', b'T', b'_', b'F', b'D', b'C', b'W', b'D', b'<', deco @ .., b'>'] = s {
+    // `AT_FDCWD<` as a word and a byte (the slice pattern compared nine
+    // bytes one by one).
+    if s.len() >= 10
+        && u64::from_le_bytes(s[..8].try_into().unwrap()) == u64::from_le_bytes(*b"AT_FDCWD")
+        && s[8] == b'<'
+        && s[s.len() - 1] == b'>'
+    {
+        let deco = &s[9..s.len() - 1];
         return FdArg {
             fd: None,
             at_fdcwd: true,
