@@ -1089,6 +1089,7 @@ impl Decoder {
 
     /// [`split_call`], keeping the argument split for the next
     /// [`Decoder::event`] on the same text.
+    #[inline(always)]
     pub(crate) fn split_call<'a>(
         &mut self,
         after: &'a [u8],
@@ -1675,6 +1676,7 @@ fn kind_from_u8(k: u8) -> Kind {
 
 /// Splits the text after `name(` into (arguments, result, duration), and
 /// the arguments into `argl` on the way.
+#[inline(always)]
 fn split_call<'a>(
     after: &'a [u8],
     argl: &mut ArgList,
