@@ -28,7 +28,28 @@ impl ArgList {
     }
 }
 
-pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+/// `s` without the blanks at either end (and CRs at the end).
+///
+/// Most texts trimmed are arguments after a comma: one blank in front,
+/// none at the end. That case takes a byte test at each end; the loops
+/// (`trim_any`) run only when a second blank is there. The loops alone
+/// took ~80 instructions a line (16.3 M of 421 M on the 30 MB slice of the
+/// benchmark log, callgrind; 409 M with this).
+#[inline(always)]
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
+    let s = match s {
+        [b' ', rest @ ..] => rest,
+        _ => s,
+    };
+    match (s.first(), s.last()) {
+        (Some(b' ' | b'\t'), _) | (_, Some(b' ' | b'\t' | b'\r')) => trim_any(s),
+        _ => s,
+    }
+}
+
+/// [`trim`]'s general steps.
+#[inline(never)]
+fn trim_any(mut s: &[u8]) -> &[u8] {
     while let [b' ' | b'\t', rest @ ..] = s {
         s = rest;
     }
@@ -1117,6 +1138,29 @@ pub(crate) fn frac_us(frac: &[u8]) -> Option<i64> {
 mod tests {
     use super::*;
     use crate::testutil::xorshift;
+
+    /// `trim` against its general steps on every text of up to six bytes
+    /// over blanks, tab, CR and a letter (each fast exit and each loop).
+    #[test]
+    fn trim_equals_its_general_steps() {
+        let alphabet = [b' ', b'\t', b'\r', b'a', b','];
+        let mut n = 0;
+        for len in 0..=6u32 {
+            for code in 0..alphabet.len().pow(len) {
+                let mut c = code;
+                let t: Vec<u8> = (0..len)
+                    .map(|_| {
+                        let b = alphabet[c % alphabet.len()];
+                        c /= alphabet.len();
+                        b
+                    })
+                    .collect();
+                assert_eq!(trim(&t), trim_any(&t), "{:?}", String::from_utf8_lossy(&t));
+                n += 1;
+            }
+        }
+        assert_eq!(n, 19_531);
+    }
 
     #[test]
     fn positional_duration_equals_the_loop() {
