@@ -144,23 +144,23 @@ fn call_special_mask16(b: &[u8; 16]) -> u32 {
     masks16(b).0
 }
 
-/// (`spec`, `qb`) masks of the first 64 bytes of `s`, or
+/// (`spec`, `qb`, `comma`) masks of the first 64 bytes of `s`, or
 /// of all of it when shorter (bytes past its end have no bit): 16 bytes per
-/// compare, the last piece zero-padded (a zero byte is in neither set).
+/// compare, the last piece zero-padded (a zero byte is in no set).
 #[inline]
-fn masks_upto64(s: &[u8]) -> (u64, u64) {
+fn masks_upto64(s: &[u8]) -> (u64, u64, u64) {
     let s = &s[..s.len().min(64)];
-    let (mut spec, mut qb) = (0u64, 0u64);
+    let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
     let mut k = 0;
     while k < s.len() {
-        let (sp, q) = match s.get(k..k + 16) {
+        let (sp, q, c) = match s.get(k..k + 16) {
             Some(piece) => masks16(piece.try_into().unwrap()),
             // The tail: the last 16 bytes, shifted down to the tail's first
             // (no copy; bits past the end are zero after the shift).
             None if s.len() >= 16 => {
-                let (sp, q) = masks16(s[s.len() - 16..].try_into().unwrap());
+                let (sp, q, c) = masks16(s[s.len() - 16..].try_into().unwrap());
                 let drop = 16 - (s.len() - k);
-                (sp >> drop, q >> drop)
+                (sp >> drop, q >> drop, c >> drop)
             }
             None => {
                 let mut b = [0u8; 16];
@@ -170,31 +170,34 @@ fn masks_upto64(s: &[u8]) -> (u64, u64) {
         };
         spec |= (sp as u64) << k;
         qb |= (q as u64) << k;
+        comma |= (c as u64) << k;
         k += 16;
     }
-    (spec, qb)
+    (spec, qb, comma)
 }
 
 /// [`masks16`] without SSE2.
 #[cfg(not(target_arch = "x86_64"))]
-fn masks16(b: &[u8; 16]) -> (u32, u32) {
+fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
     let mut spec = 0u32;
     let mut qb = 0u32;
+    let mut comma = 0u32;
     for (k, &c) in b.iter().enumerate() {
         spec |= (CALL_SPECIAL[c as usize] as u32) << k;
         qb |= ((c == b'"' || c == b'\\') as u32) << k;
+        comma |= ((c == b',') as u32) << k;
     }
-    (spec, qb)
+    (spec, qb, comma)
 }
 
 /// The special-byte mask (bit k set when byte k of `b` is one of
 /// `"(),[]{}`: `(`/`)` are 0x28/0x29, equal under `& 0xfe`; `[`/`{` are
 /// 0x5b/0x7b and `]`/`}` 0x5d/0x7d, equal under `& 0xdf`, which keeps the
-/// high bit, so no byte >= 0x80 matches) and the quote-or-backslash mask
-/// of 16 bytes.
+/// high bit, so no byte >= 0x80 matches), the quote-or-backslash mask and
+/// the comma mask of 16 bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn masks16(b: &[u8; 16]) -> (u32, u32) {
+fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
     use std::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; the one load reads the
     // 16 bytes of `b` (unaligned load allowed).
@@ -204,8 +207,9 @@ fn masks16(b: &[u8; 16]) -> (u32, u32) {
         let bslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         let paren = _mm_and_si128(v, _mm_set1_epi8(0xfeu8 as i8));
         let bracket = _mm_and_si128(v, _mm_set1_epi8(0xdfu8 as i8));
+        let comma = _mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8));
         let spec = _mm_or_si128(
-            _mm_or_si128(quote, _mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8))),
+            _mm_or_si128(quote, comma),
             _mm_or_si128(
                 _mm_cmpeq_epi8(paren, _mm_set1_epi8(b'(' as i8)),
                 _mm_or_si128(
@@ -217,6 +221,7 @@ fn masks16(b: &[u8; 16]) -> (u32, u32) {
         (
             _mm_movemask_epi8(spec) as u32,
             _mm_movemask_epi8(_mm_or_si128(quote, bslash)) as u32,
+            _mm_movemask_epi8(comma) as u32,
         )
     }
 }
@@ -229,10 +234,10 @@ fn masks16(b: &[u8; 16]) -> (u32, u32) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64) {
+unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64) {
     use std::arch::x86_64::*;
     let s = &s[..s.len().min(64)];
-    let (mut spec, mut qb) = (0u64, 0u64);
+    let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
     let mut k = 0;
     while k < s.len() {
         let mut pad = [0u8; 32];
@@ -258,8 +263,9 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64) {
         let bslash = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
         let paren = _mm256_and_si256(v, _mm256_set1_epi8(0xfeu8 as i8));
         let bracket = _mm256_and_si256(v, _mm256_set1_epi8(0xdfu8 as i8));
+        let cm = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b',' as i8));
         let sp = _mm256_or_si256(
-            _mm256_or_si256(quote, _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b',' as i8))),
+            _mm256_or_si256(quote, cm),
             _mm256_or_si256(
                 _mm256_cmpeq_epi8(paren, _mm256_set1_epi8(b'(' as i8)),
                 _mm256_or_si256(
@@ -270,9 +276,10 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64) {
         );
         spec |= ((_mm256_movemask_epi8(sp) as u32 >> drop) as u64) << k;
         qb |= ((_mm256_movemask_epi8(_mm256_or_si256(quote, bslash)) as u32 >> drop) as u64) << k;
+        comma |= ((_mm256_movemask_epi8(cm) as u32 >> drop) as u64) << k;
         k += 32;
     }
-    (spec, qb)
+    (spec, qb, comma)
 }
 
 /// [`find_close_paren`] and [`split_args`] (with `want` = [`MAX_ARGS`]) in
@@ -285,7 +292,8 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64) {
 ///
 /// The bytes it acts on are found through bit masks of 64 bytes at a time
 /// ([`masks_upto64`]: `spec` marks quotes, brackets and commas, `qb` the
-/// quotes and backslashes that end a run inside a string), each set bit
+/// quotes and backslashes that end a run inside a string, `comma` the
+/// commas, which are acted on without reading the byte), each set bit
 /// taken in turn and cleared, strings skipped by their `qb` bits: one pass
 /// of vector compares per 64 bytes instead of one per byte acted on (the
 /// byte-by-byte version took 19% of the one-thread parser's instructions),
@@ -336,7 +344,7 @@ pub(crate) fn scan_call_by(s: &[u8], how: &str) -> Option<(Option<usize>, usize)
 fn scan_call_with(
     s: &[u8],
     out: &mut ArgList,
-    masks: impl Fn(&[u8]) -> (u64, u64) + Copy,
+    masks: impl Fn(&[u8]) -> (u64, u64, u64) + Copy,
 ) -> Option<usize> {
     out.n = 0;
     let mut st = CallScan::default();
@@ -344,11 +352,21 @@ fn scan_call_with(
     let mut pos = 0usize;
     'window: while pos < s.len() {
         let base = pos;
-        let (spec, qb) = masks(&s[base..]);
+        let (spec, qb, comma) = masks(&s[base..]);
         let mut m = spec;
         while m != 0 {
             let k = m.trailing_zeros() as usize;
             let i = base + k;
+            // A comma (most of the bytes acted on) known from its mask
+            // bit: no load of the byte and no dispatch on it
+            // (`examples/scan_bench`, best of 9 passes: 37.9 -> 36.9
+            // ns/line on the 150 MB slice, 36.3 -> 34.5 on 100,000
+            // `newfstatat` lines).
+            if comma & (1u64 << k) != 0 {
+                st.comma(i, out);
+                m &= m - 1;
+                continue;
+            }
             let c = s[i];
             if c != b'"' {
                 if st.special(c, i, out) {
@@ -390,7 +408,7 @@ fn scan_call_with(
 /// `p` on are still to be searched (a backslash escapes the byte after it),
 /// as `skip_string` finds it; `None` when the text ends first.
 #[inline(always)]
-fn string_end(s: &[u8], mut p: usize, masks: impl Fn(&[u8]) -> (u64, u64)) -> Option<usize> {
+fn string_end(s: &[u8], mut p: usize, masks: impl Fn(&[u8]) -> (u64, u64, u64)) -> Option<usize> {
     while p < s.len() {
         let qb = masks(&s[p..]).1;
         if qb == 0 {
@@ -434,15 +452,19 @@ impl CallScan {
             }
             b'[' | b'{' => self.other += 1,
             b']' | b'}' => self.other = self.other.saturating_sub(1),
-            _ => {
-                if self.paren == 0 && self.other == 0 && out.n < MAX_ARGS {
-                    out.spans[out.n] = (self.start as u32, i as u32);
-                    out.n += 1;
-                    self.start = i + 1;
-                }
-            }
+            _ => self.comma(i, out),
         }
         false
+    }
+
+    /// Acts on the comma at `i`: it ends an argument outside every bracket.
+    #[inline(always)]
+    fn comma(&mut self, i: usize, out: &mut ArgList) {
+        if self.paren == 0 && self.other == 0 && out.n < MAX_ARGS {
+            out.spans[out.n] = (self.start as u32, i as u32);
+            out.n += 1;
+            self.start = i + 1;
+        }
     }
 }
 
@@ -1348,13 +1370,14 @@ mod tests {
     }
 
     /// The masks by their definition, a byte at a time.
-    fn masks_bytewise(s: &[u8]) -> (u64, u64) {
-        let (mut spec, mut qb) = (0u64, 0u64);
+    fn masks_bytewise(s: &[u8]) -> (u64, u64, u64) {
+        let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
         for (k, &c) in s.iter().take(64).enumerate() {
             spec |= (CALL_SPECIAL[c as usize] as u64) << k;
             qb |= ((c == b'"' || c == b'\\') as u64) << k;
+            comma |= ((c == b',') as u64) << k;
         }
-        (spec, qb)
+        (spec, qb, comma)
     }
 
     /// Every length from 0 to 100 (whole pieces, tails read from the last
