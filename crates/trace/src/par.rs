@@ -369,7 +369,7 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
             return Class::Other;
         }
     }
-    let Ok(pre) = split_prefix(line) else {
+    let Ok(pre) = split_prefix(line, &mut dec.tod) else {
         return Class::Other;
     };
     let rest = pre.rest;
@@ -1194,7 +1194,7 @@ mod tests {
         if body.is_empty() || body.starts_with(b"% time") {
             return Class::Other;
         }
-        let Ok(pre) = split_prefix(line) else {
+        let Ok(pre) = split_prefix(line, &mut TodCache::default()) else {
             return Class::Other;
         };
         let rest = pre.rest;

@@ -643,7 +643,7 @@ impl Parser {
         if self.in_summary || body.starts_with(b"% time") {
             return self.summary_line(body);
         }
-        let pre = split_prefix(line)?;
+        let pre = split_prefix(line, &mut self.dec.tod)?;
         let pid = self.resolve_pid(pre.pid);
         let ts_us = pre.ts.map(|t| self.resolve_ts(t));
         let rest = pre.rest;
@@ -990,6 +990,7 @@ pub(crate) struct Decoder {
     /// [`Decoder::split_call`]; consumed by the next [`Decoder::event`].
     argl_text: (usize, usize),
     short: ShortCache,
+    pub(crate) tod: TodCache,
 }
 
 /// Direct-mapped cache of short strings (1 to 32 bytes: syscall names,
@@ -1084,6 +1085,7 @@ impl Decoder {
             // paths; 64 slots missed often (analyze 529.2 M -> 527.0 M at
             // 512; 1024: 527.7 M, 2048: 529.4 M).
             short: ShortCache::new(512),
+            tod: TodCache::default(),
         }
     }
 
@@ -1486,11 +1488,25 @@ pub(crate) struct Prefix<'a> {
 /// Splits `[pid N] ` or a pid column and a timestamp off a line. Pure: the
 /// same for every path.
 #[inline]
-pub(crate) fn split_prefix(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
-    match prefix_pid_tt(line) {
+pub(crate) fn split_prefix<'a>(
+    line: &'a [u8],
+    tod: &mut TodCache,
+) -> Result<Prefix<'a>, SkipReason> {
+    match prefix_pid_tt(line, tod) {
         Some(p) => Ok(p),
         None => split_prefix_general(line),
     }
+}
+
+/// The last `HH:MM:SS` word [`prefix_pid_tt`] read and its seconds of the
+/// day: lines come in time order, so most lines repeat the line before's
+/// second, and its digit checks and value are not computed again (they
+/// were ~20 instructions a line).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct TodCache {
+    /// 0 when empty: a word that passed the colon test is never 0.
+    word: u64,
+    secs: i64,
 }
 
 /// [`split_prefix`] for every shape.
@@ -1536,7 +1552,7 @@ fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
 /// the byte loops and checks took ~250 instructions a line (54 M of the
 /// 691 M of `analyze` on the 30 MB log).
 #[inline]
-fn prefix_pid_tt(line: &[u8]) -> Option<Prefix<'_>> {
+fn prefix_pid_tt<'a>(line: &'a [u8], tod: &mut TodCache) -> Option<Prefix<'a>> {
     let w = u64::from_le_bytes(line.get(..8)?.try_into().ok()?);
     // The pid: the digits before the first other byte of the word.
     let i = (nondigit_bytes(w).trailing_zeros() / 8) as usize;
@@ -1564,18 +1580,28 @@ fn prefix_pid_tt(line: &[u8]) -> Option<Prefix<'_>> {
     {
         return None;
     }
-    // The colons read as `0`, `.` and the blank dropped: `00uuuuuu`.
-    let hms = (w0 & !COLONS) | (ZEROS8 & COLONS);
+    let secs = if w0 == tod.word {
+        tod.secs
+    } else {
+        // The colons read as `0`.
+        let hms = (w0 & !COLONS) | (ZEROS8 & COLONS);
+        if nondigit_bytes(hms) != 0 {
+            return None;
+        }
+        // Each byte's digit times ten plus the next: HH in byte 0, MM in
+        // byte 3, SS in byte 6 (at most 99, no carry between bytes).
+        let x = hms - ZEROS8;
+        let p = x * 10 + (x >> 8);
+        let (h, m, sec) = (p & 0xff, (p >> 24) & 0xff, (p >> 48) & 0xff);
+        let secs = (h * 3600 + m * 60 + sec) as i64;
+        *tod = TodCache { word: w0, secs };
+        secs
+    };
+    // `.` and the blank dropped: `00uuuuuu`.
     let frac = (w1 << 8) & !0xffff | 0x3030;
-    if nondigit_bytes(hms) | nondigit_bytes(frac) != 0 {
+    if nondigit_bytes(frac) != 0 {
         return None;
     }
-    // Each byte's digit times ten plus the next: HH in byte 0, MM in byte
-    // 3, SS in byte 6 (at most 99, no carry between bytes).
-    let x = hms - ZEROS8;
-    let p = x * 10 + (x >> 8);
-    let (h, m, sec) = (p & 0xff, (p >> 24) & 0xff, (p >> 48) & 0xff);
-    let secs = (h * 3600 + m * 60 + sec) as i64;
     let us = digits8(frac) as i64;
     Some(Prefix {
         pid: PidTok::Column(pid),
@@ -1966,7 +1992,7 @@ mod tests {
                 for t in times {
                     for tail in tails {
                         let line = [p, g, t, tail].concat();
-                        if let Some(fast) = prefix_pid_tt(&line) {
+                        if let Some(fast) = prefix_pid_tt(&line, &mut TodCache::default()) {
                             taken += 1;
                             assert_eq!(
                                 Ok(fast),
@@ -2025,15 +2051,22 @@ mod tests {
         let alphabet = b"0123456789:;./ \t\xfa\xff\x2f\x3a\x40a";
         let mut next = xorshift(0x0bad_5eed_1234_5678);
         let mut taken = 0;
+        // One cache across the lines, as in a block: half the lines repeat
+        // one of three times of day, so the cached second is reused with
+        // other bytes changed, and changed times are checked afresh.
+        let mut tod = TodCache::default();
         for k in 0..400_000u32 {
             let x = next();
             let pid = (x >> 3) % 10u64.pow(1 + (x % 9) as u32);
             let gap = [" ", "  ", "\t", " \t"][(x >> 40) as usize % 4];
+            let (h, m, sec) = match (x >> 60) % 6 {
+                0 => (10, 0, 0),
+                1 => (10, 0, 1),
+                2 => (23, 59, 59),
+                _ => ((x >> 10) % 100, (x >> 17) % 100, (x >> 24) % 100),
+            };
             let mut line = format!(
-                "{pid}{gap}{:02}:{:02}:{:02}.{:06} read(3, \"\", 1) = 0",
-                (x >> 10) % 100,
-                (x >> 17) % 100,
-                (x >> 24) % 100,
+                "{pid}{gap}{h:02}:{m:02}:{sec:02}.{:06} read(3, \"\", 1) = 0",
                 (x >> 31) % 1_000_000
             )
             .into_bytes();
@@ -2042,7 +2075,7 @@ mod tests {
                 line[at] = alphabet[((x >> (5 * j)) % alphabet.len() as u64) as usize];
             }
             line.truncate(((x >> 50) % 64) as usize + (k as usize % 2) * 64);
-            if let Some(fast) = prefix_pid_tt(&line) {
+            if let Some(fast) = prefix_pid_tt(&line, &mut tod) {
                 taken += 1;
                 assert_eq!(
                     Ok(fast),
