@@ -1162,7 +1162,8 @@ mod tests {
     use crate::testutil::xorshift;
 
     /// `trim` against its general steps on every text of up to six bytes
-    /// over blanks, tab, CR and a letter (each fast exit and each loop).
+    /// over blank, tab, CR, a letter and a comma (each fast exit and each
+    /// loop).
     #[test]
     fn trim_equals_its_general_steps() {
         let alphabet = [b' ', b'\t', b'\r', b'a', b','];

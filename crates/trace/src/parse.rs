@@ -1485,8 +1485,9 @@ pub(crate) struct Prefix<'a> {
     pub rest: &'a [u8],
 }
 
-/// Splits `[pid N] ` or a pid column and a timestamp off a line. Pure: the
-/// same for every path.
+/// Splits `[pid N] ` or a pid column and a timestamp off a line. The same
+/// for every path, whatever `tod` holds (a memo of the last time of day
+/// read, see [`TodCache`]).
 #[inline]
 pub(crate) fn split_prefix<'a>(
     line: &'a [u8],
