@@ -445,7 +445,7 @@ mod interner_tests {
 #[repr(u8)]
 pub enum Kind {
     /// Any syscall not decoded; `Event::name` says which. First, so that
-    /// its discriminant is 0 and [`Event::EMPTY`] is all zero bytes.
+    /// its discriminant is 0 and the parser's empty event is all zero bytes.
     Other,
     Stat,
     Lstat,
@@ -695,7 +695,7 @@ pub struct Errno(pub PathId);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Ret {
     /// `= ?` (the process exited or exec'd before the call returned).
-    /// First, so that its tag is 0 and [`Event::EMPTY`] is all zero bytes.
+    /// First, so that its tag is 0 and the parser's empty event is all zero bytes.
     Unknown,
     /// `= N` (decimal or hex).
     Ok(i64),
