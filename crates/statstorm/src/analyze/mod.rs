@@ -45,8 +45,7 @@ struct NameAgg {
     timed: u64,
     /// (errno id, count), few entries.
     errnos: Vec<(u32, u64)>,
-    /// The name as printed, for a decoded kind's entry (set on its first
-    /// call; unused in `Analyzer::other`).
+    /// The name as printed (set on its first call).
     name: Option<PathId>,
 }
 
@@ -221,7 +220,10 @@ impl CurSec {
 pub struct Analyzer {
     splitter: Splitter,
     kinds: Box<[NameAgg; N_KINDS]>,
-    other: HashMap<u32, NameAgg, FastHash>,
+    /// Totals of the names of `Kind::Other` calls, by dense name index
+    /// (`name_ix`): a vector, not a map by name id, so the event's index,
+    /// needed anyway, finds its entry (a hash lookup per call before).
+    other: Vec<NameAgg>,
     /// Dense index of each syscall name id, in order of first sight
     /// (`NO_NAME`: not seen), grown on demand; `ix_name` maps back.
     name_ix: Vec<u32>,
@@ -370,7 +372,7 @@ impl Analyzer {
         Analyzer {
             splitter: Splitter::new(),
             kinds: Box::new(std::array::from_fn(|_| NameAgg::default())),
-            other: HashMap::default(),
+            other: Vec::new(),
             name_ix: Vec::new(),
             ix_name: Vec::new(),
             path_hot: Vec::new(),
@@ -610,8 +612,16 @@ impl Analyzer {
         let path = ev.path.filter(|&p| self.is_path(p, strings));
 
         // Totals by name.
+        let nix = self.name_index(ev.name.0);
         let na = if ev.kind == Kind::Other {
-            self.other.entry(ev.name.0).or_default()
+            if nix >= self.other.len() {
+                self.other.resize_with(nix + 1, NameAgg::default);
+            }
+            let na = &mut self.other[nix];
+            if na.name.is_none() {
+                na.name = Some(ev.name);
+            }
+            na
         } else {
             let k = kind_index(ev.kind);
             let na = &mut self.kinds[k];
@@ -655,7 +665,6 @@ impl Analyzer {
         // One borrow of the process record for the rest of the event (its
         // counters, generation and walk run), instead of re-indexing
         // `procs[pi]` with a bounds check for each use.
-        let nix = self.name_index(ev.name.0);
         let pr = &mut self.procs[pi];
         {
             pr.events += 1;
@@ -1137,8 +1146,10 @@ fn build_profile(
         let metadata = Kind::from_name(name.as_bytes()).is_metadata();
         add(name, na, metadata);
     }
-    for (&id, na) in &a.other {
-        add(strings.str(PathId(id)).into_owned(), na, false);
+    for na in &a.other {
+        if let Some(name) = na.name {
+            add(strings.str(name).into_owned(), na, false);
+        }
     }
     // Paths and directories, in one pass over the path records on every
     // core: at the end of the run only this thread is left busy, and
