@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, Hasher};
 
 /// A fast non-cryptographic hash for the maps keyed by integers (pids,
 /// string ids, seconds: one multiply-rotate step per word, the scheme of
-/// rustc's FxHash) and by byte strings (through [`hash_bytes`], the
+/// rustc's FxHash) and by byte strings (through `hash_bytes`, the
 /// interner's hash). Trace files are not adversarial hash-flooding input;
 /// speed matters more here.
 #[derive(Clone, Copy, Default, Debug)]
@@ -44,7 +44,7 @@ macro_rules! word_writes {
 
 impl Hasher for FastHasher {
     /// Byte strings (directory keys at the end of a run) through the
-    /// interner's hash ([`hash_bytes`]), whose every bit depends on every
+    /// interner's hash (`hash_bytes`), whose every bit depends on every
     /// byte: one multiply-rotate step per word leaves keys that differ only
     /// in a few bytes (`/srv/www/site1234/wp`) clustered in hashbrown's
     /// buckets, even with the rotation in `finish`.
