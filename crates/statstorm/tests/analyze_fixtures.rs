@@ -68,15 +68,26 @@ fn plain(path: &Path, dir: &Path) -> PathBuf {
 }
 
 /// Independent count of calls per syscall name: strip the `[pid N]` or pid
-/// column and the timestamp, skip `<... resumed>` lines (the unfinished line
-/// counted the call), count `name(` of lines that have a result or are
-/// unfinished.
+/// column (each with `-Y`'s `<comm>`), the timestamp, `-t -r`'s `(+ delta)`
+/// and `-n`/`-i`'s bracketed numbers, skip `<... resumed>` lines (the
+/// unfinished line counted the call), count `name(` of lines that have a
+/// result or are unfinished. A line that strace's own `Process N attached`
+/// message cut (stderr output) is joined with its rest on the next line.
 const AWK_COUNT: &str = r#"
 {
-  l = $0
-  sub(/^\[pid +[0-9]+\] +/, "", l)
-  sub(/^[0-9]+ +/, "", l)
+  l = held $0
+  held = ""
+  if (l ~ /.strace: Process [0-9]+ attached$/) {
+    sub(/strace: Process [0-9]+ attached$/, "", l)
+    held = l
+    next
+  }
+  sub(/^\[pid +[0-9]+(<[^>]*>)?\] +/, "", l)
+  sub(/^[0-9]+(<[^>]*>)? +/, "", l)
   sub(/^[0-9][0-9:.]* +/, "", l)
+  sub(/^\(\+ *[0-9.]+\) +/, "", l)
+  sub(/^\[ *([0-9]+|\?+)\] +/, "", l)
+  sub(/^\[([0-9a-f]+|\?+)\] +/, "", l)
   if (l ~ /^<\.\.\. /) next
   if (l !~ /\) += / && l !~ /<unfinished \.\.\.>$/) next
   if (match(l, /^[a-z_0-9]+\(/)) n[substr(l, 1, RLENGTH - 1)]++

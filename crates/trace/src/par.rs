@@ -298,6 +298,8 @@ enum Parsed<'a> {
         /// strings the parser's interner already holds
         /// (`Interner::get_all_from`), the rest as the merge interns them.
         remap: Vec<u32>,
+        /// `Prefix::extras` of the block's lines, or-ed.
+        extras: u8,
     },
     TooLong,
 }
@@ -372,6 +374,7 @@ fn classify<'a>(dec: &mut Decoder, line: &'a [u8], cfg: Cfg) -> Class<'a> {
     let Ok(pre) = split_prefix(line, &mut dec.tod) else {
         return Class::Other;
     };
+    dec.extras |= pre.extras;
     let rest = pre.rest;
     // `name(`: then `rest` starts with a name byte, which no prefix
     // tested below starts with but `strace: `, whose name is not followed
@@ -871,6 +874,7 @@ fn parse_chunk<'a>(c: Chunk<'a>, cfg: Cfg, scratch: Scratch, bits: &mut Vec<u64>
         len,
         last_partial,
         recs,
+        extras: dec.extras,
         strings: dec.strings,
         pairs,
         remap,
@@ -1071,12 +1075,16 @@ impl Parser {
             strings,
             pairs,
             remap,
+            extras,
             ..
         } = &mut p
         else {
             self.too_long(sink);
             return p;
         };
+        if *extras != 0 {
+            self.note_extras(*extras);
+        }
         // Ids of the strings the parser holds already; the rest are
         // interned by `remap_push` in line order, as the sequential parser
         // would.

@@ -16,8 +16,10 @@ pub struct SummaryRow {
     pub name: String,
     pub calls: u64,
     pub errors: u64,
-    /// The `seconds` column (system time with `-c`, wall time with `-w`).
-    pub seconds: f64,
+    /// The `seconds` column (system time with `-c`, wall time with `-w`);
+    /// without it (`-U`), `usecs/call` times `calls`; `None` when the table
+    /// has neither.
+    pub seconds: Option<f64>,
 }
 
 impl SummaryRow {
@@ -37,6 +39,159 @@ impl SummaryRow {
         if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
             return None;
         }
+        Some(SummaryRow {
+            name: name.to_string(),
+            calls,
+            errors,
+            seconds: Some(seconds),
+        })
+    }
+}
+
+/// A column of a summary table, by its header word (strace's `-U`
+/// column names in parentheses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Col {
+    /// `% time` (time-percent)
+    Percent,
+    /// `seconds` (total-time)
+    Seconds,
+    /// `shortest` (min-time)
+    Shortest,
+    /// `longest` (max-time)
+    Longest,
+    /// `usecs/call` (avg-time)
+    UsecsPerCall,
+    /// `calls`
+    Calls,
+    /// `errors`
+    Errors,
+    /// `syscall` (name)
+    Syscall,
+}
+
+/// The columns of a table as its header names them (`strace -c -U ...`
+/// picks and orders them) and, once its dashed rule is read, where each
+/// column lies: rows are cut by position, since an empty `errors` cell is
+/// blank.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Layout {
+    cols: Vec<Col>,
+    /// Byte spans of the rule's dash runs, one per column.
+    spans: Vec<(usize, usize)>,
+}
+
+impl Layout {
+    /// The columns of a header line: every word a column name (`% time`
+    /// is one), a `syscall` and a `calls` column among them.
+    pub(crate) fn header(line: &[u8]) -> Option<Layout> {
+        let line = std::str::from_utf8(line).ok()?;
+        let mut cols = Vec::new();
+        let mut words = line.split_ascii_whitespace();
+        while let Some(w) = words.next() {
+            cols.push(match w {
+                "%" if words.next() == Some("time") => Col::Percent,
+                "seconds" => Col::Seconds,
+                "shortest" => Col::Shortest,
+                "longest" => Col::Longest,
+                "usecs/call" => Col::UsecsPerCall,
+                "calls" => Col::Calls,
+                "errors" => Col::Errors,
+                "syscall" => Col::Syscall,
+                _ => return None,
+            });
+        }
+        (cols.contains(&Col::Syscall) && cols.contains(&Col::Calls)).then_some(Layout {
+            cols,
+            spans: Vec::new(),
+        })
+    }
+
+    /// Whether the rule under the header was read.
+    pub(crate) fn has_spans(&self) -> bool {
+        !self.spans.is_empty()
+    }
+
+    /// Takes the column spans from the rule under the header (`------
+    /// ----------- ...`); false when it does not have one run per column.
+    pub(crate) fn rule(&mut self, line: &[u8]) -> bool {
+        let mut spans = Vec::new();
+        let mut i = 0;
+        while i < line.len() {
+            if line[i] == b'-' {
+                let start = i;
+                while i < line.len() && line[i] == b'-' {
+                    i += 1;
+                }
+                spans.push((start, i));
+            } else {
+                i += 1;
+            }
+        }
+        if spans.len() != self.cols.len() {
+            return false;
+        }
+        self.spans = spans;
+        true
+    }
+
+    /// A row cut by the rule's spans: each blank-separated word goes to
+    /// the column whose span holds its last byte (numbers are right-aligned
+    /// and may run left past their span), the syscall name to its column
+    /// from where it starts.
+    pub(crate) fn row(&self, line: &[u8]) -> Option<SummaryRow> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        let line = std::str::from_utf8(line).ok()?;
+        let mut cells: Vec<Option<&str>> = vec![None; self.cols.len()];
+        let mut pos = 0;
+        for w in line.split_ascii_whitespace() {
+            let start = pos + line[pos..].find(w)?;
+            pos = start + w.len();
+            let last = pos - 1;
+            let k = self
+                .spans
+                .iter()
+                .position(|&(a, b)| a <= last && last < b)
+                .or_else(|| {
+                    // Past every span (a long name) or in a gap: the column
+                    // that starts last at or before the word.
+                    self.spans.iter().rposition(|&(a, _)| a <= start)
+                })?;
+            if cells[k].is_some() {
+                return None;
+            }
+            cells[k] = Some(w);
+        }
+        let cell = |c: Col| {
+            self.cols
+                .iter()
+                .position(|&x| x == c)
+                .and_then(|k| cells[k])
+        };
+        let name = cell(Col::Syscall)?;
+        if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+            return None;
+        }
+        let calls: u64 = cell(Col::Calls)?.parse().ok()?;
+        let errors: u64 = match cell(Col::Errors) {
+            Some(e) => e.parse().ok()?,
+            None => 0,
+        };
+        // Every present numeric cell must read as a number.
+        for c in [Col::Percent, Col::Shortest, Col::Longest, Col::UsecsPerCall] {
+            if let Some(v) = cell(c) {
+                v.parse::<f64>().ok()?;
+            }
+        }
+        let seconds = match (cell(Col::Seconds), cell(Col::UsecsPerCall)) {
+            (Some(s), _) => Some(s.parse().ok()?),
+            // Without the total, the mean times the calls (the mean is
+            // printed in whole microseconds).
+            (None, Some(u)) => Some(u.parse::<f64>().ok()? * calls as f64 / 1e6),
+            (None, None) => None,
+        };
         Some(SummaryRow {
             name: name.to_string(),
             calls,
@@ -62,7 +217,7 @@ impl Summary {
                 Some(x) => {
                     x.calls += r.calls;
                     x.errors += r.errors;
-                    x.seconds += r.seconds;
+                    x.seconds = add_secs(x.seconds, r.seconds);
                 }
                 None => self.rows.push(r.clone()),
             }
@@ -71,10 +226,18 @@ impl Summary {
             (Some(t), Some(o)) => {
                 t.calls += o.calls;
                 t.errors += o.errors;
-                t.seconds += o.seconds;
+                t.seconds = add_secs(t.seconds, o.seconds);
             }
             (None, Some(o)) => self.total = Some(o.clone()),
             _ => {}
         }
+    }
+}
+
+/// The sum of two tables' times, known when either is.
+fn add_secs(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (None, None) => None,
+        _ => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
     }
 }

@@ -210,6 +210,12 @@ fn piece() -> impl Strategy<Value = Vec<u8>> {
         "signals.txt",
         "summary-C.txt",
         "f-yy-socket.txt",
+        "f-Y-bracket-tt.txt",
+        "f-n-i-ttt-T.txt",
+        "f-k-tt-T.txt",
+        "f-tt-r-T.txt",
+        "f-dumps.txt",
+        "summary-U.txt",
     ]
     .iter()
     .flat_map(|f| {

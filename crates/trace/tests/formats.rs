@@ -69,14 +69,69 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
     ("dup-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
     ("dup-py.txt", PidStyle::Column, TsKind::Epoch, true, true),
     ("deleted-y.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    (
+        "f-Y-tt-T-y.txt",
+        PidStyle::Column,
+        TsKind::TimeOfDayUs,
+        true,
+        true,
+    ),
+    (
+        "f-Y-bracket-tt.txt",
+        PidStyle::Bracket,
+        TsKind::TimeOfDayUs,
+        false,
+        false,
+    ),
+    (
+        "f-n-i-ttt-T.txt",
+        PidStyle::Column,
+        TsKind::Epoch,
+        true,
+        false,
+    ),
+    (
+        "f-k-tt-T.txt",
+        PidStyle::Column,
+        TsKind::TimeOfDayUs,
+        true,
+        false,
+    ),
+    (
+        "f-tt-r-T.txt",
+        PidStyle::Column,
+        TsKind::TimeOfDayUs,
+        true,
+        false,
+    ),
+    (
+        "f-tt-T-s.txt",
+        PidStyle::Column,
+        TsKind::TimeOfDayUs,
+        true,
+        false,
+    ),
+    ("f-ns.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("f-dumps.txt", PidStyle::Column, TsKind::None, false, false),
+    ("summary-U.txt", PidStyle::None, TsKind::None, false, false),
+    (
+        "summary-U-calls.txt",
+        PidStyle::None,
+        TsKind::None,
+        false,
+        false,
+    ),
 ];
 
 /// Syscall lines per name, counted by awk: drop a `[pid N]` prefix, a pid
-/// column and a timestamp, then take the word before `(`. A resumed line is
-/// the second half of a call already counted.
+/// column (each with `-Y`'s `<comm>`), a timestamp, `-t -r`'s `(+ delta)`
+/// and `-n`/`-i`'s bracketed numbers, then take the word before `(`. A
+/// resumed line is the second half of a call already counted.
 fn awk_counts(path: &Path) -> BTreeMap<String, u64> {
-    let script = r#"{ l = $0; sub(/^\[pid +[0-9]+\] /, "", l); sub(/^[0-9]+ +/, "", l);
-        sub(/^ *[0-9][0-9:.]* +/, "", l);
+    let script = r#"{ l = $0; sub(/^\[pid +[0-9]+(<[^>]*>)?\] /, "", l);
+        sub(/^[0-9]+(<[^>]*>)? +/, "", l);
+        sub(/^ *[0-9][0-9:.]* +/, "", l); sub(/^\(\+ *[0-9.]+\) +/, "", l);
+        sub(/^\[ *([0-9]+|\?+)\] +/, "", l); sub(/^\[([0-9a-f]+|\?+)\] +/, "", l);
         if (match(l, /^[A-Za-z0-9_]+\(/)) c[substr(l, 1, RLENGTH - 1)]++ }
         END { for (k in c) print k, c[k] }"#;
     let out = Command::new("awk")
@@ -160,7 +215,18 @@ fn via_slice_par(data: &[u8], block_size: usize) -> Run {
 /// Another path's run of a fixture gives the slice path's events, string
 /// ids and counts.
 fn assert_same_run(r: &Run, s: &Run, what: &str) {
-    assert!(r.events == s.events, "{what}: events differ");
+    if r.events != s.events {
+        let i = (0..r.events.len().min(s.events.len()))
+            .find(|&i| r.events[i] != s.events[i])
+            .unwrap_or(r.events.len().min(s.events.len()));
+        panic!(
+            "{what}: events differ at {i} of {} / {}: {:?} vs {:?}",
+            r.events.len(),
+            s.events.len(),
+            r.events.get(i),
+            s.events.get(i)
+        );
+    }
     assert!(
         same_strings(&r.strings, &s.strings),
         "{what}: strings differ"
@@ -814,6 +880,42 @@ fn summary_tables_give_totals() {
         assert_eq!(sm.rows.len(), rows, "{f}");
         assert!(t.inputs[0].detected.summary);
     }
+    // -U: columns picked and ordered. awk reads the rows by field count:
+    // errors is the one cell that may be blank, just before the name.
+    for (f, script) in [
+        (
+            "summary-U.txt",
+            r#"NR > 2 && $1 ~ /^[0-9.]+$/ { print $NF, $5, (NF == 7 ? $6 : 0), $4 }"#,
+        ),
+        (
+            "summary-U-calls.txt",
+            r#"NR > 2 && $2 ~ /^[0-9]+$/ { print $1, $2, 0, "-" }"#,
+        ),
+    ] {
+        let t = read_bytes(f, &read(f));
+        assert_eq!(t.inputs[0].skipped, 0, "{f}");
+        let sm = t.summary.unwrap_or_else(|| panic!("{f}: no summary"));
+        let out = Command::new("awk")
+            .arg(script)
+            .arg(dir().join(f))
+            .output()
+            .unwrap();
+        let awk = String::from_utf8(out.stdout).unwrap();
+        let mut rows: Vec<String> = sm
+            .rows
+            .iter()
+            .chain(sm.total.as_ref())
+            .map(|r| {
+                let secs = r.seconds.map_or("-".to_string(), |s| format!("{s:.6}"));
+                format!("{} {} {} {secs}", r.name, r.calls, r.errors)
+            })
+            .collect();
+        let mut want: Vec<String> = awk.lines().map(str::to_string).collect();
+        rows.sort();
+        want.sort();
+        assert!(want.len() > 10, "{f}: awk read {} rows", want.len());
+        assert_eq!(rows, want, "{f}");
+    }
     // -C: trace lines and the table; per syscall, the table's calls equal
     // the events (strace -c leaves out calls that never returned, `= ?`).
     let t = read_bytes("C", &read("summary-C.txt"));
@@ -925,5 +1027,134 @@ fn a_sink_that_panics_ends_the_parallel_path() {
                 .unwrap_or_else(|_| panic!("threads {threads}, reader {reader}: hung"));
             assert!(panicked, "threads {threads}, reader {reader}");
         }
+    }
+}
+
+/// awk's reading of each complete call line of a fixture (not unfinished,
+/// not resumed): line number, pid (`-Y`'s `<comm>` dropped; `[pid N]` lines
+/// only when `bracket`), start time in microseconds (time of day or epoch,
+/// the fraction cut to six digits) and duration in microseconds (-1: none).
+fn awk_calls(path: &Path, bracket: bool) -> Vec<(u64, u32, i64, i64)> {
+    let script = r#"
+        function us(t,   a, n, hms) {
+            n = split(t, a, ".")
+            if (index(a[1], ":")) { split(a[1], hms, ":"); a[1] = hms[1] * 3600 + hms[2] * 60 + hms[3] }
+            return a[1] * 1000000 + substr(a[2] "000000", 1, 6)
+        }
+        / <unfinished \.\.\.>$/ || /<\.\.\. / || !/\) += / { next }
+        {
+            if (BRACKET) {
+                if ($1 != "[pid") next
+                p = $2; sub(/<.*/, "", p); sub(/\]$/, "", p); t = $3
+            } else {
+                p = $1; sub(/<.*/, "", p); t = $2
+            }
+            d = -1
+            if ($NF ~ /^<[0-9.]+>$/) { x = substr($NF, 2, length($NF) - 2); d = (index(x, ".") ? us(x) : x * 1000000) }
+            printf "%d %s %.0f %.0f\n", NR, p, us(t), d
+        }"#;
+    let out = Command::new("awk")
+        .arg("-v")
+        .arg(format!("BRACKET={}", bracket as u8))
+        .arg(script)
+        .arg(path)
+        .output()
+        .expect("awk is needed for the independent reading");
+    assert!(out.status.success(), "awk failed on {}", path.display());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `-Y`, `-n`, `-i`, `-k`, `-t -r`, `--syscall-times=s` and nanosecond
+/// times (recorded by the real strace): every call line gives the event
+/// awk reads in it (pid, start, duration), the options are reported, and
+/// `-k`'s stack frames are counted as such, not skipped.
+#[test]
+fn pids_times_and_durations_under_more_options() {
+    // (fixture, -Y, -n, -i, -k, `[pid N]` prefixes)
+    let cases = [
+        ("f-Y-tt-T-y.txt", true, false, false, false, false),
+        ("f-Y-bracket-tt.txt", true, false, false, false, true),
+        ("f-n-i-ttt-T.txt", false, true, true, false, false),
+        ("f-k-tt-T.txt", false, false, false, true, false),
+        ("f-tt-r-T.txt", false, false, false, false, false),
+        ("f-tt-T-s.txt", false, false, false, false, false),
+        ("f-ns.txt", false, false, false, false, false),
+    ];
+    for (name, comm, scno, ip, stack, bracket) in cases {
+        let data = read(name);
+        let s = via_slice(&data);
+        assert_eq!(s.stats.skipped, 0, "{name}: {:?}", s.stats.first_skips);
+        let d = s.stats.detected;
+        assert_eq!(
+            (
+                d.comm,
+                d.syscall_numbers,
+                d.instruction_pointers,
+                d.stack_traces
+            ),
+            (comm, scno, ip, stack),
+            "{name}"
+        );
+        let frames = data
+            .split(|&c| c == b'\n')
+            .filter(|l| l.starts_with(b" > "))
+            .count() as u64;
+        assert_eq!(s.stats.stack_lines, frames, "{name}");
+        assert_eq!(stack, frames > 0, "{name}");
+        let calls = awk_calls(&dir().join(name), bracket);
+        assert!(calls.len() > 20, "{name}: awk read {} calls", calls.len());
+        for (line, pid, ts, dur) in calls {
+            let ev = s
+                .events
+                .iter()
+                .find(|e| e.line == line)
+                .unwrap_or_else(|| panic!("{name}: no event for line {line}"));
+            let want_dur = (dur >= 0).then_some(dur as u64);
+            assert_eq!(
+                (ev.pid, ev.ts_us, ev.dur_us),
+                (pid, Some(ts), want_dur),
+                "{name}: line {line}"
+            );
+        }
+    }
+    // -e read= / -e write=: the dump lines are counted, not skipped.
+    let data = read("f-dumps.txt");
+    let s = via_slice(&data);
+    let dumps = data
+        .split(|&c| c == b'\n')
+        .filter(|l| l.starts_with(b" | "))
+        .count() as u64;
+    assert!(dumps > 100, "{dumps} dump lines");
+    assert_eq!(
+        (
+            s.stats.dump_lines,
+            s.stats.skipped,
+            s.stats.detected.data_dumps
+        ),
+        (dumps, 0, true)
+    );
+    // The options of the other fixtures are none of these.
+    for &(name, ..) in FIXTURES {
+        if name.starts_with("f-Y") || name.starts_with("f-n-i") || name.starts_with("f-k") {
+            continue;
+        }
+        let d = via_slice(&read(name)).stats.detected;
+        assert!(
+            !(d.comm || d.syscall_numbers || d.instruction_pointers || d.stack_traces),
+            "{name}"
+        );
+        assert_eq!(d.data_dumps, name == "f-dumps.txt", "{name}");
     }
 }

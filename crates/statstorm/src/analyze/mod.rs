@@ -1465,25 +1465,33 @@ pub fn fold_summary(p: &mut Profile, s: &statstorm_trace::Summary) {
     if p.totals.events > 0 {
         return;
     }
-    let mut time = 0u64;
+    let mut time: Option<u64> = None;
     for r in &s.rows {
         let metadata = Kind::from_name(r.name.as_bytes()).is_metadata();
         let t = p.totals.by_syscall.entry(r.name.clone()).or_default();
         t.calls += r.calls;
         t.errors += r.errors;
-        let us = (r.seconds * 1e6).round() as u64;
-        t.time_us = Some(t.time_us.unwrap_or(0) + us);
-        t.mean_us = (t.calls > 0).then(|| t.time_us.unwrap_or(0) as f64 / t.calls as f64);
         t.metadata = metadata;
         p.totals.errors += r.errors;
-        time += us;
         if metadata {
             p.totals.metadata_calls += r.calls;
+        }
+        // A table without times (`strace -c -U name,calls`) gives counts only.
+        let Some(secs) = r.seconds else {
+            continue;
+        };
+        let us = (secs * 1e6).round() as u64;
+        t.time_us = Some(t.time_us.unwrap_or(0) + us);
+        t.mean_us = (t.calls > 0).then(|| t.time_us.unwrap_or(0) as f64 / t.calls as f64);
+        time = Some(time.unwrap_or(0) + us);
+        if metadata {
             p.totals.metadata_time_us = Some(p.totals.metadata_time_us.unwrap_or(0) + us);
         }
     }
-    p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0) + time);
-    p.has_durations = true;
+    if let Some(time) = time {
+        p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0) + time);
+        p.has_durations = true;
+    }
     p.findings = findings::findings(p);
 }
 
