@@ -507,3 +507,42 @@ fn request_split_matches_nfs_lab_runs() {
         }
     }
 }
+
+/// `strace -Y`: each process row carries the pid's last command name (awk
+/// reads it off the lines); without `-Y` it is null.
+#[test]
+fn processes_carry_command_names_under_dash_y() {
+    let f = repo().join("crates/trace/tests/fixtures/formats/f-Y-tt-T-y.txt");
+    let v = analyze(&f);
+    let out = std::process::Command::new("awk")
+        .arg(r#"match($1, /<[^>]*>/) { c[substr($1, 1, RSTART - 1)] = substr($1, RSTART + 1, RLENGTH - 2) }
+            END { for (p in c) print p, c[p] }"#)
+        .arg(&f)
+        .output()
+        .expect("awk is required");
+    let want: BTreeMap<u64, String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (p, c) = l.split_once(' ').unwrap();
+            (p.parse().unwrap(), c.to_string())
+        })
+        .collect();
+    let got: BTreeMap<u64, String> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pid"].as_u64().unwrap(),
+                p["comm"].as_str().expect("a command name").to_string(),
+            )
+        })
+        .collect();
+    assert!(want.len() >= 2, "{want:?}");
+    assert_eq!(got, want);
+    let plain = analyze(&repo().join("crates/trace/tests/fixtures/formats/f-ttt-T.txt"));
+    for p in plain["processes"].as_array().unwrap() {
+        assert!(p["comm"].is_null(), "{p}");
+    }
+}

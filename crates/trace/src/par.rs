@@ -1085,6 +1085,9 @@ impl Parser {
         if *extras != 0 {
             self.note_extras(*extras);
         }
+        // `-Y`: the lines' command names, read again from the lines the
+        // block parsed (only blocks that had one pay).
+        let comms = *extras & PRE_COMM != 0;
         // Ids of the strings the parser holds already; the rest are
         // interned by `remap_push` in line order, as the sequential parser
         // would.
@@ -1122,6 +1125,9 @@ impl Parser {
                     self.line_no += 1;
                     self.stats.lines += 1;
                     ev.pid = self.resolve_pid_fast(pid);
+                    if comms {
+                        self.note_comm(ev.pid, &bytes[start as usize..end as usize], sink);
+                    }
                     ev.ts_us = ts.map(|t| self.resolve_ts(t));
                     ev.line = self.line_no;
                     self.stats.syscall_lines += 1;
@@ -1142,6 +1148,9 @@ impl Parser {
                     self.line_no += 1;
                     self.stats.lines += 1;
                     let pid = self.resolve_pid_fast(PidTok::Column(pid));
+                    if comms {
+                        self.note_comm(pid, &bytes[start as usize..end as usize], sink);
+                    }
                     let t = ts.map(|t| self.resolve_ts(t));
                     self.stats.unfinished_lines += 1;
                     if let Some(old) = self.pending.remove(&pid) {
@@ -1165,6 +1174,9 @@ impl Parser {
                     self.line_no += 1;
                     self.stats.lines += 1;
                     ev.pid = self.resolve_pid_fast(PidTok::Column(pid));
+                    if comms {
+                        self.note_comm(ev.pid, &bytes[start as usize..end as usize], sink);
+                    }
                     if let Some(ts) = ts {
                         self.resolve_ts(ts);
                     }

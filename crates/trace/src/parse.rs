@@ -291,6 +291,10 @@ pub trait Sink {
     fn exit(&mut self, _exit: &Exit) {}
     /// A skipped line (1-based line number).
     fn skip(&mut self, _line: u64, _reason: SkipReason) {}
+    /// Under `strace -Y`, the command name of process `pid` (as strace
+    /// printed it, escapes kept), given before the first event of the line
+    /// that shows it, and again whenever it changes (an `execve`).
+    fn comm(&mut self, _pid: u32, _comm: &[u8]) {}
     /// The parallel path is about to give the events of one block: these
     /// are the parser's ids of most strings they hold (`u32::MAX` for the
     /// rest), for a sink that wants to fetch its per-string records ahead.
@@ -423,6 +427,8 @@ pub struct Parser {
     in_summary: bool,
     /// The columns of the summary table being read (from its header).
     summary_layout: Option<Layout>,
+    /// `-Y`: the last command name given to the sink for each pid.
+    comms: HashMap<u32, Vec<u8>>,
     summary: Option<Summary>,
     stopped: bool,
     /// Start of a line that strace's own message cut in two (stderr output:
@@ -464,6 +470,7 @@ impl Parser {
             tod_days: 0,
             in_summary: false,
             summary_layout: None,
+            comms: HashMap::new(),
             summary: None,
             stopped: false,
             carry: Vec::new(),
@@ -665,6 +672,19 @@ impl Parser {
         d.instruction_pointers |= extras & PRE_IP != 0;
     }
 
+    /// Gives the sink the `-Y` command name of `line` (whose pid is `pid`)
+    /// when it is new for the pid.
+    pub(crate) fn note_comm<S: Sink>(&mut self, pid: u32, line: &[u8], sink: &mut S) {
+        let Some(c) = line_comm(line) else {
+            return;
+        };
+        if self.comms.get(&pid).is_some_and(|old| old[..] == *c) {
+            return;
+        }
+        self.comms.insert(pid, c.to_vec());
+        sink.comm(pid, c);
+    }
+
     fn line_inner<S: Sink>(&mut self, line: &[u8], sink: &mut S) -> Result<(), SkipReason> {
         let body = args::trim(line);
         if body.is_empty() {
@@ -695,6 +715,9 @@ impl Parser {
             self.note_extras(pre.extras);
         }
         let pid = self.resolve_pid(pre.pid);
+        if pre.extras & PRE_COMM != 0 {
+            self.note_comm(pid, line, sink);
+        }
         let ts_us = pre.ts.map(|t| self.resolve_ts(t));
         let rest = pre.rest;
         match rest.first() {
@@ -1697,6 +1720,15 @@ fn comm_end(s: &[u8], nd: usize) -> Option<usize> {
     }
     let e = memchr(b'>', &s[nd..])?;
     Some(nd + e + 1)
+}
+
+/// The command name `-Y` prints after a line's pid (`1234<php> `,
+/// `[pid 1234<php>] `), as printed.
+pub(crate) fn line_comm(line: &[u8]) -> Option<&[u8]> {
+    let r = skip_ws(line.strip_prefix(b"[pid").unwrap_or(line));
+    let nd = r.iter().take_while(|c| c.is_ascii_digit()).count();
+    let end = comm_end(r, nd)?;
+    (end > nd).then(|| &r[nd + 1..end - 1])
 }
 
 /// Whether `s` is a number of seconds as `-r` prints it (`0.000604`).

@@ -1158,3 +1158,77 @@ fn pids_times_and_durations_under_more_options() {
         assert_eq!(d.data_dumps, name == "f-dumps.txt", "{name}");
     }
 }
+
+/// Records what `Sink::comm` gives, in order.
+#[derive(Default)]
+struct Comms {
+    seen: Vec<(u32, String)>,
+}
+impl Sink for Comms {
+    fn event(&mut self, _: &Event, _: &Interner) -> bool {
+        true
+    }
+    fn comm(&mut self, pid: u32, comm: &[u8]) {
+        self.seen
+            .push((pid, String::from_utf8_lossy(comm).into_owned()));
+    }
+}
+
+/// `-Y`: the sink gets each pid's command name when it first shows and
+/// when it changes (an exec), the same on every path, as awk reads the
+/// names off the lines.
+#[test]
+fn command_names_of_pids() {
+    for (name, bracket) in [("f-Y-tt-T-y.txt", false), ("f-Y-bracket-tt.txt", true)] {
+        let data = read(name);
+        let script = r#"{
+            if (BRACKET) { if ($1 != "[pid") next; w = $2 } else w = $1
+            if (!match(w, /<[^>]*>/)) next
+            p = substr(w, 1, RSTART - 1); c = substr(w, RSTART + 1, RLENGTH - 2)
+            if (last[p] != c) { print p, c; last[p] = c }
+        }"#;
+        let out = Command::new("awk")
+            .arg("-v")
+            .arg(format!("BRACKET={}", bracket as u8))
+            .arg(script)
+            .arg(dir().join(name))
+            .output()
+            .expect("awk is needed for the independent reading");
+        let want: Vec<(u32, String)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (p, c) = l.split_once(' ').unwrap();
+                (p.parse().unwrap(), c.to_string())
+            })
+            .collect();
+        // strace names a pid at its start (the first, `strace`, until its
+        // execve of sh) and after an execve it sees.
+        assert!(want.len() >= 2, "{name}: {want:?}");
+        if !bracket {
+            assert!(
+                want.iter().filter(|w| w.0 == want[0].0).count() >= 2,
+                "{name}: {want:?}"
+            );
+        }
+        let mut runs = Vec::new();
+        let mut p = Parser::new("s", Options::default());
+        let mut s = Comms::default();
+        p.feed_slice(&data, &mut s);
+        runs.push(("slice", s.seen));
+        for block in [1, 64, 1 << 20] {
+            let opts = Options {
+                threads: 2,
+                block_size: block,
+                ..Options::default()
+            };
+            let mut p = Parser::new("m", opts);
+            let mut s = Comms::default();
+            p.feed_slice_par(&data, &mut s);
+            runs.push(("slice_par", s.seen));
+        }
+        for (how, got) in runs {
+            assert_eq!(got, want, "{name}: {how}");
+        }
+    }
+}

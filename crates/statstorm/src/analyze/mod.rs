@@ -275,6 +275,8 @@ pub struct Analyzer {
     durations: bool,
     timestamps: bool,
     enoent_id: Option<PathId>,
+    /// `strace -Y`: each pid's last command name.
+    comms: HashMap<u32, String, FastHash>,
 }
 
 impl Default for Analyzer {
@@ -403,6 +405,7 @@ impl Analyzer {
             durations: false,
             timestamps: false,
             enoent_id: None,
+            comms: HashMap::default(),
         }
     }
 
@@ -807,6 +810,12 @@ impl Analyzer {
         }
     }
 
+    /// The command name of `pid` (`strace -Y`), from then on.
+    pub fn comm(&mut self, pid: u32, comm: &[u8]) {
+        self.comms
+            .insert(pid, String::from_utf8_lossy(comm).into_owned());
+    }
+
     /// A process ended (`+++ exited ...+++` / `+++ killed ...+++`): its
     /// walk ends and its request piece's path set is dropped, so memory
     /// follows the live processes, not all processes ever seen.
@@ -932,6 +941,9 @@ pub struct DirRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct ProcessRow {
     pub pid: u32,
+    /// The command name (`strace -Y`), the last one the pid had; `null`
+    /// without `-Y`.
+    pub comm: Option<String>,
     pub events: u64,
     pub metadata_calls: u64,
     pub errors: u64,
@@ -1305,6 +1317,7 @@ fn build_profile(
             }
             ProcessRow {
                 pid: p.pid,
+                comm: a.comms.get(&p.pid).cloned(),
                 events: p.events,
                 metadata_calls: p.metadata,
                 errors: p.errors,

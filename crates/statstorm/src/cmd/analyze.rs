@@ -77,6 +77,9 @@ impl Sink for AnalyzeSink<'_> {
     fn exit(&mut self, exit: &statstorm_trace::Exit) {
         self.a.exit(exit.pid);
     }
+    fn comm(&mut self, pid: u32, comm: &[u8]) {
+        self.a.comm(pid, comm);
+    }
     fn ids_ahead(&mut self, ids: &[u32]) {
         self.a.prefetch(ids);
     }

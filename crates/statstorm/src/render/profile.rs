@@ -156,23 +156,33 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
                 .cmp(&a.metadata_calls)
                 .then(a.pid.cmp(&b.pid))
         });
-        let mut tb = Table::new(&[
-            ("pid", Align::Right),
+        // The command name column only for a trace recorded with -Y.
+        let comms = procs.iter().any(|r| r.comm.is_some());
+        let mut cols = vec![("pid", Align::Right)];
+        if comms {
+            cols.push(("command", Align::Left));
+        }
+        cols.extend([
             ("events", Align::Right),
             ("metadata", Align::Right),
             ("errors", Align::Right),
             ("syscall time", Align::Right),
             ("metadata time", Align::Right),
         ]);
+        let mut tb = Table::new(&cols);
         for r in procs.iter().take(top) {
-            tb.row(vec![
-                r.pid.to_string(),
+            let mut row = vec![r.pid.to_string()];
+            if comms {
+                row.push(r.comm.clone().unwrap_or_default());
+            }
+            row.extend([
                 r.events.to_string(),
                 r.metadata_calls.to_string(),
                 r.errors.to_string(),
                 opt_us(r.time_us),
                 opt_us(r.metadata_time_us),
             ]);
+            tb.row(row);
         }
         out.push(Section {
             title: format!(
