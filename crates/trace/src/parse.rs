@@ -1638,7 +1638,7 @@ pub(crate) struct TodCache {
 /// (src/strace.c) prints them. A part that is not there is skipped; the
 /// delta beside an absolute time is dropped (the time says more).
 #[inline(never)]
-pub(crate) fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
+fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
     let mut rest = line;
     let mut pid = PidTok::None;
     let mut extras = 0;
@@ -1679,7 +1679,7 @@ pub(crate) fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason
         let r = skip_ws(rest);
         if let Some(d) = r.strip_prefix(b"(+") {
             if let Some(e) = memchr(b')', d) {
-                if secs_us_any_digits(skip_ws(&d[..e])) {
+                if is_secs_text(skip_ws(&d[..e])) {
                     rest = &d[e + 1..];
                 }
             }
@@ -1732,7 +1732,7 @@ pub(crate) fn line_comm(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// Whether `s` is a number of seconds as `-r` prints it (`0.000604`).
-fn secs_us_any_digits(s: &[u8]) -> bool {
+fn is_secs_text(s: &[u8]) -> bool {
     let mut dots = 0;
     !s.is_empty()
         && s.iter().all(|&c| {
