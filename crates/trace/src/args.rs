@@ -6,7 +6,7 @@
 //! caller's scratch buffer.
 
 use crate::event::Flags;
-use memchr::{memchr2, memchr3, memrchr};
+use memchr::{memchr2, memrchr};
 
 /// Most arguments any decoded syscall has (`mmap` has 6).
 pub(crate) const MAX_ARGS: usize = 8;
@@ -77,17 +77,68 @@ fn skip_string(s: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
+/// The end (the index after its `>`) of the `-y`/`-yy`/`-Y` decoration
+/// that opens at `s[i] == b'<'`: `3</srv/a, b (old)/x.php>`,
+/// `AT_FDCWD</srv/www>`, `1</dev/null<char 1:3>>`,
+/// `5<TCP:[127.0.0.1:9000->127.0.0.1:40312]>`, `1234<php-fpm8.2>`. Its
+/// text is not strace syntax: commas, brackets, parentheses and quotes in
+/// it are a path's bytes, not argument structure (strace escapes only `<`,
+/// `>` and non-printable bytes in it, `printfd` and `print_comm_str` in
+/// src/util.c and src/strace.c). In a path (`/...`) the first `>` closes
+/// (a `<` opens the nested `-yy` device text); elsewhere a `>` inside
+/// `[...]` is a socket's `->`. `None` when nothing closes it: the `<` is
+/// then an ordinary byte.
+#[inline]
+pub(crate) fn deco_end(s: &[u8], i: usize) -> Option<usize> {
+    if s.get(i + 1) == Some(&b'/') {
+        let mut depth = 1usize;
+        let mut j = i + 1;
+        loop {
+            let k = j + find2(&s[j..], b'<', b'>')?;
+            if s[k] == b'<' {
+                depth += 1;
+            } else {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k + 1);
+                }
+            }
+            j = k + 1;
+        }
+    }
+    let (mut depth, mut j) = (0usize, i);
+    let mut brackets = 0usize;
+    while j < s.len() {
+        match s[j] {
+            b'<' => depth += 1,
+            b'>' if brackets == 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+            }
+            b'[' => brackets += 1,
+            b']' => brackets = brackets.saturating_sub(1),
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
 /// Finds the `)` that closes the argument list. `s` starts just after the
-/// opening `(`. Parentheses inside quoted strings do not count. The parser
-/// uses [`scan_call`]; this is the reference its test compares with.
+/// opening `(`. Parentheses inside quoted strings and fd decorations
+/// ([`deco_end`]) do not count. The parser uses [`scan_call`]; this is the
+/// reference its test compares with.
 #[cfg(test)]
 pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < s.len() {
-        let j = i + memchr3(b'"', b'(', b')', &s[i..])?;
+        let j = i + s[i..].iter().position(|c| b"\"()<".contains(c))?;
         match s[j] {
             b'"' => i = skip_string(s, j)?,
+            b'<' => i = deco_end(s, j).unwrap_or(j + 1),
             b'(' => {
                 depth += 1;
                 i = j + 1
@@ -104,12 +155,13 @@ pub(crate) fn find_close_paren(s: &[u8]) -> Option<usize> {
     None
 }
 
-/// The bytes [`scan_call`] acts on: quotes, brackets, commas.
+/// The bytes [`scan_call`] acts on: quotes, brackets, commas, and the `<`
+/// that opens an fd decoration.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 static CALL_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let mut k = 0;
-    let special = b"\"()[]{},";
+    let special = b"\"()[]{},<";
     while k < special.len() {
         t[special[k] as usize] = true;
         k += 1;
@@ -144,23 +196,23 @@ fn call_special_mask16(b: &[u8; 16]) -> u32 {
     masks16(b).0
 }
 
-/// (`spec`, `qb`, `comma`) masks of the first 64 bytes of `s`, or
+/// (`spec`, `qb`, `comma`, `gt`) masks of the first 64 bytes of `s`, or
 /// of all of it when shorter (bytes past its end have no bit): 16 bytes per
 /// compare, the last piece zero-padded (a zero byte is in no set).
 #[inline]
-fn masks_upto64(s: &[u8]) -> (u64, u64, u64) {
+fn masks_upto64(s: &[u8]) -> (u64, u64, u64, u64) {
     let s = &s[..s.len().min(64)];
-    let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
+    let (mut spec, mut qb, mut comma, mut gt) = (0u64, 0u64, 0u64, 0u64);
     let mut k = 0;
     while k < s.len() {
-        let (sp, q, c) = match s.get(k..k + 16) {
+        let (sp, q, c, g) = match s.get(k..k + 16) {
             Some(piece) => masks16(piece.try_into().unwrap()),
             // The tail: the last 16 bytes, shifted down to the tail's first
             // (no copy; bits past the end are zero after the shift).
             None if s.len() >= 16 => {
-                let (sp, q, c) = masks16(s[s.len() - 16..].try_into().unwrap());
+                let (sp, q, c, g) = masks16(s[s.len() - 16..].try_into().unwrap());
                 let drop = 16 - (s.len() - k);
-                (sp >> drop, q >> drop, c >> drop)
+                (sp >> drop, q >> drop, c >> drop, g >> drop)
             }
             None => {
                 let mut b = [0u8; 16];
@@ -171,33 +223,36 @@ fn masks_upto64(s: &[u8]) -> (u64, u64, u64) {
         spec |= (sp as u64) << k;
         qb |= (q as u64) << k;
         comma |= (c as u64) << k;
+        gt |= (g as u64) << k;
         k += 16;
     }
-    (spec, qb, comma)
+    (spec, qb, comma, gt)
 }
 
 /// [`masks16`] without SSE2.
 #[cfg(not(target_arch = "x86_64"))]
-fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
+fn masks16(b: &[u8; 16]) -> (u32, u32, u32, u32) {
     let mut spec = 0u32;
     let mut qb = 0u32;
     let mut comma = 0u32;
+    let mut gt = 0u32;
     for (k, &c) in b.iter().enumerate() {
         spec |= (CALL_SPECIAL[c as usize] as u32) << k;
         qb |= ((c == b'"' || c == b'\\') as u32) << k;
         comma |= ((c == b',') as u32) << k;
+        gt |= ((c == b'>') as u32) << k;
     }
-    (spec, qb, comma)
+    (spec, qb, comma, gt)
 }
 
 /// The special-byte mask (bit k set when byte k of `b` is one of
-/// `"(),[]{}`: `(`/`)` are 0x28/0x29, equal under `& 0xfe`; `[`/`{` are
+/// `"(),[]{}<`: `(`/`)` are 0x28/0x29, equal under `& 0xfe`; `[`/`{` are
 /// 0x5b/0x7b and `]`/`}` 0x5d/0x7d, equal under `& 0xdf`, which keeps the
-/// high bit, so no byte >= 0x80 matches), the quote-or-backslash mask and
-/// the comma mask of 16 bytes.
+/// high bit, so no byte >= 0x80 matches), the quote-or-backslash mask, the
+/// comma mask and the `>` mask of 16 bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
+fn masks16(b: &[u8; 16]) -> (u32, u32, u32, u32) {
     use std::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86-64 baseline; the one load reads the
     // 16 bytes of `b` (unaligned load allowed).
@@ -208,8 +263,9 @@ fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
         let paren = _mm_and_si128(v, _mm_set1_epi8(0xfeu8 as i8));
         let bracket = _mm_and_si128(v, _mm_set1_epi8(0xdfu8 as i8));
         let comma = _mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8));
+        let lt = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'<' as i8));
         let spec = _mm_or_si128(
-            _mm_or_si128(quote, comma),
+            _mm_or_si128(_mm_or_si128(quote, comma), lt),
             _mm_or_si128(
                 _mm_cmpeq_epi8(paren, _mm_set1_epi8(b'(' as i8)),
                 _mm_or_si128(
@@ -222,6 +278,7 @@ fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
             _mm_movemask_epi8(spec) as u32,
             _mm_movemask_epi8(_mm_or_si128(quote, bslash)) as u32,
             _mm_movemask_epi8(comma) as u32,
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'>' as i8))) as u32,
         )
     }
 }
@@ -234,10 +291,10 @@ fn masks16(b: &[u8; 16]) -> (u32, u32, u32) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64) {
+unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64, u64) {
     use std::arch::x86_64::*;
     let s = &s[..s.len().min(64)];
-    let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
+    let (mut spec, mut qb, mut comma, mut gt) = (0u64, 0u64, 0u64, 0u64);
     let mut k = 0;
     while k < s.len() {
         let mut pad = [0u8; 32];
@@ -264,8 +321,9 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64) {
         let paren = _mm256_and_si256(v, _mm256_set1_epi8(0xfeu8 as i8));
         let bracket = _mm256_and_si256(v, _mm256_set1_epi8(0xdfu8 as i8));
         let cm = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b',' as i8));
+        let lt = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'<' as i8));
         let sp = _mm256_or_si256(
-            _mm256_or_si256(quote, cm),
+            _mm256_or_si256(_mm256_or_si256(quote, cm), lt),
             _mm256_or_si256(
                 _mm256_cmpeq_epi8(paren, _mm256_set1_epi8(b'(' as i8)),
                 _mm256_or_si256(
@@ -277,9 +335,11 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64) {
         spec |= ((_mm256_movemask_epi8(sp) as u32 >> drop) as u64) << k;
         qb |= ((_mm256_movemask_epi8(_mm256_or_si256(quote, bslash)) as u32 >> drop) as u64) << k;
         comma |= ((_mm256_movemask_epi8(cm) as u32 >> drop) as u64) << k;
+        let g = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'>' as i8));
+        gt |= ((_mm256_movemask_epi8(g) as u32 >> drop) as u64) << k;
         k += 32;
     }
-    (spec, qb, comma)
+    (spec, qb, comma, gt)
 }
 
 /// [`find_close_paren`] and [`split_args`] (with `want` = [`MAX_ARGS`]) in
@@ -344,7 +404,7 @@ pub(crate) fn scan_call_by(s: &[u8], how: &str) -> Option<(Option<usize>, usize)
 fn scan_call_with(
     s: &[u8],
     out: &mut ArgList,
-    masks: impl Fn(&[u8]) -> (u64, u64, u64) + Copy,
+    masks: impl Fn(&[u8]) -> (u64, u64, u64, u64) + Copy,
 ) -> Option<usize> {
     out.n = 0;
     let mut st = CallScan::default();
@@ -352,7 +412,7 @@ fn scan_call_with(
     let mut pos = 0usize;
     'window: while pos < s.len() {
         let base = pos;
-        let (spec, qb, comma) = masks(&s[base..]);
+        let (spec, qb, comma, gt) = masks(&s[base..]);
         let mut m = spec;
         while m != 0 {
             let k = m.trailing_zeros() as usize;
@@ -368,6 +428,29 @@ fn scan_call_with(
                 continue;
             }
             let c = s[i];
+            if c == b'<' {
+                // An fd decoration: nothing in it is structure. With no
+                // special byte before the window's next `>` (the common
+                // case: a path, a `-Y` name) that `>` closes it, and there
+                // is no bit in it to clear but its own. Otherwise (a `,`,
+                // `(`, `"` ... in a path, a nested `-yy` device text, a
+                // socket's `->` inside `[...]`) `deco_end` reads it.
+                let g = gt & (u64::MAX << k);
+                let rest = m & (m - 1);
+                if g != 0 && rest & ((1u64 << g.trailing_zeros()) - 1) == 0 {
+                    m = rest;
+                    continue;
+                }
+                match deco_end(s, i) {
+                    Some(e) if e - base >= 64 => {
+                        pos = e;
+                        continue 'window;
+                    }
+                    Some(e) => m &= !((1u64 << (e - base)) - 1),
+                    None => m = rest,
+                }
+                continue;
+            }
             if c != b'"' {
                 if st.special(c, i, out) {
                     return Some(i);
@@ -408,7 +491,11 @@ fn scan_call_with(
 /// `p` on are still to be searched (a backslash escapes the byte after it),
 /// as `skip_string` finds it; `None` when the text ends first.
 #[inline(always)]
-fn string_end(s: &[u8], mut p: usize, masks: impl Fn(&[u8]) -> (u64, u64, u64)) -> Option<usize> {
+fn string_end(
+    s: &[u8],
+    mut p: usize,
+    masks: impl Fn(&[u8]) -> (u64, u64, u64, u64),
+) -> Option<usize> {
     while p < s.len() {
         let qb = masks(&s[p..]).1;
         if qb == 0 {
@@ -483,6 +570,10 @@ pub(crate) fn scan_call_bytewise(s: &[u8], out: &mut ArgList) -> Option<usize> {
             i = skip_string(s, i)?;
             continue;
         }
+        if c == b'<' {
+            i = deco_end(s, i).unwrap_or(i + 1);
+            continue;
+        }
         if st.special(c, i, out) {
             return Some(i);
         }
@@ -505,9 +596,12 @@ fn skip_group(s: &[u8], i: usize) -> Option<usize> {
     let mut depth = 1usize;
     let mut j = i + 1;
     loop {
-        let k = j + memchr3(b'"', open, close, &s[j..])?;
+        let k = j + s[j..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'<' || c == open || c == close)?;
         match s[k] {
             b'"' => j = skip_string(s, k)?,
+            b'<' => j = deco_end(s, k).unwrap_or(k + 1),
             c if c == open => {
                 depth += 1;
                 j = k + 1;
@@ -523,10 +617,12 @@ fn skip_group(s: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// The bytes [`split_args`] acts on: quotes, opening brackets, commas.
+/// The bytes [`split_args`] acts on: quotes, opening brackets, commas, the
+/// `<` of an fd decoration.
 static SPLIT_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     t[b'"' as usize] = true;
+    t[b'<' as usize] = true;
     t[b'(' as usize] = true;
     t[b'[' as usize] = true;
     t[b'{' as usize] = true;
@@ -565,6 +661,12 @@ pub(crate) fn split_args(s: &[u8], out: &mut ArgList, want: usize) {
                 }
                 None => break,
             },
+            b'<' => {
+                if let Some(j) = deco_end(s, i) {
+                    i = j;
+                    continue;
+                }
+            }
             b',' => {
                 out.spans[out.n] = (start as u32, i as u32);
                 out.n += 1;
@@ -1282,6 +1384,37 @@ mod tests {
     }
 
     #[test]
+    fn decorations_end_at_their_own_close() {
+        let cases: &[(&[u8], Option<usize>)] = &[
+            (b"</srv/a, b (old)/x.php>, \"x\")", Some(23)),
+            // A path ending in `-`; `<>` in it escaped by strace.
+            (b"</tmp/q\\\"q \\74a\\76 ->, 0)", Some(21)),
+            (b"</dev/null<char 1:3>>, 1)", Some(21)),
+            (b"<TCP:[127.0.0.1:9000->127.0.0.1:40312]>, x)", Some(39)),
+            (b"<TCPv6:[[::1]:80->[::1]:9]>)", Some(27)),
+            (b"<UNIX-STREAM:[1234,\"/run/php/fpm.sock\"]>)", Some(40)),
+            (b"<php-fpm8.2>, SIGTERM)", Some(12)),
+            (b"<unavailable>, 8)", Some(13)),
+            (b"< 3)", None),
+            (b"</a, 3)", None),
+        ];
+        for &(t, want) in cases {
+            assert_eq!(deco_end(t, 0), want, "{}", String::from_utf8_lossy(t));
+        }
+        // The scan takes a decoration as part of one argument.
+        let t = br#"AT_FDCWD</tmp/a,b (x [y>, "f", {st_mode=S_IFREG|0644, ...}, 0) = 0"#;
+        let mut a = ArgList::default();
+        let close = scan_call(t, &mut a).unwrap();
+        assert_eq!(&t[close..], b") = 0");
+        assert_eq!(a.n, 4);
+        assert_eq!(a.get(t, 0), Some(&b"AT_FDCWD</tmp/a,b (x [y>"[..]));
+        assert_eq!(a.get(t, 1), Some(&b"\"f\""[..]));
+        let mut b = ArgList::default();
+        split_args(&t[..close], &mut b, MAX_ARGS);
+        assert_eq!(a.spans[..a.n], b.spans[..b.n]);
+    }
+
+    #[test]
     fn close_paren_skips_strings_and_nested() {
         let s = br#"3, "a)b\")", [{WIFEXITED(s)}]) = 0"#;
         let i = find_close_paren(s).unwrap();
@@ -1345,7 +1478,7 @@ mod tests {
         // from a fixed xorshift sequence.
         // Dense (a special byte in most places) and sparse (mostly plain
         // bytes, so scans cross 64-byte windows inside and outside strings).
-        let dense: &[u8] = b"\"\\(),[]{}ab 0<>";
+        let dense: &[u8] = b"\"\\(),[]{}ab 0<>/-";
         let sparse: &[u8] = b"\"\\(),[]{}aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
         let mut next = xorshift(0x243f_6a88_85a3_08d3);
         for round in 0..200_000 {
@@ -1371,14 +1504,15 @@ mod tests {
     }
 
     /// The masks by their definition, a byte at a time.
-    fn masks_bytewise(s: &[u8]) -> (u64, u64, u64) {
-        let (mut spec, mut qb, mut comma) = (0u64, 0u64, 0u64);
+    fn masks_bytewise(s: &[u8]) -> (u64, u64, u64, u64) {
+        let (mut spec, mut qb, mut comma, mut gt) = (0u64, 0u64, 0u64, 0u64);
         for (k, &c) in s.iter().take(64).enumerate() {
             spec |= (CALL_SPECIAL[c as usize] as u64) << k;
             qb |= ((c == b'"' || c == b'\\') as u64) << k;
             comma |= ((c == b',') as u64) << k;
+            gt |= ((c == b'>') as u64) << k;
         }
-        (spec, qb, comma)
+        (spec, qb, comma, gt)
     }
 
     /// Every length from 0 to 100 (whole pieces, tails read from the last

@@ -113,6 +113,13 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
     ),
     ("f-ns.txt", PidStyle::Column, TsKind::Epoch, true, false),
     ("f-dumps.txt", PidStyle::Column, TsKind::None, false, false),
+    (
+        "y-odd-paths.txt",
+        PidStyle::Column,
+        TsKind::Epoch,
+        true,
+        true,
+    ),
     ("summary-U.txt", PidStyle::None, TsKind::None, false, false),
     (
         "summary-U-calls.txt",
@@ -1230,5 +1237,84 @@ fn command_names_of_pids() {
         for (how, got) in runs {
             assert_eq!(got, want, "{name}: {how}");
         }
+    }
+}
+
+/// `-y` decorations of a cwd and a file whose names hold a comma, an
+/// unbalanced `(` and `[`, braces, a quote, `<>` and a trailing `-`: the
+/// decoration is one argument whatever its bytes. Each event names the
+/// directory and the file as the quoted paths of the same trace do, in as
+/// many events as awk finds lines for them.
+#[test]
+fn decorations_of_paths_with_structure_bytes() {
+    let name = "y-odd-paths.txt";
+    let data = read(name);
+    for r in [
+        via_slice(&data),
+        via_reader(&data, 7, 2, 64),
+        via_slice_par(&data, 1000),
+    ] {
+        assert_eq!(r.stats.skipped, 0, "{:?}", r.stats.first_skips);
+        let s = &r.strings;
+        let text = |p: Option<PathId>| p.map(|p| s.bytes(p).to_vec());
+        // The directory, from chdir's quoted argument.
+        let chdir = r.events.iter().find(|e| e.kind == Kind::Chdir).unwrap();
+        let cwd = text(chdir.path).unwrap();
+        assert!(cwd.ends_with(b"/odd, (dir [x {y} <a> q\"q -"), "{cwd:?}");
+        let file = [&cwd[..], b"/f-"].concat();
+        let cwd_events = r
+            .events
+            .iter()
+            .filter(|e| e.flags.has(Flags::AT_FDCWD) && text(e.fd_path) == Some(cwd.clone()))
+            .count();
+        let fd_events: Vec<&Event> = r
+            .events
+            .iter()
+            .filter(|e| e.fd == Some(3) && text(e.fd_path) == Some(file.clone()))
+            .collect();
+        // awk: the lines with the directory's decoration as dirfd, and
+        // those with the file's as fd 3.
+        let awk = |re: &str| -> usize {
+            let out = Command::new("awk")
+                .arg(format!("/{re}/ {{ n++ }} END {{ print n + 0 }}"))
+                .arg(dir().join(name))
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let want_cwd = awk(r#"\(AT_FDCWD<[^,]*odd, \(dir \[x \{y\} .74a.76 q.\"q ->, "#);
+        let want_fd = awk(r#"\(3<[^,]*odd, \(dir \[x \{y\} .74a.76 q.\"q -\/f->"#);
+        assert!(want_cwd >= 3 && want_fd >= 3, "{want_cwd} {want_fd}");
+        assert_eq!((cwd_events, fd_events.len()), (want_cwd, want_fd));
+        // The arguments after a decoration are in place: the file's
+        // `newfstatat(3<...>, "", ..., AT_EMPTY_PATH)` and the
+        // directory's stats with their paths and flags.
+        assert!(fd_events
+            .iter()
+            .filter(|e| e.kind == Kind::Newfstatat)
+            .all(|e| e.flags.has(Flags::AT_EMPTY_PATH) && text(e.path) == Some(Vec::new())));
+        let stat_file = r
+            .events
+            .iter()
+            .filter(|e| e.kind == Kind::Newfstatat && text(e.path) == Some(file.clone()))
+            .count();
+        assert_eq!(
+            stat_file,
+            awk(r#"newfstatat\(AT_FDCWD<.*, \"[^\"]*q.\"q -\/f-\""#)
+        );
+        // The open's returned fd is decorated with the file too.
+        let open = r
+            .events
+            .iter()
+            .find(|e| e.kind == Kind::Openat && text(e.path) == Some(file.clone()))
+            .unwrap();
+        assert_eq!(
+            (open.ret, text(open.ret_path)),
+            (Ret::Ok(3), Some(file.clone()))
+        );
     }
 }
