@@ -986,7 +986,10 @@ fn parse_fd_any(s: &[u8]) -> FdArg<'_> {
         s
     };
     let (head, deco) = split_deco(s);
-    let at_fdcwd = head == b"AT_FDCWD";
+    // `-X raw` prints AT_FDCWD as `-100`, `-X verbose` as `-100 /*
+    // AT_FDCWD */` (no fd is negative).
+    let head = trim(strip_comment(head));
+    let at_fdcwd = head == b"AT_FDCWD" || head == b"-100";
     let fd = if at_fdcwd {
         None
     } else {
@@ -1112,9 +1115,80 @@ pub(crate) const FLAG_NAMES: &[(&[u8], u32)] = &[
 
 /// Whether an fcntl command argument duplicates the fd: `F_DUPFD` or
 /// `F_DUPFD_CLOEXEC` (Linux `include/uapi/linux/fcntl.h`, handled by
-/// `f_dupfd` in `fs/fcntl.c`).
+/// `f_dupfd` in `fs/fcntl.c`); as `-X raw` prints them, 0 and 1030.
 pub(crate) fn is_fcntl_dupfd(cmd: &[u8]) -> bool {
-    matches!(trim(cmd), b"F_DUPFD" | b"F_DUPFD_CLOEXEC")
+    matches!(
+        trim(strip_comment(cmd)),
+        b"F_DUPFD" | b"F_DUPFD_CLOEXEC" | b"0" | b"0x406" | b"1030"
+    )
+}
+
+/// `-X verbose`'s value before its comment (`0x406 /* F_DUPFD_CLOEXEC */`
+/// -> `0x406`); other texts as they are.
+pub(crate) fn strip_comment(s: &[u8]) -> &[u8] {
+    match memchr::memmem::find(s, b" /* ") {
+        Some(i) if s.ends_with(b" */") => &s[..i],
+        _ => s,
+    }
+}
+
+/// `-X verbose`'s comment after a value, the names it stands for
+/// (`0x241 /* O_WRONLY|O_CREAT|O_TRUNC */` -> `O_WRONLY|O_CREAT|O_TRUNC`).
+pub(crate) fn comment(s: &[u8]) -> Option<&[u8]> {
+    let i = memchr::memmem::find(s, b" /* ")?;
+    s[i + 4..].strip_suffix(b" */")
+}
+
+/// What a flag argument printed as a number holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlagClass {
+    /// `AT_*` flags of the *at calls and statx.
+    At,
+    /// unlinkat's, where 0x200 is `AT_REMOVEDIR` (elsewhere `AT_EACCESS`).
+    AtRemove,
+    /// access modes (`R_OK`, `W_OK`, `X_OK`).
+    Mode,
+    /// open flags (`O_*`).
+    Open,
+}
+
+/// The [`Flags`] bits of a flag argument strace printed as a number
+/// (`-X raw`: `0x100`; `-X verbose`: `0x100 /* AT_SYMLINK_NOFOLLOW */`).
+/// The values are Linux's (`include/uapi/linux/fcntl.h`, `unistd.h`); the
+/// `O_*` ones are x86-64's (`include/uapi/asm-generic/fcntl.h`; arm64 and
+/// powerpc number `O_DIRECTORY` and `O_NOFOLLOW` otherwise, which
+/// `-X verbose`'s names would show).
+pub(crate) fn numeric_flags(s: &[u8], class: FlagClass) -> u32 {
+    let Some(v) = parse_i64(strip_comment(s)).map(|v| v as u64) else {
+        return 0;
+    };
+    let table: &[(u64, u32)] = match class {
+        FlagClass::At => &[
+            (0x100, Flags::AT_SYMLINK_NOFOLLOW),
+            (0x1000, Flags::AT_EMPTY_PATH),
+        ],
+        FlagClass::AtRemove => &[
+            (0x100, Flags::AT_SYMLINK_NOFOLLOW),
+            (0x200, Flags::AT_REMOVEDIR),
+            (0x1000, Flags::AT_EMPTY_PATH),
+        ],
+        FlagClass::Mode => &[(4, Flags::R_OK), (2, Flags::W_OK), (1, Flags::X_OK)],
+        FlagClass::Open => &[
+            (0o1, Flags::O_WRONLY),
+            (0o2, Flags::O_RDWR),
+            (0o100, Flags::O_CREAT),
+            (0o200, Flags::O_EXCL),
+            (0o1000, Flags::O_TRUNC),
+            (0o2000, Flags::O_APPEND),
+            (0o200000, Flags::O_DIRECTORY),
+            (0o400000, Flags::O_NOFOLLOW),
+            (0o10000000, Flags::O_PATH),
+        ],
+    };
+    table
+        .iter()
+        .filter(|&&(bit, _)| v & bit != 0)
+        .fold(0, |acc, &(_, f)| acc | f)
 }
 
 /// Decodes a symbolic flag set (`O_RDONLY|O_CLOEXEC`, `R_OK|X_OK`,

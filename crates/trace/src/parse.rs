@@ -411,6 +411,18 @@ fn arg_spec(k: Kind) -> ArgSpec {
     }
 }
 
+/// What the flag argument `slot` (0: `ArgSpec::flags`, 1: `flags2`) of a
+/// call holds, for flags printed as numbers (`-X raw`, `-X verbose`).
+fn flag_class(k: Kind, slot: usize) -> args::FlagClass {
+    use args::FlagClass::*;
+    match (k, slot) {
+        (Kind::Access | Kind::Faccessat, _) | (Kind::Faccessat2, 0) => Mode,
+        (Kind::Open | Kind::Openat | Kind::Openat2, _) => Open,
+        (Kind::Unlinkat, _) => AtRemove,
+        _ => At,
+    }
+}
+
 const KIND_UNKNOWN: u8 = u8::MAX;
 
 /// The line parser and pairing stage for one input.
@@ -1448,7 +1460,7 @@ impl Decoder {
         if ev.kind == Kind::Fcntl && get(1).is_some_and(args::is_fcntl_dupfd) {
             ev.flags.set(Flags::F_DUPFD);
         }
-        for fi in [sp.flags, sp.flags2] {
+        for (slot, fi) in [sp.flags, sp.flags2].into_iter().enumerate() {
             if let Some(a) = get(fi) {
                 // openat2 passes `{flags=O_RDONLY|O_CLOEXEC, resolve=...}`.
                 let found = match a.first() {
@@ -1466,7 +1478,18 @@ impl Decoder {
                     }
                     _ => a,
                 };
-                ev.flags.set(args::parse_flags(a));
+                // `-X verbose` (`0x100 /* AT_SYMLINK_NOFOLLOW */`): the
+                // names in the comment; `-X raw` (`0x100`): the number,
+                // read by what the argument holds.
+                let bits = if a.len() > 1 && a[0].is_ascii_digit() {
+                    match args::comment(a) {
+                        Some(names) => args::parse_flags(names),
+                        None => args::numeric_flags(a, flag_class(ev.kind, slot)),
+                    }
+                } else {
+                    args::parse_flags(a)
+                };
+                ev.flags.set(bits);
             }
         }
         if matches!(

@@ -120,6 +120,8 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
         true,
         true,
     ),
+    ("X-raw.txt", PidStyle::Column, TsKind::Epoch, true, true),
+    ("X-verbose.txt", PidStyle::Column, TsKind::Epoch, true, true),
     ("summary-U.txt", PidStyle::None, TsKind::None, false, false),
     (
         "summary-U-calls.txt",
@@ -1316,5 +1318,86 @@ fn decorations_of_paths_with_structure_bytes() {
             (open.ret, text(open.ret_path)),
             (Ret::Ok(3), Some(file.clone()))
         );
+    }
+}
+
+/// `-X raw` and `-X verbose`: flags, access modes and `AT_FDCWD` printed
+/// as numbers (with their names in a comment under verbose) decode to the
+/// same flags as the names: for each flag, as many events carry it as awk
+/// finds lines with its value.
+#[test]
+fn flags_printed_as_numbers() {
+    // Bit `b` of a `0x...` number, for awk without bit operations.
+    const HEX: &str = r#"function bit(s, b,   v, i) { v = 0
+        for (i = 3; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+        return int(v / b) % 2 }"#;
+    let numbered = |call: &str, b: u32| {
+        format!(
+            r#"{HEX} / {call}\(/ && match($0, /", 0x[0-9a-f]+/) {{ if (bit(substr($0, RSTART + 3, RLENGTH - 3), {b})) n++ }} END {{ print n + 0 }}"#
+        )
+    };
+    let cases: Vec<(&str, Option<Kind>, u32, String)> = vec![
+        (
+            "AT_SYMLINK_NOFOLLOW",
+            Some(Kind::Newfstatat),
+            Flags::AT_SYMLINK_NOFOLLOW,
+            r#"/ newfstatat\(.*, 0x100( \/\* AT_SYMLINK_NOFOLLOW \*\/)?\) = / { n++ } END { print n + 0 }"#.into(),
+        ),
+        (
+            "AT_EMPTY_PATH",
+            Some(Kind::Newfstatat),
+            Flags::AT_EMPTY_PATH,
+            r#"/ newfstatat\(.*, 0x1000( \/\* AT_EMPTY_PATH \*\/)?\) = / { n++ } END { print n + 0 }"#.into(),
+        ),
+        (
+            "AT_REMOVEDIR",
+            Some(Kind::Unlinkat),
+            Flags::AT_REMOVEDIR,
+            r#"/ unlinkat\(.*, 0x200( \/\* AT_REMOVEDIR \*\/)?\) = / { n++ } END { print n + 0 }"#.into(),
+        ),
+        (
+            "AT_FDCWD",
+            None,
+            Flags::AT_FDCWD,
+            r#"/ [a-z0-9_]+\(-100[ <]/ { n++ } END { print n + 0 }"#.into(),
+        ),
+        (
+            "F_DUPFD",
+            Some(Kind::Fcntl),
+            Flags::F_DUPFD,
+            r#"/ fcntl\([^,]*, (0|0x406)( \/\* F_DUPFD(_CLOEXEC)? \*\/)?, / { n++ } END { print n + 0 }"#.into(),
+        ),
+        ("R_OK", Some(Kind::Access), Flags::R_OK, numbered("access", 4)),
+        ("O_CREAT", Some(Kind::Openat), Flags::O_CREAT, numbered("openat", 64)),
+        (
+            "O_DIRECTORY",
+            Some(Kind::Openat),
+            Flags::O_DIRECTORY,
+            numbered("openat", 65536),
+        ),
+    ];
+    for name in ["X-raw.txt", "X-verbose.txt"] {
+        let r = via_slice(&read(name));
+        assert_eq!(r.stats.skipped, 0, "{name}: {:?}", r.stats.first_skips);
+        for (what, kind, flag, script) in &cases {
+            let out = Command::new("awk")
+                .arg(script)
+                .arg(dir().join(name))
+                .output()
+                .expect("awk is needed for the independent reading");
+            assert!(out.status.success(), "awk: {script}");
+            let want: usize = String::from_utf8(out.stdout)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let got = r
+                .events
+                .iter()
+                .filter(|e| kind.is_none_or(|k| e.kind == k) && e.flags.has(*flag))
+                .count();
+            assert!(want > 0, "{name}: awk found no {what}");
+            assert_eq!(got, want, "{name}: {what}");
+        }
     }
 }
