@@ -1679,9 +1679,11 @@ fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
         rest = skip_ws(&r[end + 1..]);
     } else {
         rest = skip_ws(rest);
-        // A pid column: digits (and `<comm>`), then a blank.
+        // A pid column: digits (and `<comm>`), then a blank. Not more than
+        // Linux's largest pid (PID_MAX_LIMIT, 4194304, include/linux/threads.h):
+        // a larger number is a time (`--timestamps=unix,s`).
         let nd = rest.iter().take_while(|c| c.is_ascii_digit()).count();
-        if nd > 0 {
+        if nd > 0 && parse_u32(&rest[..nd]).is_some_and(|p| p <= 4_194_304) {
             if let Some(end) = comm_end(rest, nd) {
                 if matches!(rest.get(end), Some(b' ' | b'\t')) {
                     pid = PidTok::Column(parse_u32(&rest[..nd]).ok_or(SkipReason::BadTimestamp)?);
@@ -1928,7 +1930,11 @@ fn raw_ts(tok: &[u8]) -> Option<RawTs> {
             frac: frac.is_some(),
         });
     }
-    frac?;
+    // Whole seconds only as epoch time (`--timestamps=unix,s`: nine digits
+    // or more, 1973 on); a delta always has its fraction.
+    if frac.is_none() && int.len() < 9 {
+        return None;
+    }
     if int.is_empty() || int.len() > 12 || !int.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -2382,6 +2388,28 @@ mod tests {
                 PidTok::Column(1),
                 tod(10, 0, 1, 0),
                 b"brk(NULL) = 0",
+                0,
+            ),
+            // `--timestamps=unix,s`: whole epoch seconds, not a pid (no
+            // pid is above 4194304).
+            (
+                b"1795636679 execve()",
+                PidTok::None,
+                Some(RawTs::Num {
+                    us: 1_795_636_679_000_000,
+                    secs: 1_795_636_679,
+                }),
+                b"execve()",
+                0,
+            ),
+            (
+                b"4194304 1795636679 x()",
+                PidTok::Column(4_194_304),
+                Some(RawTs::Num {
+                    us: 1_795_636_679_000_000,
+                    secs: 1_795_636_679,
+                }),
+                b"x()",
                 0,
             ),
             // Not one of them: left as it is.

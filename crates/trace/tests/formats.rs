@@ -112,6 +112,8 @@ const FIXTURES: &[(&str, PidStyle, TsKind, bool, bool)] = &[
         false,
     ),
     ("f-ns.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("f-unix-s.txt", PidStyle::Column, TsKind::Epoch, true, false),
+    ("unix-s.txt", PidStyle::None, TsKind::Epoch, false, false),
     ("f-dumps.txt", PidStyle::Column, TsKind::None, false, false),
     (
         "y-odd-paths.txt",
@@ -1100,6 +1102,7 @@ fn pids_times_and_durations_under_more_options() {
         ("f-tt-r-T.txt", false, false, false, false, false),
         ("f-tt-T-s.txt", false, false, false, false, false),
         ("f-ns.txt", false, false, false, false, false),
+        ("f-unix-s.txt", false, false, false, false, false),
     ];
     for (name, comm, scno, ip, stack, bracket) in cases {
         let data = read(name);
