@@ -1805,6 +1805,10 @@ fn prefix_pid_tt<'a>(line: &'a [u8], tod: &mut TodCache) -> Option<Prefix<'a>> {
     // The pid's digits at the top of a word of `0` bytes.
     let s = 8 * (8 - i);
     let pid = digits8((w << s) | (ZEROS8 & ((1 << s) - 1))) as u32;
+    // No pid is above PID_MAX_LIMIT (see `split_prefix_general`).
+    if pid > 4_194_304 {
+        return None;
+    }
     let mut j = i;
     while matches!(line.get(j), Some(b' ' | b'\t')) {
         j += 1;
