@@ -351,10 +351,12 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64, u64) {
 /// of `split_args` on the text before the `)`.
 ///
 /// The bytes it acts on are found through bit masks of 64 bytes at a time
-/// ([`masks_upto64`]: `spec` marks quotes, brackets and commas, `qb` the
-/// quotes and backslashes that end a run inside a string, `comma` the
-/// commas, which are acted on without reading the byte), each set bit
-/// taken in turn and cleared, strings skipped by their `qb` bits: one pass
+/// ([`masks_upto64`]: `spec` marks quotes, brackets, commas and the `<`
+/// of fd decorations, `qb` the quotes and backslashes that end a run
+/// inside a string, `comma` the commas, which are acted on without reading
+/// the byte, `gt` the `>` that most decorations end at), each set bit
+/// taken in turn and cleared, strings skipped by their `qb` bits and
+/// decorations as [`deco_end`] reads them: one pass
 /// of vector compares per 64 bytes instead of one per byte acted on (the
 /// byte-by-byte version took 19% of the one-thread parser's instructions),
 /// and a few instructions per bit (recomputing the mask from the byte
