@@ -342,7 +342,7 @@ unsafe fn masks_upto64_avx2(s: &[u8]) -> (u64, u64, u64, u64) {
     (spec, qb, comma, gt)
 }
 
-/// [`find_close_paren`] and [`split_args`] (with `want` = [`MAX_ARGS`]) in
+/// `find_close_paren` (a test reference) and [`split_args`] (with `want` = [`MAX_ARGS`]) in
 /// one pass: returns the index of the `)` that closes the argument list
 /// (parentheses counted outside quoted strings, exactly as
 /// `find_close_paren`) and fills `out` with the top-level arguments before
