@@ -990,7 +990,7 @@ fn parse_fd_any(s: &[u8]) -> FdArg<'_> {
     let (head, deco) = split_deco(s);
     // `-X raw` prints AT_FDCWD as `-100`, `-X verbose` as `-100 /*
     // AT_FDCWD */` (no fd is negative).
-    let head = trim(strip_comment(head));
+    let head = trim(split_comment(head).0);
     let at_fdcwd = head == b"AT_FDCWD" || head == b"-100";
     let fd = if at_fdcwd {
         None
@@ -1120,25 +1120,21 @@ pub(crate) const FLAG_NAMES: &[(&[u8], u32)] = &[
 /// `f_dupfd` in `fs/fcntl.c`); as `-X raw` prints them, 0 and 1030.
 pub(crate) fn is_fcntl_dupfd(cmd: &[u8]) -> bool {
     matches!(
-        trim(strip_comment(cmd)),
+        trim(split_comment(cmd).0),
         b"F_DUPFD" | b"F_DUPFD_CLOEXEC" | b"0" | b"0x406" | b"1030"
     )
 }
 
-/// `-X verbose`'s value before its comment (`0x406 /* F_DUPFD_CLOEXEC */`
-/// -> `0x406`); other texts as they are.
-pub(crate) fn strip_comment(s: &[u8]) -> &[u8] {
-    match memchr::memmem::find(s, b" /* ") {
-        Some(i) if s.ends_with(b" */") => &s[..i],
-        _ => s,
+/// `-X verbose`'s value and the comment after it, the names it stands
+/// for (`0x241 /* O_WRONLY|O_CREAT|O_TRUNC */` -> `0x241` and
+/// `O_WRONLY|O_CREAT|O_TRUNC`); other texts as they are, with no comment.
+pub(crate) fn split_comment(s: &[u8]) -> (&[u8], Option<&[u8]>) {
+    if let Some(i) = memchr::memmem::find(s, b" /* ") {
+        if let Some(names) = s[i + 4..].strip_suffix(b" */") {
+            return (&s[..i], Some(names));
+        }
     }
-}
-
-/// `-X verbose`'s comment after a value, the names it stands for
-/// (`0x241 /* O_WRONLY|O_CREAT|O_TRUNC */` -> `O_WRONLY|O_CREAT|O_TRUNC`).
-pub(crate) fn comment(s: &[u8]) -> Option<&[u8]> {
-    let i = memchr::memmem::find(s, b" /* ")?;
-    s[i + 4..].strip_suffix(b" */")
+    (s, None)
 }
 
 /// What a flag argument printed as a number holds.
@@ -1161,7 +1157,7 @@ pub(crate) enum FlagClass {
 /// powerpc number `O_DIRECTORY` and `O_NOFOLLOW` otherwise, which
 /// `-X verbose`'s names would show).
 pub(crate) fn numeric_flags(s: &[u8], class: FlagClass) -> u32 {
-    let Some(v) = parse_i64(strip_comment(s)).map(|v| v as u64) else {
+    let Some(v) = parse_i64(split_comment(s).0).map(|v| v as u64) else {
         return 0;
     };
     let table: &[(u64, u32)] = match class {

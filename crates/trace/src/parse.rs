@@ -1482,7 +1482,7 @@ impl Decoder {
                 // names in the comment; `-X raw` (`0x100`): the number,
                 // read by what the argument holds.
                 let bits = if a.len() > 1 && a[0].is_ascii_digit() {
-                    match args::comment(a) {
+                    match args::split_comment(a).1 {
                         Some(names) => args::parse_flags(names),
                         None => args::numeric_flags(a, flag_class(ev.kind, slot)),
                     }
@@ -1704,7 +1704,7 @@ fn split_prefix_general(line: &[u8]) -> Result<Prefix<'_>, SkipReason> {
         let r = skip_ws(rest);
         if let Some(d) = r.strip_prefix(b"(+") {
             if let Some(e) = memchr(b')', d) {
-                if is_secs_text(skip_ws(&d[..e])) {
+                if args::parse_secs_us(skip_ws(&d[..e])).is_some() {
                     rest = &d[e + 1..];
                 }
             }
@@ -1754,17 +1754,6 @@ pub(crate) fn line_comm(line: &[u8]) -> Option<&[u8]> {
     let nd = r.iter().take_while(|c| c.is_ascii_digit()).count();
     let end = comm_end(r, nd)?;
     (end > nd).then(|| &r[nd + 1..end - 1])
-}
-
-/// Whether `s` is a number of seconds as `-r` prints it (`0.000604`).
-fn is_secs_text(s: &[u8]) -> bool {
-    let mut dots = 0;
-    !s.is_empty()
-        && s.iter().all(|&c| {
-            dots += (c == b'.') as u32;
-            c.is_ascii_digit() || c == b'.'
-        })
-        && dots <= 1
 }
 
 /// What a bracketed word after the time is: `-n`'s syscall number
@@ -2013,9 +2002,9 @@ fn split_dur(ret: &[u8]) -> (&[u8], Option<u64>) {
             }
             // `--syscall-times=s`: whole seconds (`<0>`), after a blank
             // (a `-Y` pid or `-y` fd decoration of digits has none).
-            if lt > 0 && ret[lt - 1] == b' ' && (1..=12).contains(&t.len()) {
-                if let Some(v) = parse_u64_digits(t) {
-                    return (args::trim(&ret[..lt]), Some(v * 1_000_000));
+            if lt > 0 && ret[lt - 1] == b' ' {
+                if let Some(v) = parse_u32(t) {
+                    return (args::trim(&ret[..lt]), Some(v as u64 * 1_000_000));
                 }
             }
         }
@@ -2181,14 +2170,6 @@ fn returns_pid(name: &[u8]) -> bool {
     )
 }
 
-/// The value of a run of ASCII digits (at most 19 of them).
-fn parse_u64_digits(s: &[u8]) -> Option<u64> {
-    if s.is_empty() || s.len() > 19 || !s.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(s.iter().fold(0, |v, &c| v * 10 + (c - b'0') as u64))
-}
-
 fn parse_u32(s: &[u8]) -> Option<u32> {
     if s.is_empty() || s.len() > 10 {
         return None;
@@ -2321,6 +2302,10 @@ mod tests {
     /// time, as strace 6.1 prints them (src/strace.c, `printleader`).
     #[test]
     fn prefixes_of_more_options() {
+        let epoch = Some(RawTs::Num {
+            us: 1_795_636_679_000_000,
+            secs: 1_795_636_679,
+        });
         let tod = |h: i64, m: i64, s: i64, us: i64| {
             Some(RawTs::Tod {
                 us: (h * 3600 + m * 60 + s) * 1_000_000 + us,
@@ -2396,23 +2381,11 @@ mod tests {
             ),
             // `--timestamps=unix,s`: whole epoch seconds, not a pid (no
             // pid is above 4194304).
-            (
-                b"1795636679 execve()",
-                PidTok::None,
-                Some(RawTs::Num {
-                    us: 1_795_636_679_000_000,
-                    secs: 1_795_636_679,
-                }),
-                b"execve()",
-                0,
-            ),
+            (b"1795636679 execve()", PidTok::None, epoch, b"execve()", 0),
             (
                 b"4194304 1795636679 x()",
                 PidTok::Column(4_194_304),
-                Some(RawTs::Num {
-                    us: 1_795_636_679_000_000,
-                    secs: 1_795_636_679,
-                }),
+                epoch,
                 b"x()",
                 0,
             ),
