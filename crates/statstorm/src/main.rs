@@ -3,6 +3,16 @@
 
 use clap::{Parser, Subcommand};
 
+/// `eprintln!` that ignores a stderr closed early (`2>&1 | head -1`): a
+/// message nobody can read is no reason to panic (`eprintln!` does, and
+/// the exit code became 101 instead of the command's own).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod analyze;
 mod cmd;
 mod progress;
@@ -37,7 +47,7 @@ fn main() {
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {
-            eprintln!("statstorm: error: {}", message(&e));
+            errln!("statstorm: error: {}", message(&e));
             std::process::exit(2);
         }
     }

@@ -246,3 +246,22 @@ fn one_gib_line_without_newline() {
         }
     }
 }
+
+/// stderr closed before the messages are written (`2>&1 | head -1` that
+/// stops reading): the command still ends with its own exit code, not a
+/// panic's 101.
+#[test]
+fn closed_stderr_keeps_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.log"), "").unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("statstorm"))
+        .current_dir(dir.path())
+        .args(["analyze", "empty.log"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}

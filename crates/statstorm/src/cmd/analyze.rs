@@ -242,7 +242,7 @@ pub fn run(args: Args) -> Result<i32> {
         let mut traces = args.traces.clone();
         if traces.is_empty() {
             if std::io::stdin().is_terminal() {
-                eprintln!("statstorm: error: no trace given: name strace logs, pipe one on stdin, or try --sample");
+                errln!("statstorm: error: no trace given: name strace logs, pipe one on stdin, or try --sample");
                 return Ok(2);
             }
             traces.push(PathBuf::from("-"));
@@ -274,7 +274,7 @@ pub fn run(args: Args) -> Result<i32> {
                 }
                 Err(e) => {
                     open_failures += 1;
-                    eprintln!("statstorm: error: {e}");
+                    errln!("statstorm: error: {e}");
                 }
             }
         }
@@ -288,7 +288,7 @@ pub fn run(args: Args) -> Result<i32> {
     } = c;
     let read_errors = errors.iter().filter(|e| e.contains("read error")).count();
     for e in &errors {
-        eprintln!("statstorm: error: {e}");
+        errln!("statstorm: error: {e}");
     }
     if let Some(s) = &summary {
         info.summary_rows = s.rows.len() as u64;
@@ -312,7 +312,7 @@ pub fn run(args: Args) -> Result<i32> {
                 .take(3)
                 .map(|s| format!("line {}: {}", s.line, s.reason))
                 .collect();
-            eprintln!(
+            errln!(
                 "statstorm: warning: {}: {} of {} lines skipped ({})",
                 f.name,
                 f.skipped,
@@ -324,7 +324,7 @@ pub fn run(args: Args) -> Result<i32> {
     let nothing = profile.input.events == 0 && summary.is_none();
     if readable == 0 || nothing {
         if readable > 0 {
-            eprintln!("statstorm: error: no strace events in the input; record with strace -f -ttt -T -y -o trace.txt");
+            errln!("statstorm: error: no strace events in the input; record with strace -f -ttt -T -y -o trace.txt");
         }
         return Ok(2);
     }

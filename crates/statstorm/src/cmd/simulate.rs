@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut sc = match Scenario::load(&args.scenario) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("statstorm simulate: {e}");
+            errln!("statstorm simulate: {e}");
             return Ok(2);
         }
     };
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<i32> {
     let mut report = match simulate_requests(&sc.requests, &sc.params, seed) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("statstorm simulate: {}: {e}", args.scenario.display());
+            errln!("statstorm simulate: {}: {e}", args.scenario.display());
             return Ok(2);
         }
     };
