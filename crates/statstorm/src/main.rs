@@ -13,7 +13,6 @@ macro_rules! errln {
     }};
 }
 
-mod analyze;
 mod cmd;
 mod progress;
 mod render;

@@ -2,16 +2,16 @@
 //!
 //! Streams every input through the parser into the [`Analyzer`] sink (one
 //! pass, memory bounded by distinct paths, pids and requests), then renders
-//! the [`crate::analyze::Profile`] once in the chosen format.
+//! the [`statstorm_engine::analyze::Profile`] once in the chosen format.
 //!
 //! Exit codes (docs/analyze.md): 0 analyzed (lines may have been skipped,
 //! with a warning on stderr); 1 analyzed, but some input could not be read;
 //! 2 nothing to analyze (no input is an strace log, all inputs empty or
 //! unreadable, bad arguments).
 
-use crate::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
 use crate::render;
 use anyhow::Result;
+use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
 use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -295,7 +295,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let mut profile = analyzer.finish(&strings, info, args.top);
     if let Some(s) = &summary {
-        crate::analyze::fold_summary(&mut profile, s);
+        statstorm_engine::analyze::fold_summary(&mut profile, s);
     }
     // Warnings for skipped lines: file, count, first lines with reasons.
     if profile.input.skipped.total > 0 {

@@ -2,7 +2,7 @@
 //! text or as Markdown.
 
 use super::{human_us, Align, Table};
-use crate::analyze::Profile;
+use statstorm_engine::analyze::Profile;
 use std::collections::BTreeMap;
 
 enum Block {

@@ -14,7 +14,11 @@ pub struct Run {
 
 /// Runs `statstorm ARGS` in `dir`; fails the test on a signal or a panic.
 pub fn run(dir: &Path, args: &[&str]) -> Run {
-    run_cmd(Command::new(env!("CARGO_BIN_EXE_statstorm")).current_dir(dir).args(args))
+    run_cmd(
+        Command::new(env!("CARGO_BIN_EXE_statstorm"))
+            .current_dir(dir)
+            .args(args),
+    )
 }
 
 /// Runs `statstorm ARGS` in `dir` with its address space capped at

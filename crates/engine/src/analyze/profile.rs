@@ -1,0 +1,243 @@
+//! The profile: what `analyze` found, as typed values with their JSON
+//! schema ([`SCHEMA`](super::SCHEMA)). Renderers put it into words.
+
+use super::findings::{self, Finding};
+use serde::Serialize;
+use statstorm_trace::request::{RequestKind, RequestMode};
+use statstorm_trace::Kind;
+use std::collections::BTreeMap;
+
+/// What the reader knows about the inputs.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InputInfo {
+    pub files: Vec<FileInfo>,
+    pub lines: u64,
+    pub events: u64,
+    pub skipped: Skipped,
+    /// Summary-table rows (`strace -c`) folded into the totals.
+    pub summary_rows: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FileInfo {
+    pub name: String,
+    pub bytes: u64,
+    pub lines: u64,
+    pub events: u64,
+    pub skipped: u64,
+    /// Format detected: pid style, timestamps, durations, fd paths.
+    pub format: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Skipped {
+    pub total: u64,
+    pub by_reason: BTreeMap<String, u64>,
+    /// The first skipped lines of each file.
+    pub first: Vec<SkipAt>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SkipAt {
+    pub file: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+/// A row of `totals.by_syscall` (also accepts `strace -c` rows).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct SyscallTotals {
+    pub calls: u64,
+    pub errors: u64,
+    pub errors_by_errno: BTreeMap<String, u64>,
+    /// Sum of `-T` durations; `null` without durations.
+    pub time_us: Option<u64>,
+    pub mean_us: Option<f64>,
+    pub metadata: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Totals {
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub errors: u64,
+    pub enoent: u64,
+    pub distinct_paths: u64,
+    pub distinct_dirs: u64,
+    pub realpath_walks: u64,
+    pub walk_lstats: u64,
+    pub repeats: u64,
+    /// Sum of all `-T` durations.
+    pub syscall_time_us: Option<u64>,
+    pub metadata_time_us: Option<u64>,
+    /// Sum over processes of (last event end - first event start).
+    pub traced_wall_us: Option<u64>,
+    /// `metadata_time_us / traced_wall_us`.
+    pub metadata_share_of_wall: Option<f64>,
+    /// Sum of request durations (`end_us - start_us`); `null` for a
+    /// whole-trace split.
+    pub request_wall_us: Option<u64>,
+    /// Metadata time inside requests / `request_wall_us`: the share that
+    /// matters for php-fpm, whose workers idle in `accept` between requests.
+    pub metadata_share_of_requests: Option<f64>,
+    pub by_syscall: BTreeMap<String, SyscallTotals>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PathRow {
+    pub path: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub enoent: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DirRow {
+    pub dir: String,
+    pub calls: u64,
+    pub enoent: u64,
+    pub distinct_paths: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    /// The command name (`strace -Y`), the last one the pid had; `null`
+    /// without `-Y`.
+    pub comm: Option<String>,
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub errors: u64,
+    pub time_us: Option<u64>,
+    pub metadata_time_us: Option<u64>,
+    pub first_us: Option<i64>,
+    pub last_us: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestRow {
+    pub index: usize,
+    pub pid: u32,
+    pub kind: RequestKind,
+    pub start_us: Option<i64>,
+    pub end_us: Option<i64>,
+    pub events: u64,
+    pub metadata_calls: u64,
+    pub enoent: u64,
+    pub by_syscall: BTreeMap<String, u64>,
+    pub realpath_walks: u64,
+    pub walk_lstats: u64,
+    pub repeats: u64,
+    pub metadata_time_us: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestsInfo {
+    pub mode: RequestMode,
+    pub note: String,
+    pub count: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WalkFile {
+    pub path: String,
+    pub walks: u64,
+    pub lstats: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Realpath {
+    pub walks: u64,
+    pub lstats: u64,
+    /// Distinct files resolved by walks.
+    pub files: u64,
+    /// Walks of a file already walked earlier in the same request (by the
+    /// same process): the realpath cache kept nothing (R54, R58).
+    pub rewalks: u64,
+    /// Requests with at least one walk.
+    pub requests_with_walks: u64,
+    pub deepest_first: u64,
+    pub shallowest_first: u64,
+    /// Top resolved files by walks.
+    pub by_file: Vec<WalkFile>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Burst {
+    pub start_s: i64,
+    pub end_s: i64,
+    pub metadata_calls: u64,
+    pub peak_per_s: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeSeries {
+    /// First second (trace clock, whole seconds).
+    pub start_s: Option<i64>,
+    /// Metadata calls in each second from `start_s` on.
+    pub metadata_per_s: Vec<u64>,
+    pub median_per_s: f64,
+    pub max_per_s: u64,
+    /// Median spacing of burst starts, when there are at least 3 bursts.
+    pub burst_period_s: Option<f64>,
+}
+
+/// Everything `analyze` computes; rendered as text, Markdown or JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct Profile {
+    pub schema: &'static str,
+    pub input: InputInfo,
+    pub has_timestamps: bool,
+    pub has_durations: bool,
+    pub totals: Totals,
+    pub paths: Vec<PathRow>,
+    pub dirs: Vec<DirRow>,
+    pub processes: Vec<ProcessRow>,
+    pub request_split: RequestsInfo,
+    pub requests: Vec<RequestRow>,
+    pub realpath: Realpath,
+    pub timeseries: TimeSeries,
+    pub bursts: Vec<Burst>,
+    pub findings: Vec<Finding>,
+}
+
+/// Folds `strace -c` summary rows into the totals. When the input also has
+/// call lines (`strace -C`), those already counted every call and the table
+/// is only reported (`input.summary_rows`), never added twice.
+pub fn fold_summary(p: &mut Profile, s: &statstorm_trace::Summary) {
+    if p.totals.events > 0 {
+        return;
+    }
+    let mut time: Option<u64> = None;
+    for r in &s.rows {
+        let metadata = Kind::from_name(r.name.as_bytes()).is_metadata();
+        let t = p.totals.by_syscall.entry(r.name.clone()).or_default();
+        t.calls += r.calls;
+        t.errors += r.errors;
+        t.metadata = metadata;
+        p.totals.errors += r.errors;
+        if metadata {
+            p.totals.metadata_calls += r.calls;
+        }
+        // A table without times (`strace -c -U name,calls`) gives counts only.
+        let Some(secs) = r.seconds else {
+            continue;
+        };
+        let us = (secs * 1e6).round() as u64;
+        t.time_us = Some(t.time_us.unwrap_or(0) + us);
+        t.mean_us = (t.calls > 0).then(|| t.time_us.unwrap_or(0) as f64 / t.calls as f64);
+        time = Some(time.unwrap_or(0) + us);
+        if metadata {
+            p.totals.metadata_time_us = Some(p.totals.metadata_time_us.unwrap_or(0) + us);
+        }
+    }
+    if let Some(time) = time {
+        p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0) + time);
+        p.has_durations = true;
+    }
+    p.findings = findings::findings(p);
+}
