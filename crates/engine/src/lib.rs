@@ -8,3 +8,5 @@
 //! renderers put its values into words.
 
 pub mod analyze;
+pub mod capture;
+pub mod check;

@@ -208,11 +208,19 @@ impl NfsSetup {
     /// `after` ops under the proposed ones; each on one client, requests
     /// merged by time.
     pub fn predict(&self, before: &[&[Op]], after: &[&[Op]]) -> (Vec<RpcCounts>, Vec<RpcCounts>) {
-        let side = |groups: &[&[Op]], opts: &MountOptions| {
-            let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
-            replay_groups_warm(&warm, groups, opts, &self.params, &self.changes)
+        (self.replay(before, false), self.replay(after, true))
+    }
+
+    /// RPCs per group of `groups` (all replayed by one client in time
+    /// order) under the recorded options, or the proposed ones.
+    pub fn replay(&self, groups: &[&[Op]], proposed: bool) -> Vec<RpcCounts> {
+        let opts = if proposed {
+            &self.proposed
+        } else {
+            &self.recorded
         };
-        (side(before, &self.recorded), side(after, &self.proposed))
+        let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
+        replay_groups_warm(&warm, groups, opts, &self.params, &self.changes)
     }
 
     /// The warm-up operations for `ops` (none unless `warm`).

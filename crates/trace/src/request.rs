@@ -27,6 +27,13 @@
 //!   child starts a process of its own, which is a request only if it runs
 //!   PHP: by the exec'd binary's name when the event carries it, else by
 //!   the PHP paths (`*.php`, `php.ini`, `/etc/php/`) its process touches.
+//! - **Both.** A trace of a pool holding php-cli processes too (a machine
+//!   with cron jobs, a lab's series of runs): a process tree holding an fpm
+//!   worker is split by the php-fpm rule (its other events, the master's
+//!   and the workers' startup, belong to no request), every other tree
+//!   that runs PHP by the php-cli rule (a tree whose exec strace does not
+//!   show must have touched PHP paths), and what is left (other programs)
+//!   belongs to no request: [`RequestMode::Mixed`].
 //! - **Neither.** Without FastCGI boundaries and without sign of PHP (an
 //!   `execve` of a `php*` binary, a `*.php` path or a `php.ini`), the whole
 //!   trace is one request, and [`Requests::note`] says so.
@@ -37,7 +44,7 @@
 
 use crate::event::{Event, FastHash, Flags, Interner, Kind, PathId, Ret};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// How the trace was split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -49,6 +56,16 @@ pub enum RequestMode {
     Cli,
     /// Neither recognised: the whole trace is one request.
     Whole,
+    /// php-fpm workers and php-cli processes in one trace (a pool and its
+    /// cron jobs): each kind split by its own rule.
+    Mixed,
+}
+
+/// php-cli requests made, and process trees left out (running another
+/// program).
+struct CliCount {
+    requests: usize,
+    non_php: usize,
 }
 
 /// `Mode` is the short name used in docs.
@@ -626,6 +643,80 @@ impl Splitter {
         self.events
     }
 
+    /// php-cli requests: one per process tree whose root passes `take`
+    /// and that runs PHP (by the exec'd binary when strace shows it, else
+    /// by the PHP paths the tree touched; a tree with no exec seen counts
+    /// as PHP in a php-cli trace, and only with PHP paths when
+    /// `need_php_paths`, as beside a pool). Returns the counts and the
+    /// events of trees left out.
+    fn cli_requests(
+        &self,
+        root_of: &dyn Fn(u32) -> u32,
+        take: impl Fn(u32) -> bool,
+        need_php_paths: bool,
+        unit_request: &mut [Option<u32>],
+        reqs: &mut Vec<RequestInfo>,
+    ) -> (CliCount, u64) {
+        let mut root_req: HashMap<u32, u32> = HashMap::new();
+        // Process groups that touched PHP paths.
+        let mut php_roots: HashSet<u32> = HashSet::new();
+        for (&pid, &i) in &self.pid_index {
+            if self.pids[i].php {
+                php_roots.insert(root_of(pid));
+            }
+        }
+        let mut non_php: HashSet<u32> = HashSet::new();
+        let mut other_events = 0u64;
+        let first = reqs.len();
+        // Units in first-event order so requests come out stable.
+        let mut order: Vec<usize> = (0..self.units.len())
+            .filter(|&i| self.units[i].events > 0 && unit_request[i].is_none())
+            .collect();
+        order.sort_by_key(|&i| self.units[i].first_event);
+        for i in order {
+            let u = &self.units[i];
+            let root = root_of(u.pid);
+            if !take(root) {
+                continue;
+            }
+            let exec = self.pid_index.get(&root).and_then(|&i| self.pids[i].exec);
+            let runs_php = match exec {
+                Some(Some(php)) => php,
+                Some(None) => php_roots.contains(&root),
+                None => !need_php_paths || php_roots.contains(&root),
+            };
+            if !runs_php {
+                non_php.insert(root);
+                other_events += u.events;
+                continue;
+            }
+            let r = *root_req.entry(root).or_insert_with(|| {
+                reqs.push(RequestInfo {
+                    pid: root,
+                    start_us: None,
+                    end_us: None,
+                    kind: RequestKind::CliProcess,
+                    events: 0,
+                    first_event: u.first_event,
+                });
+                reqs.len() as u32 - 1
+            });
+            let ri = &mut reqs[r as usize];
+            ri.events += u.events;
+            ri.first_event = ri.first_event.min(u.first_event);
+            ri.start_us = min_opt(ri.start_us, u.start_us);
+            ri.end_us = max_opt(ri.end_us, u.end_us);
+            unit_request[i] = Some(r);
+        }
+        (
+            CliCount {
+                requests: reqs.len() - first,
+                non_php: non_php.len(),
+            },
+            other_events,
+        )
+    }
+
     /// Decides the mode and maps units to requests.
     pub fn finish(self) -> Plan {
         let mut unit_request: Vec<Option<u32>> = vec![None; self.units.len()];
@@ -636,8 +727,29 @@ impl Splitter {
             .any(|u| matches!(u.start, Start::Accept | Start::HeaderRead));
         let mode;
         let note;
+        // Process trees: the root of each pid (creation order guarantees no
+        // cycle except through bad input, so the walk is bounded).
+        let root_of = |mut p: u32| -> u32 {
+            for _ in 0..64 {
+                match self.pid_index.get(&p).and_then(|&i| self.pids[i].parent) {
+                    Some(q) if q != p => p = q,
+                    _ => break,
+                }
+            }
+            p
+        };
         if fpm {
-            mode = RequestMode::Fpm;
+            // A tree holding a worker (a pid with a request boundary) is a
+            // pool: its other events (master, startup, idle) belong to no
+            // request. Every other tree that runs PHP is a php-cli run on
+            // the same machine (a cron job, a deploy script, a lab block's
+            // cli runs): one request each, as in a php-cli trace.
+            let mut pools: HashSet<u32> = HashSet::new();
+            for (&pid, &i) in &self.pid_index {
+                if self.pids[i].boundaries > 0 {
+                    pools.insert(root_of(pid));
+                }
+            }
             let mut head_events = 0u64;
             let mut workers = 0usize;
             for st in &self.pids {
@@ -647,7 +759,9 @@ impl Splitter {
             }
             for (i, u) in self.units.iter().enumerate() {
                 if matches!(u.start, Start::Head | Start::Idle) || u.events == 0 {
-                    head_events += u.events;
+                    if pools.contains(&root_of(u.pid)) {
+                        head_events += u.events;
+                    }
                     continue;
                 }
                 unit_request[i] = Some(reqs.len() as u32);
@@ -664,77 +778,41 @@ impl Splitter {
                     first_event: u.first_event,
                 });
             }
-            note = format!(
-                "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
-                plural(reqs.len(), "request"),
-                plural(workers, "worker"),
-                head_events
+            let fpm_requests = reqs.len();
+            let (cli, other) = self.cli_requests(
+                &root_of,
+                |root| !pools.contains(&root),
+                true,
+                &mut unit_request,
+                &mut reqs,
             );
+            if cli.requests == 0 {
+                mode = RequestMode::Fpm;
+                note = format!(
+                    "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
+                    plural(fpm_requests, "request"),
+                    plural(workers, "worker"),
+                    head_events + other
+                );
+            } else {
+                mode = RequestMode::Mixed;
+                note = format!(
+                    "php-fpm and php-cli: {} in {}, one per FastCGI connection, and {}, one per PHP process; {} events outside requests (master, worker startup, idle at exit, {} running another program)",
+                    plural(fpm_requests, "request"),
+                    plural(workers, "worker"),
+                    plural(cli.requests, "php-cli request"),
+                    head_events + other,
+                    plural(cli.non_php, "process"),
+                );
+            }
         } else if self.php_evidence {
             mode = RequestMode::Cli;
-            // Root of each pid: follow parents (creation order guarantees no
-            // cycle except through bad input, so bound the walk).
-            let root_of = |mut p: u32| -> u32 {
-                for _ in 0..64 {
-                    match self.pid_index.get(&p).and_then(|&i| self.pids[i].parent) {
-                        Some(q) if q != p => p = q,
-                        _ => break,
-                    }
-                }
-                p
-            };
-            let mut root_req: HashMap<u32, u32> = HashMap::new();
-            // Process groups that touched PHP paths.
-            let mut php_roots: HashMap<u32, bool> = HashMap::new();
-            for (&pid, &i) in &self.pid_index {
-                if self.pids[i].php {
-                    php_roots.insert(root_of(pid), true);
-                }
-            }
-            let mut non_php = 0usize;
-            // Units in first-event order so requests come out stable.
-            let mut order: Vec<usize> = (0..self.units.len())
-                .filter(|&i| self.units[i].events > 0)
-                .collect();
-            order.sort_by_key(|&i| self.units[i].first_event);
-            for i in order {
-                let u = &self.units[i];
-                let root = root_of(u.pid);
-                let exec = self.pid_index.get(&root).and_then(|&i| self.pids[i].exec);
-                // A process that exec'd another program is a request only
-                // if it runs PHP: by the exec'd path when strace shows it,
-                // else by the PHP paths it touched.
-                let runs_php = match exec {
-                    Some(Some(php)) => php,
-                    Some(None) => php_roots.contains_key(&root),
-                    None => true,
-                };
-                if !runs_php {
-                    non_php += 1;
-                    continue;
-                }
-                let r = *root_req.entry(root).or_insert_with(|| {
-                    reqs.push(RequestInfo {
-                        pid: root,
-                        start_us: None,
-                        end_us: None,
-                        kind: RequestKind::CliProcess,
-                        events: 0,
-                        first_event: u.first_event,
-                    });
-                    reqs.len() as u32 - 1
-                });
-                let ri = &mut reqs[r as usize];
-                ri.events += u.events;
-                ri.first_event = ri.first_event.min(u.first_event);
-                ri.start_us = min_opt(ri.start_us, u.start_us);
-                ri.end_us = max_opt(ri.end_us, u.end_us);
-                unit_request[i] = Some(r);
-            }
+            let (cli, _) =
+                self.cli_requests(&root_of, |_| true, false, &mut unit_request, &mut reqs);
             note = format!(
                 "php-cli: {}, one per PHP process (with its children that do not exec); {} processes running another program left out",
-                plural(reqs.len(), "request"),
-                non_php
+                plural(cli.requests, "request"),
+                cli.non_php
             );
         } else {
             mode = RequestMode::Whole;

@@ -33,7 +33,7 @@ use crate::workload::{
     Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
-use statstorm_trace::request::{RequestMode, Requests};
+use statstorm_trace::request::{RequestKind, Requests};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -1449,6 +1449,11 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
     w
 }
 
+/// A request served by a php-fpm worker (by accept or FastCGI header read).
+fn is_fpm(k: RequestKind) -> bool {
+    matches!(k, RequestKind::FpmAccept | RequestKind::FpmHeaderRead)
+}
+
 /// A php-fpm worker went through OPcache's file cache for the same script
 /// in two of its requests: no shared memory kept it (R67,
 /// `opcache.file_cache_only=1`).
@@ -1480,8 +1485,8 @@ fn lift_requests(
         Some((seen, by_req)) => (Some(seen), by_req),
         None => (None, Vec::new()),
     };
-    let cli = requests.mode == RequestMode::Cli;
-    let fpm = requests.mode == RequestMode::Fpm;
+    // per request in a mixed trace; `fpm`: the trace holds a pool
+    let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut short_walks = 0u32;
     let mut links: BTreeMap<String, String> = BTreeMap::new();
@@ -1495,7 +1500,14 @@ fn lift_requests(
             .unwrap_or(0);
         let seen = seen_by_pid.entry(r.pid).or_default();
         let wb = walked_by_pid.entry(r.pid).or_default();
-        let (lifted, b, l) = lift_request(ops, start, fpm, cli, seen, wb);
+        let (lifted, b, l) = lift_request(
+            ops,
+            start,
+            is_fpm(r.kind),
+            r.kind == RequestKind::CliProcess,
+            seen,
+            wb,
+        );
         links.extend(l);
         for (k, v) in b.basedirs {
             *basedirs.entry(k).or_default() += v;
@@ -1506,7 +1518,7 @@ fn lift_requests(
             request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
             start_us: start,
             end_us: r.end_us.unwrap_or(start),
-            cli,
+            cli: r.kind == RequestKind::CliProcess,
             script: script_of(&lifted),
             from_template: false,
             ops: lifted,

@@ -2,6 +2,7 @@
 //! capture of the same application (`statstorm predict --reference`).
 
 use super::*;
+use statstorm_trace::request::RequestMode;
 use std::borrow::Cow;
 
 /// Why a reference capture cannot complete a capture.

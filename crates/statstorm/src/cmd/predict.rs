@@ -196,12 +196,27 @@ struct RequestOut {
     from_reference: bool,
     before: Side,
     after: Side,
+    /// What the capture recorded for this request: its own calls, and the
+    /// RPCs the NFS model gives for them under the recorded options (the
+    /// reference the modelled "before" is checked against).
+    recorded: Side,
 }
 
 #[derive(Serialize)]
 struct Totals {
     before: Side,
     after: Side,
+    recorded: Side,
+}
+
+/// A process's calls outside any request (pool master, worker startup,
+/// other programs): they reach the NFS model on both sides unchanged.
+#[derive(Serialize)]
+struct BackgroundOut {
+    pid: u32,
+    start: f64,
+    end: f64,
+    recorded: Side,
 }
 
 #[derive(Serialize)]
@@ -231,6 +246,10 @@ struct Report {
     notes: Vec<String>,
     requests: Vec<RequestOut>,
     totals: Totals,
+    /// Activity outside PHP requests, per process.
+    background: Vec<BackgroundOut>,
+    /// The modelled "before" against the recorded calls, per request.
+    before_check: statstorm_engine::check::BeforeCheck,
     /// The NFS model's inputs (present with NFS flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     nfs: Option<NfsOut>,
@@ -417,6 +436,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     stages.stage("splitting requests");
     let split = split_requests(&trace.events, &trace.strings);
+    let rec = statstorm_engine::capture::Recorded::of(&trace, &split);
     // lift (completed from the reference capture, if any)
     stages.stage("lifting to PHP operations");
     let mut reference = None;
@@ -515,18 +535,29 @@ pub fn run(args: Args) -> Result<i32> {
     let rpcs = nfs.as_ref().map(|n| {
         stages.stage("NFS client model");
         notes.extend(n.notes.iter().cloned());
-        let before: Vec<&[statstorm_trace::op::Op]> =
-            preds.iter().map(|p| p.before.as_slice()).collect();
-        let after: Vec<&[statstorm_trace::op::Op]> =
-            preds.iter().map(|p| p.after.as_slice()).collect();
-        let (b, a) = n.predict(&before, &after);
-        // the order `build` uses for the requests
+        // every side replays the background activity too, in time order
+        let bg: Vec<&[statstorm_trace::op::Op]> =
+            rec.background.iter().map(|b| b.ops.as_slice()).collect();
+        let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
+            let groups: Vec<&[statstorm_trace::op::Op]> =
+                reqs.into_iter().chain(bg.iter().copied()).collect();
+            n.replay(&groups, proposed)
+        };
+        let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
+        let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
+        let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
+        // the order `build` uses for the requests; background after them
         let mut order: Vec<usize> = (0..preds.len()).collect();
         order.sort_by_key(|&i| (preds[i].start_us, i));
-        (
-            order.iter().map(|&i| b[i]).collect::<Vec<_>>(),
-            order.iter().map(|&i| a[i]).collect::<Vec<_>>(),
-        )
+        let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
+            order.iter().map(|&i| v[i]).collect()
+        };
+        NfsRpcs {
+            before: pick(&b),
+            after: pick(&a),
+            recorded: pick(&r),
+            background: r[preds.len()..].to_vec(),
+        }
     });
     let lat = match &nfs {
         Some(n) => {
@@ -550,6 +581,7 @@ pub fn run(args: Args) -> Result<i32> {
         source,
         proposed,
         preds,
+        &rec,
         &from_reference,
         notes,
     );
@@ -568,8 +600,8 @@ pub fn run(args: Args) -> Result<i32> {
         unmatched_requests: used.unmatched.len(),
         no_reference_requests: used.no_reference.len(),
     });
-    if let (Some(n), Some((b, a))) = (&nfs, &rpcs) {
-        attach_rpcs(&mut report, n, b, a);
+    if let (Some(n), Some(r)) = (&nfs, &rpcs) {
+        attach_rpcs(&mut report, n, r);
     }
     match lat {
         Some(c) => latency::attach(&mut report, &starts, c),
@@ -589,6 +621,7 @@ fn build(
     source: String,
     proposed: PhpConfig,
     preds: Vec<RequestPrediction>,
+    rec: &statstorm_engine::capture::Recorded,
     from_reference: &[bool],
     notes: Vec<String>,
 ) -> Report {
@@ -597,6 +630,7 @@ fn build(
     let mut totals = Totals {
         before: Side::default(),
         after: Side::default(),
+        recorded: Side::default(),
     };
     let mut requests = Vec::new();
     for i in order {
@@ -610,11 +644,27 @@ fn build(
             from_reference: from_reference.get(i).copied().unwrap_or(false),
             before: Side::of(&p.before),
             after: Side::of(&p.after),
+            recorded: rec
+                .requests
+                .get(i)
+                .map_or_else(Side::default, |o| Side::of(o)),
         };
         totals.before.add(&r.before);
         totals.after.add(&r.after);
+        totals.recorded.add(&r.recorded);
         requests.push(r);
     }
+    let before_check = statstorm_engine::check::before_vs_recorded(
+        &requests
+            .iter()
+            .map(|r| &r.before.by_syscall)
+            .collect::<Vec<_>>(),
+        &requests
+            .iter()
+            .map(|r| &r.recorded.by_syscall)
+            .collect::<Vec<_>>(),
+        CHECKED,
+    );
     let changes = recorded
         .diff(&proposed)
         .into_iter()
@@ -641,6 +691,17 @@ fn build(
         notes,
         requests,
         totals,
+        before_check,
+        background: rec
+            .background
+            .iter()
+            .map(|b| BackgroundOut {
+                pid: b.pid,
+                start: secs(b.start_us),
+                end: secs(b.end_us),
+                recorded: Side::of(&b.ops),
+            })
+            .collect(),
         nfs: None,
         latency: None,
         reference: None,
@@ -648,24 +709,34 @@ fn build(
     }
 }
 
-/// Adds the NFS RPC counts to the requests of `r`; `before`/`after` are
-/// in the order `build` put the requests in (by start, then index).
-fn attach_rpcs(
-    r: &mut Report,
-    n: &statstorm_nfs::NfsSetup,
-    before: &[statstorm_nfs::RpcCounts],
-    after: &[statstorm_nfs::RpcCounts],
-) {
+/// RPCs per request (in the order `build` put the requests in: by start,
+/// then index) on each side, and per background process.
+struct NfsRpcs {
+    before: Vec<statstorm_nfs::RpcCounts>,
+    after: Vec<statstorm_nfs::RpcCounts>,
+    recorded: Vec<statstorm_nfs::RpcCounts>,
+    background: Vec<statstorm_nfs::RpcCounts>,
+}
+
+/// Adds the NFS RPC counts to the requests and background rows of `r`.
+fn attach_rpcs(r: &mut Report, n: &statstorm_nfs::NfsSetup, c: &NfsRpcs) {
     let mut tb = statstorm_nfs::RpcCounts::default();
     let mut ta = statstorm_nfs::RpcCounts::default();
-    for (q, (b, a)) in r.requests.iter_mut().zip(before.iter().zip(after)) {
-        q.before.rpc = Some(statstorm_nfs::rpc_map(b));
-        q.after.rpc = Some(statstorm_nfs::rpc_map(a));
-        tb.merge(b);
-        ta.merge(a);
+    let mut tr = statstorm_nfs::RpcCounts::default();
+    for (i, q) in r.requests.iter_mut().enumerate() {
+        q.before.rpc = Some(statstorm_nfs::rpc_map(&c.before[i]));
+        q.after.rpc = Some(statstorm_nfs::rpc_map(&c.after[i]));
+        q.recorded.rpc = Some(statstorm_nfs::rpc_map(&c.recorded[i]));
+        tb.merge(&c.before[i]);
+        ta.merge(&c.after[i]);
+        tr.merge(&c.recorded[i]);
+    }
+    for (b, rpc) in r.background.iter_mut().zip(&c.background) {
+        b.recorded.rpc = Some(statstorm_nfs::rpc_map(rpc));
     }
     r.totals.before.rpc = Some(statstorm_nfs::rpc_map(&tb));
     r.totals.after.rpc = Some(statstorm_nfs::rpc_map(&ta));
+    r.totals.recorded.rpc = Some(statstorm_nfs::rpc_map(&tr));
     r.nfs = Some(NfsOut {
         nfs_root: n.params.nfs_root.clone(),
         recorded_mount: n.recorded.render(),
@@ -703,6 +774,7 @@ fn render(args: &Args, r: &Report) -> Result<()> {
             for n in &r.notes {
                 writeln!(out, "note: {n}")?;
             }
+            check_warning(&mut out, &r.before_check)?;
             let short = |k: &'static str| -> &'static str {
                 match k {
                     "newfstatat" => "stat",
@@ -736,6 +808,38 @@ fn render(args: &Args, r: &Report) -> Result<()> {
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// The warning of a modelled "before" that does not give back the capture.
+fn check_warning(out: &mut impl Write, c: &statstorm_engine::check::BeforeCheck) -> Result<()> {
+    if c.requests_beyond == 0 {
+        return Ok(());
+    }
+    let gaps: Vec<String> = c
+        .gaps
+        .iter()
+        .map(|g| {
+            format!(
+                "#{} {} {} modelled, {} recorded",
+                g.request, g.syscall, g.modelled, g.recorded
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "warning: the modelled \"before\" of {} of {} requests differs from the recorded calls by more than max({}%, {}) ({}); the recorded settings are likely wrong: check {}",
+        c.requests_beyond,
+        c.requests,
+        statstorm_engine::check::TOL_PCT,
+        statstorm_engine::check::TOL_ABS,
+        gaps.join("; "),
+        if c.suspects.is_empty() {
+            "the stated settings".to_string()
+        } else {
+            c.suspects.join(", ")
+        }
+    )?;
     Ok(())
 }
 

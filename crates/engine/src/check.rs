@@ -1,0 +1,165 @@
+//! The modelled "before" checked against what was recorded: lowering the
+//! lifted requests under the recorded settings must give back the
+//! capture's own calls. A gap means a recorded setting is wrong (stated
+//! wrongly, or inferred from too little), and every prediction built on it
+//! is off by as much.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Per syscall: |modelled - recorded| <= max(`TOL_PCT` % of recorded,
+/// `TOL_ABS`) is a match.
+pub const TOL_PCT: f64 = 5.0;
+/// See [`TOL_PCT`].
+pub const TOL_ABS: u64 = 2;
+
+/// One request's syscall count that missed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gap {
+    /// Index of the request in the report's order.
+    pub request: usize,
+    pub syscall: String,
+    pub modelled: u64,
+    pub recorded: u64,
+}
+
+/// The outcome of the check over all requests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BeforeCheck {
+    pub requests: usize,
+    /// Requests with at least one syscall beyond the tolerance.
+    pub requests_beyond: usize,
+    /// The largest gap of each request beyond the tolerance, largest first
+    /// (at most [`MAX_GAPS`]).
+    pub gaps: Vec<Gap>,
+    /// Settings that change the calls that missed, most likely first.
+    pub suspects: Vec<&'static str>,
+}
+
+/// Gaps listed in [`BeforeCheck::gaps`].
+pub const MAX_GAPS: usize = 5;
+
+/// Settings of the PHP model that change each syscall's count (the rules
+/// of docs/php-model.md: the realpath cache and open_basedir change the
+/// lstat walks, OPcache's validation the stats of scripts, OPcache itself
+/// the opens and reads of compiles).
+fn suspects_of(syscall: &str) -> &'static [&'static str] {
+    match syscall {
+        "newfstatat" | "lstat" | "stat" | "fstat" | "statx" => &[
+            "realpath_cache_size",
+            "realpath_cache_ttl",
+            "open_basedir",
+            "opcache.validate_timestamps",
+            "opcache.revalidate_freq",
+        ],
+        "openat" | "read" => &["opcache.enable", "opcache.enable_cli", "opcache.file_cache"],
+        "readlink" => &["realpath_cache_size", "open_basedir"],
+        "access" => &["opcache.enable", "open_basedir"],
+        _ => &[],
+    }
+}
+
+fn within(modelled: u64, recorded: u64) -> bool {
+    let tol = ((recorded as f64 * TOL_PCT / 100.0).floor() as u64).max(TOL_ABS);
+    modelled.abs_diff(recorded) <= tol
+}
+
+/// Checks each request's modelled counts against its recorded ones, for
+/// the syscalls in `syscalls`.
+pub fn before_vs_recorded(
+    modelled: &[&BTreeMap<String, u64>],
+    recorded: &[&BTreeMap<String, u64>],
+    syscalls: &[&str],
+) -> BeforeCheck {
+    let mut c = BeforeCheck {
+        requests: modelled.len().min(recorded.len()),
+        ..BeforeCheck::default()
+    };
+    // in the order first named (the tables list the likeliest first)
+    let mut weight: Vec<(&'static str, u64)> = Vec::new();
+    let mut gaps = Vec::new();
+    for (i, (m, r)) in modelled.iter().zip(recorded).enumerate() {
+        let mut worst: Option<Gap> = None;
+        for &k in syscalls {
+            let (mv, rv) = (
+                m.get(k).copied().unwrap_or(0),
+                r.get(k).copied().unwrap_or(0),
+            );
+            if within(mv, rv) {
+                continue;
+            }
+            for &s in suspects_of(k) {
+                match weight.iter_mut().find(|(n, _)| *n == s) {
+                    Some((_, w)) => *w += mv.abs_diff(rv),
+                    None => weight.push((s, mv.abs_diff(rv))),
+                }
+            }
+            if worst
+                .as_ref()
+                .is_none_or(|g| g.modelled.abs_diff(g.recorded) < mv.abs_diff(rv))
+            {
+                worst = Some(Gap {
+                    request: i,
+                    syscall: k.to_string(),
+                    modelled: mv,
+                    recorded: rv,
+                });
+            }
+        }
+        if let Some(g) = worst {
+            c.requests_beyond += 1;
+            gaps.push(g);
+        }
+    }
+    gaps.sort_by_key(|g| {
+        (
+            std::cmp::Reverse(g.modelled.abs_diff(g.recorded)),
+            g.request,
+        )
+    });
+    gaps.truncate(MAX_GAPS);
+    c.gaps = gaps;
+    weight.sort_by_key(|&(_, w)| std::cmp::Reverse(w));
+    c.suspects = weight.into_iter().map(|(k, _)| k).collect();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(v: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        v.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn gaps_beyond_the_tolerance_are_reported_with_suspects() {
+        let before = [m(&[("newfstatat", 25_002)]), m(&[("newfstatat", 101)])];
+        let rec = [m(&[("newfstatat", 16_689)]), m(&[("newfstatat", 100)])];
+        let c = before_vs_recorded(
+            &before.iter().collect::<Vec<_>>(),
+            &rec.iter().collect::<Vec<_>>(),
+            &["newfstatat", "openat"],
+        );
+        assert_eq!(c.requests, 2);
+        assert_eq!(c.requests_beyond, 1);
+        assert_eq!(
+            c.gaps,
+            vec![Gap {
+                request: 0,
+                syscall: "newfstatat".into(),
+                modelled: 25_002,
+                recorded: 16_689
+            }]
+        );
+        assert_eq!(c.suspects[0], "realpath_cache_size");
+        assert!(c.suspects.contains(&"open_basedir"));
+    }
+
+    #[test]
+    fn the_tolerance_is_five_percent_or_two() {
+        assert!(within(105, 100) && !within(106, 100));
+        assert!(within(1050, 1000) && !within(1051, 1000));
+        assert!(within(0, 2) && !within(3, 0));
+    }
+}
