@@ -265,6 +265,58 @@ pub enum MountError {
     Contradictory { first: String, second: String },
     #[error("/proc/mounts line {line}: {why}")]
     BadMountsLine { line: String, why: &'static str },
+    #[error("unknown mount option '{option}'{}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default())]
+    Unknown {
+        option: String,
+        suggestion: Option<&'static str>,
+    },
+}
+
+/// The options [`MountOptions::parse`] models (each changes what the client
+/// does in the model).
+pub const MODELLED: &[&str] = &[
+    "ac",
+    "accesscheck",
+    "acdirmax",
+    "acdirmin",
+    "acregmax",
+    "acregmin",
+    "actimeo",
+    "atime",
+    "cto",
+    "diratime",
+    "hard",
+    "lookupcache",
+    "nconnect",
+    "nfsvers",
+    "noac",
+    "noaccesscheck",
+    "noatime",
+    "nocto",
+    "nodiratime",
+    "relatime",
+    "retrans",
+    "rsize",
+    "sec",
+    "sloppycto",
+    "soft",
+    "strictatime",
+    "timeo",
+    "vers",
+    "wsize",
+];
+
+/// The known option nearest to `option` by edit distance (at most a third
+/// of its length, and at least 1 edit allowed), for "did you mean".
+pub fn suggest(option: &str) -> Option<&'static str> {
+    let limit = (option.len() / 3).max(1);
+    MODELLED
+        .iter()
+        .chain(PASSTHROUGH)
+        .map(|k| (strsim::damerau_levenshtein(option, k), *k))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, k)| k)
 }
 
 /// One line of `/proc/mounts`.
@@ -534,6 +586,21 @@ impl MountOptions {
         Ok(o)
     }
 
+    /// [`MountOptions::parse`] for options a person typed: an option the
+    /// parser does not know is an error naming the nearest known one (a
+    /// `/proc/mounts` line, written by the kernel, may carry options newer
+    /// than the model; typed ones are far more often misspelled).
+    pub fn parse_strict(s: &str) -> Result<MountOptions, MountError> {
+        let o = MountOptions::parse(s)?;
+        match o.unknown.first() {
+            Some((k, _)) => Err(MountError::Unknown {
+                option: k.clone(),
+                suggestion: suggest(k),
+            }),
+            None => Ok(o),
+        }
+    }
+
     /// Parses one `/proc/mounts` (or fstab) line:
     /// `source target fstype options [dump pass]`.
     pub fn parse_mounts_line(line: &str) -> Result<MountEntry, MountError> {
@@ -778,6 +845,27 @@ impl std::str::FromStr for MountOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_options_must_be_known_and_typos_get_a_suggestion() {
+        let e = MountOptions::parse_strict("actime=3600").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown mount option 'actime' (did you mean actimeo?)"
+        );
+        let e = MountOptions::parse_strict("foo=bar,nocto").unwrap_err();
+        assert!(
+            matches!(e, MountError::Unknown { ref option, suggestion: None } if option == "foo"),
+            "{e:?}"
+        );
+        // a /proc/mounts line's options, passthrough ones included, pass
+        MountOptions::parse_strict(
+            "rw,relatime,vers=3,rsize=262144,wsize=262144,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=127.0.0.1,mountvers=3,mountport=47314,mountproto=udp,local_lock=none,addr=127.0.0.1",
+        )
+        .unwrap();
+        // the lenient parse keeps unknown options for the report
+        assert_eq!(MountOptions::parse("actime=3600").unwrap().unknown.len(), 1);
+    }
 
     const LAB_V3: &str = "rw,relatime,vers=3,rsize=262144,wsize=262144,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=127.0.0.1,mountvers=3,mountport=47314,mountproto=udp,local_lock=none,addr=127.0.0.1";
 

@@ -117,7 +117,7 @@ impl NfsSetup {
             ));
         }
         if let Some(o) = &f.from_mount {
-            let o = MountOptions::parse(o).map_err(|e| format!("--from-mount: {e}"))?;
+            let o = MountOptions::parse_strict(o).map_err(|e| format!("--from-mount: {e}"))?;
             recorded = Some(match recorded {
                 Some(r) => r.overlay(&o),
                 None => o,
@@ -136,9 +136,15 @@ impl NfsSetup {
         let root = root.ok_or_else(|| {
             "which paths are on NFS? give --nfs-root PATH (or --mounts FILE)".to_string()
         })?;
+        if !ops.is_empty() && !ops.iter().any(|o| under(&o.path, &root)) {
+            return Err(format!(
+                "no traced path is under the NFS root {root}; the traced paths are under {}",
+                prefixes(ops).join(", ")
+            ));
+        }
         let proposed = match &f.mount {
             Some(o) => {
-                let o = MountOptions::parse(o).map_err(|e| format!("--mount: {e}"))?;
+                let o = MountOptions::parse_strict(o).map_err(|e| format!("--mount: {e}"))?;
                 recorded.overlay(&o)
             }
             None => recorded.clone(),
@@ -231,6 +237,35 @@ impl NfsSetup {
             Vec::new()
         }
     }
+}
+
+/// `path` is `root` or inside it.
+fn under(path: &str, root: &str) -> bool {
+    root == "/"
+        || path
+            .strip_prefix(root)
+            .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+}
+
+/// The busiest directories two levels deep of the ops' absolute paths
+/// (at most 8, busiest first), to show where a wrong root should point.
+fn prefixes(ops: &[&Op]) -> Vec<String> {
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    for o in ops.iter().filter(|o| o.path.starts_with('/')) {
+        let p: String = o
+            .path
+            .split('/')
+            .skip(1)
+            .take(2)
+            .fold(String::new(), |acc, c| acc + "/" + c);
+        *n.entry(p).or_default() += 1;
+    }
+    let mut v: Vec<(String, usize)> = n.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.into_iter()
+        .take(8)
+        .map(|(p, c)| format!("{p} ({c} calls)"))
+        .collect()
 }
 
 /// Reads a `/proc/mounts` copy and returns its NFS entries.

@@ -108,6 +108,44 @@ pub enum ConfigError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{origin}: unknown setting {key:?}{}: the model uses {}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default(), KEYS.join(", "))]
+    Unknown {
+        origin: String,
+        key: String,
+        suggestion: Option<&'static str>,
+    },
+}
+
+/// Every setting the model uses ([`PhpConfig::set`] knows each).
+pub const KEYS: &[&str] = &[
+    "opcache.enable",
+    "opcache.enable_cli",
+    "opcache.validate_timestamps",
+    "opcache.revalidate_freq",
+    "opcache.revalidate_path",
+    "opcache.max_accelerated_files",
+    "opcache.file_update_protection",
+    "opcache.enable_file_override",
+    "opcache.validate_permission",
+    "opcache.file_cache",
+    "opcache.file_cache_only",
+    "realpath_cache_size",
+    "realpath_cache_ttl",
+    "open_basedir",
+    "include_path",
+    "user_ini.filename",
+    "user_ini.cache_ttl",
+];
+
+/// The setting of [`KEYS`] nearest to `key` by edit distance (at most a
+/// third of its length), for "did you mean".
+pub fn suggest(key: &str) -> Option<&'static str> {
+    let limit = (key.len() / 3).max(1);
+    KEYS.iter()
+        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map(|(_, k)| k)
 }
 
 impl Default for PhpConfig {
@@ -219,9 +257,11 @@ impl PhpConfig {
         Ok(Some(()))
     }
 
-    /// Applies `key=value` settings; unknown keys are returned as notes.
+    /// Applies `key=value` settings a person typed (`--php`, `--from-php`):
+    /// a key the model does not use is an error with the nearest known one
+    /// (a php.ini, by contrast, holds many settings the model has no use
+    /// for). Returns no notes; the `Vec` keeps the callers' shape.
     pub fn apply_flags<S: AsRef<str>>(&mut self, flags: &[S]) -> Result<Vec<String>, ConfigError> {
-        let mut notes = Vec::new();
         for f in flags {
             let f = f.as_ref();
             let Some((k, v)) = f.split_once('=') else {
@@ -231,10 +271,14 @@ impl PhpConfig {
                 });
             };
             if self.set(k, v, &format!("setting {f:?}"))?.is_none() {
-                notes.push(format!("ignored unknown setting {:?}", k.trim()));
+                return Err(ConfigError::Unknown {
+                    origin: format!("setting {f:?}"),
+                    key: k.trim().to_string(),
+                    suggestion: suggest(k.trim()),
+                });
             }
         }
-        Ok(notes)
+        Ok(Vec::new())
     }
 
     /// Applies a php.ini text (`key = value`, `;` comments, `[sections]`).
@@ -406,6 +450,37 @@ fn read(path: &Path) -> Result<String, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_key_is_one_set_knows_and_typos_get_a_suggestion() {
+        for k in KEYS {
+            assert!(ty(k).is_some(), "{k}");
+        }
+        let mut c = PhpConfig::default();
+        let e = c.apply_flags(&["realpath_cache_sise=4M"]).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                ConfigError::Unknown { key, suggestion: Some("realpath_cache_size"), .. } if key == "realpath_cache_sise"
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().contains("did you mean realpath_cache_size?"),
+            "{e}"
+        );
+        let e = c.apply_flags(&["memory_limit=1G"]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ConfigError::Unknown {
+                    suggestion: None,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn defaults_are_php_82() {
