@@ -10,3 +10,4 @@
 pub mod analyze;
 pub mod capture;
 pub mod check;
+pub mod predict;

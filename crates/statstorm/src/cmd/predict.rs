@@ -1,29 +1,18 @@
 //! `statstorm predict TRACE... --php KEY=VALUE ... [--php-ini FILE]
 //! [--from-php K=V ...] [--from-php-ini FILE] [--from-php-info FILE]
 //! [--reference REFTRACE [--reference-php K=V ... | --reference-php-ini F]]
-//! [--format text|json]`
+//! [NFS flags] [simulator flags] [--format text|json]`
 //!
-//! Load traces -> lift (PHP operations per request; with `--reference`,
-//! completed from a short capture of the same application made with both
-//! caches off) -> lower under the recorded settings (before) and under the
-//! proposed ones (after) -> render per-request syscall counts side by side.
-//! The model lives in `statstorm-php` (docs/php-model.md).
+//! Glue: flags -> [`PredictOptions`] -> `statstorm_engine::predict` ->
+//! a renderer (`render::predict` for text, serde for JSON).
 //!
 //! Exit codes: 0 predicted; 2 bad arguments, unreadable input or a
 //! malformed setting.
 
-use anyhow::{bail, Context, Result};
-use serde::Serialize;
-use statstorm_php::lower::{count_by_syscall, CHECKED};
-use statstorm_php::{predict_workload_with, PhpConfig, RequestPrediction, Workload};
-use statstorm_trace::request::split_requests;
-use std::collections::BTreeMap;
+use anyhow::Result;
+use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions, SimOptions};
 use std::io::Write;
 use std::path::PathBuf;
-
-/// The latency columns (simulator flags, per-request TTFB).
-#[path = "predict_latency.rs"]
-mod latency;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -97,7 +86,7 @@ pub struct Args {
     pub nfs: Box<NfsArgs>,
     /// Simulator flags for the latency columns (with NFS flags).
     #[command(flatten)]
-    pub sim: Box<latency::SimArgs>,
+    pub sim: Box<SimArgs>,
 }
 
 /// The NFS flags of `predict`.
@@ -143,788 +132,92 @@ pub enum OnOff {
     Off,
 }
 
-/// One column group of a request (before or after). Later models add
-/// fields here (RPCs, latency).
-#[derive(Debug, Default, Serialize)]
-pub struct Side {
-    pub by_syscall: BTreeMap<String, u64>,
-    /// NFS RPCs by op as /proc/self/mountstats names them (with NFS flags).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rpc: Option<BTreeMap<String, u64>>,
-    /// Simulated TTFB of the request, ms (an estimate; with NFS flags).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_ms: Option<f64>,
+/// The simulator flags of `predict` (see `statstorm_sim::QuickParams`).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct SimArgs {
+    /// php-fpm workers (pm.max_children) for the latency simulation
+    /// [default: 50].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Synthetic Poisson arrivals at this many requests per second, the
+    /// trace's requests used in turn [default: the trace's own start times].
+    #[arg(long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// RPC slots: NFSv4.1+ session slots [default: 64], or the SunRPC slot
+    /// table on NFSv3/v4.0 [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub slots: Option<u32>,
+    /// Network round trip to the NFS server, ms [default: 0.5].
+    #[arg(long, value_name = "MS")]
+    pub rtt: Option<f64>,
+    /// Server time per RPC, ms, fixed [default: 0.5].
+    #[arg(long = "server-latency", value_name = "MS")]
+    pub server_latency: Option<f64>,
+    /// Server IOPS budget (token bucket; RPCs queue when it is empty)
+    /// [default: 0 = none].
+    #[arg(long, value_name = "N")]
+    pub iops: Option<f64>,
+    /// IOPS bucket size [default: one second of --iops].
+    #[arg(long, value_name = "N")]
+    pub burst: Option<f64>,
 }
 
-impl Side {
-    fn of(ops: &[statstorm_trace::op::Op]) -> Self {
-        Side {
-            by_syscall: count_by_syscall(ops),
-            rpc: None,
-            latency_ms: None,
+impl From<Args> for PredictOptions {
+    fn from(a: Args) -> Self {
+        let n = *a.nfs;
+        let s = *a.sim;
+        PredictOptions {
+            traces: a.traces,
+            php: a.php,
+            php_ini: a.php_ini,
+            call_latency: a.call_latency,
+            from_php: a.from_php,
+            from_php_ini: a.from_php_ini,
+            from_php_info: a.from_php_info,
+            reference: a.reference,
+            reference_php: a.reference_php,
+            reference_php_ini: a.reference_php_ini,
+            workload_out: a.workload_out,
+            nfs: NfsOptions {
+                from_mount: n.from_mount,
+                mounts: n.mounts,
+                mount: n.mount,
+                nfs_root: n.nfs_root,
+                delegations: n.delegations == OnOff::On,
+                server_change: n.server_change,
+                nfs_cache: match n.nfs_cache {
+                    NfsCache::Cold => EngineCache::Cold,
+                    NfsCache::Warm => EngineCache::Warm,
+                },
+            },
+            sim: SimOptions {
+                workers: s.workers,
+                rate: s.rate,
+                slots: s.slots,
+                rtt: s.rtt,
+                server_latency: s.server_latency,
+                iops: s.iops,
+                burst: s.burst,
+            },
         }
     }
-    fn add(&mut self, o: &Side) {
-        for (k, v) in &o.by_syscall {
-            *self.by_syscall.entry(k.clone()).or_default() += v;
-        }
-        if let Some(r) = &o.rpc {
-            let mine = self.rpc.get_or_insert_with(BTreeMap::new);
-            for (k, v) in r {
-                *mine.entry(k.clone()).or_default() += v;
-            }
-        }
-    }
-    fn get(&self, k: &str) -> u64 {
-        self.by_syscall.get(k).copied().unwrap_or(0)
-    }
-}
-
-#[derive(Serialize)]
-struct RequestOut {
-    pid: u32,
-    /// Epoch seconds (the trace's clock).
-    start: f64,
-    end: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    script: Option<String>,
-    /// Operations taken from a richer request of the same script.
-    from_template: bool,
-    /// Operations taken from a request of the reference capture (with
-    /// --reference).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    from_reference: bool,
-    before: Side,
-    after: Side,
-    /// What the capture recorded for this request: its own calls, and the
-    /// RPCs the NFS model gives for them under the recorded options (the
-    /// reference the modelled "before" is checked against).
-    recorded: Side,
-}
-
-#[derive(Serialize)]
-struct Totals {
-    before: Side,
-    after: Side,
-    recorded: Side,
-}
-
-/// A process's calls outside any request (pool master, worker startup,
-/// other programs): they reach the NFS model on both sides unchanged.
-#[derive(Serialize)]
-struct BackgroundOut {
-    pid: u32,
-    start: f64,
-    end: f64,
-    recorded: Side,
-}
-
-#[derive(Serialize)]
-struct Settings {
-    /// "given" (flags/files) or "inferred" (from the trace, over PHP's defaults).
-    source: String,
-    settings: BTreeMap<String, String>,
-}
-
-#[derive(Serialize)]
-struct Change {
-    key: String,
-    from: String,
-    to: String,
-}
-
-#[derive(Serialize)]
-struct Report {
-    schema: &'static str,
-    inputs: Vec<String>,
-    /// How requests were split (php-fpm, php-cli, whole trace).
-    split: String,
-    recorded: Settings,
-    proposed: Settings,
-    changes: Vec<Change>,
-    evidence: Vec<String>,
-    notes: Vec<String>,
-    requests: Vec<RequestOut>,
-    totals: Totals,
-    /// Activity outside PHP requests, per process.
-    background: Vec<BackgroundOut>,
-    /// The modelled "before" against the recorded calls, per request.
-    before_check: statstorm_engine::check::BeforeCheck,
-    /// The NFS model's inputs (present with NFS flags).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    nfs: Option<NfsOut>,
-    /// Simulated latency before/after (docs/simulator.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    latency: Option<latency::LatencyOut>,
-    /// The reference capture (with --reference).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reference: Option<ReferenceOut>,
-    /// Per syscall, the capture's median time per call and the proposed
-    /// one, µs (with --call-latency).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    call_latency_us: BTreeMap<String, LatencyPair>,
-}
-
-/// A kind of call's time: the capture's median (`-T`) and the proposed.
-#[derive(Serialize)]
-struct LatencyPair {
-    recorded: Option<u64>,
-    proposed: u64,
-}
-
-/// What the reference capture gave (`--reference`).
-#[derive(Serialize)]
-struct ReferenceOut {
-    files: Vec<String>,
-    /// Requests in the reference capture (not predicted).
-    requests: usize,
-    /// The reference showed every include and resolution.
-    complete: bool,
-    /// "inferred" (from the reference trace) or "given"
-    /// (--reference-php/--reference-php-ini).
-    complete_from: String,
-    /// TRACE showed every include itself: the reference was not used.
-    capture_complete: bool,
-    /// Requests of TRACE that took their PHP operations from the reference.
-    completed_requests: usize,
-    /// Requests of TRACE left as lifted: their script has reference
-    /// requests, but they made operations none of them showed.
-    unmatched_requests: usize,
-    /// Requests of TRACE left as lifted: no reference request ran their
-    /// script.
-    no_reference_requests: usize,
-}
-
-#[derive(Serialize)]
-struct NfsOut {
-    nfs_root: String,
-    recorded_mount: String,
-    proposed_mount: String,
-    delegations: bool,
-    kernel: String,
-}
-
-/// The recorded settings and where they came from.
-fn recorded_config(
-    args: &Args,
-    w: &Workload,
-    notes: &mut Vec<String>,
-) -> Result<(PhpConfig, String)> {
-    let given =
-        !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
-    if !given {
-        let (c, flags) = statstorm_php::predict::inferred_config(w)?;
-        let what = if flags.is_empty() {
-            "nothing; PHP 8.2 defaults assumed".to_string()
-        } else {
-            flags.join(" ")
-        };
-        notes.push(format!(
-            "recorded settings inferred from the trace: {what} (give --from-php/--from-php-ini/--from-php-info to state them)"
-        ));
-        return Ok((c, "inferred".into()));
-    }
-    let mut c = PhpConfig::default();
-    if let Some(p) = &args.from_php_info {
-        notes.extend(c.apply_php_info_file(p)?);
-    }
-    if let Some(p) = &args.from_php_ini {
-        notes.extend(c.apply_ini_file(p)?);
-    }
-    notes.extend(c.apply_flags(&args.from_php)?);
-    Ok((c, "given".into()))
-}
-
-/// Loads and lifts the reference capture; an error unless it is complete
-/// (by its own trace, or by the settings given for it: both caches off and
-/// nothing in the trace against it).
-fn reference_workload(args: &Args, notes: &mut Vec<String>) -> Result<(Workload, String)> {
-    let files = args
-        .reference
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let trace = statstorm_trace::read_paths(&args.reference)
-        .with_context(|| format!("reading the reference capture {files}"))?;
-    if trace.events.is_empty() {
-        bail!(
-            "no strace events in the reference capture {files} (expected `strace -f -ttt -T -y` output)"
-        );
-    }
-    let split = split_requests(&trace.events, &trace.strings);
-    let mut w = statstorm_php::lift(&trace, &split);
-    let given = !args.reference_php.is_empty() || args.reference_php_ini.is_some();
-    if w.evidence.complete {
-        return Ok((w, "inferred".into()));
-    }
-    if !given {
-        bail!(
-            "reference capture {files}: {} (its evidence: {})",
-            statstorm_php::ReferenceError::Incomplete,
-            w.evidence.notes.join("; ")
-        );
-    }
-    let mut c = PhpConfig::default();
-    if let Some(p) = &args.reference_php_ini {
-        notes.extend(c.apply_ini_file(p)?);
-    }
-    notes.extend(c.apply_flags(&args.reference_php)?);
-    let cli = w.requests.iter().any(|r| r.cli);
-    let realpath_off = c.realpath_cache_size == 0 || !c.open_basedir.is_empty();
-    let opcache_seen = w
-        .evidence
-        .inferred
-        .iter()
-        .any(|(k, v)| k == "opcache.enable" && v == "1");
-    if c.opcache_on(cli) || !realpath_off {
-        bail!(
-            "reference capture {files}: the settings given for it keep {} on, so caches hid part of its includes; record it with opcache.enable=0 and realpath_cache_size=0 (or open_basedir set)",
-            if c.opcache_on(cli) {
-                "OPcache"
-            } else {
-                "the realpath cache"
-            }
-        );
-    }
-    if opcache_seen {
-        bail!(
-            "reference capture {files}: the settings given for it say OPcache was off, but the trace shows OPcache timestamp validations (scripts stat()ed without being opened)"
-        );
-    }
-    notes.push(format!(
-        "reference capture {files}: complete by the settings given for it (OPcache off, {}); its trace alone did not show it",
-        if c.open_basedir.is_empty() {
-            "realpath_cache_size=0"
-        } else {
-            "open_basedir set"
-        }
-    ));
-    w.evidence.complete = true;
-    Ok((w, "given".into()))
-}
-
-fn settings_map(c: &PhpConfig) -> BTreeMap<String, String> {
-    c.to_pairs().into_iter().collect()
-}
-
-fn secs(us: i64) -> f64 {
-    us as f64 / 1e6
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    let format = args.format;
+    let opts = PredictOptions::from(args);
     let stages = crate::progress::Stages::new("predict");
-    // load
-    stages.stage("reading traces");
-    let trace = statstorm_trace::read_paths(&args.traces).context("reading traces")?;
-    if trace.events.is_empty() {
-        bail!(
-            "no strace events in {} (expected `strace -f -ttt -T -y` output)",
-            args.traces
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let mut notes = Vec::new();
-    if trace.skipped() > 0 {
-        notes.push(format!(
-            "{} input lines were not strace events and were skipped",
-            trace.skipped()
-        ));
-    }
-    stages.stage("splitting requests");
-    let split = split_requests(&trace.events, &trace.strings);
-    let rec = statstorm_engine::capture::Recorded::of(&trace, &split);
-    // lift (completed from the reference capture, if any)
-    stages.stage("lifting to PHP operations");
-    let mut reference = None;
-    let w = if args.reference.is_empty() {
-        statstorm_php::lift(&trace, &split)
-    } else {
-        let (rw, complete_from) = reference_workload(&args, &mut notes)?;
-        let (w, used) = statstorm_php::lift_with_reference(&trace, &split, &rw)
-            .map_err(|e| anyhow::anyhow!("reference capture: {e}"))?;
-        reference = Some((rw, complete_from, used));
-        w
-    };
-    if let Some(p) = &args.workload_out {
-        let f = std::fs::File::create(p).with_context(|| format!("writing {}", p.display()))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)?;
-    }
-    // settings
-    let (recorded, source) = recorded_config(&args, &w, &mut notes)?;
-    let mut proposed = recorded.clone();
-    if let Some(p) = &args.php_ini {
-        notes.extend(proposed.apply_ini_file(p)?);
-    }
-    notes.extend(proposed.apply_flags(&args.php)?);
-    // what a capture made with caches on cannot show: a lower bound, unless
-    // the reference completed every request
-    notes.extend(statstorm_php::predict::hidden_work_notes(
-        &w, &recorded, &proposed,
-    ));
-    if let Some((rw, _, used)) = &reference {
-        notes.push(statstorm_php::predict::reference_note(&w, rw, used));
-    }
-    notes.extend(statstorm_php::predict::file_cache_note(&w, &proposed));
-    notes.extend(statstorm_php::predict::opcache_off_note(
-        &w, &recorded, &proposed,
-    ));
-    // lower
-    stages.stage("lowering under both php.ini settings");
-    let latency = statstorm_php::predict::call_latencies_of(&args.call_latency)
-        .map_err(anyhow::Error::msg)?;
-    let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
-    for (k, &us) in &latency {
-        let name = k
-            .syscall_name(statstorm_trace::Flags::default())
-            .to_string();
-        call_latency_us.entry(name).or_insert(LatencyPair {
-            recorded: w.latency_us.get(k).copied(),
-            proposed: us,
-        });
-    }
-    if !call_latency_us.is_empty() {
-        let what: Vec<String> = call_latency_us
-            .iter()
-            .map(|(n, l)| match l.recorded {
-                Some(r) => format!("{n} {} us (capture: {r} us)", l.proposed),
-                None => format!("{n} {} us (the capture has no -T durations)", l.proposed),
-            })
-            .collect();
-        notes.push(format!(
-            "after: calls take {} each; every call moves the request's later operations by the difference, and a worker busy past its next request's arrival starts it late; OPcache's stores (compiles, renewed stamps) reach the other workers when their calls end (R64's race)",
-            what.join(", ")
-        ));
-    }
-    let preds = predict_workload_with(&w, &recorded, &proposed, &latency);
-    let completed: std::collections::HashSet<usize> = reference
-        .as_ref()
-        .map(|(_, _, u)| u.completed.iter().copied().collect())
-        .unwrap_or_default();
-    let templated = preds
-        .iter()
-        .enumerate()
-        .filter(|(i, p)| p.from_template && !completed.contains(i))
-        .count();
-    if templated > 0 {
-        let (who, its, they) = if templated == 1 {
-            ("1 request".to_string(), "its", "it is")
-        } else {
-            (format!("{templated} requests"), "their", "they are")
-        };
-        notes.push(format!(
-            "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
-        ));
-    }
-    // NFS: RPCs per request, before and after (statstorm-nfs)
-    let flags = statstorm_nfs::NfsFlags {
-        from_mount: args.nfs.from_mount.clone(),
-        mounts_file: args.nfs.mounts.clone(),
-        mount: args.nfs.mount.clone(),
-        nfs_root: args.nfs.nfs_root.clone(),
-        delegations: args.nfs.delegations == OnOff::On,
-        server_changes: args.nfs.server_change.clone(),
-        warm: args.nfs.nfs_cache == NfsCache::Warm,
-    };
-    let all_ops: Vec<&statstorm_trace::op::Op> =
-        preds.iter().flat_map(|p| p.before.iter()).collect();
-    let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(anyhow::Error::msg)?;
-    let rpcs = nfs.as_ref().map(|n| {
-        stages.stage("NFS client model");
-        notes.extend(n.notes.iter().cloned());
-        // every side replays the background activity too, in time order
-        let bg: Vec<&[statstorm_trace::op::Op]> =
-            rec.background.iter().map(|b| b.ops.as_slice()).collect();
-        let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
-            let groups: Vec<&[statstorm_trace::op::Op]> =
-                reqs.into_iter().chain(bg.iter().copied()).collect();
-            n.replay(&groups, proposed)
-        };
-        let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
-        let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
-        let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
-        // the order `build` uses for the requests; background after them
-        let mut order: Vec<usize> = (0..preds.len()).collect();
-        order.sort_by_key(|&i| (preds[i].start_us, i));
-        let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
-            order.iter().map(|&i| v[i]).collect()
-        };
-        NfsRpcs {
-            before: pick(&b),
-            after: pick(&a),
-            recorded: pick(&r),
-            background: r[preds.len()..].to_vec(),
-        }
-    });
-    let lat = match &nfs {
-        Some(n) => {
-            stages.stage("simulating latency");
-            Some(latency::compute(&args.sim, n, &trace, &split, &preds)?)
-        }
-        None => None,
-    };
-    let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
-    let mut from_reference = vec![false; preds.len()];
-    if let Some((_, _, used)) = &reference {
-        for &i in &used.completed {
-            from_reference[i] = true;
-        }
-    }
-    let mut report = build(
-        &args,
-        &split.note,
-        &w,
-        recorded,
-        source,
-        proposed,
-        preds,
-        &rec,
-        &from_reference,
-        notes,
-    );
-    report.call_latency_us = call_latency_us;
-    report.reference = reference.map(|(rw, complete_from, used)| ReferenceOut {
-        files: args
-            .reference
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        requests: rw.requests.len(),
-        complete: rw.evidence.complete,
-        complete_from,
-        capture_complete: used.capture_complete,
-        completed_requests: used.completed.len(),
-        unmatched_requests: used.unmatched.len(),
-        no_reference_requests: used.no_reference.len(),
-    });
-    if let (Some(n), Some(r)) = (&nfs, &rpcs) {
-        attach_rpcs(&mut report, n, r);
-    }
-    match lat {
-        Some(c) => latency::attach(&mut report, &starts, c),
-        None => report.latency = Some(latency::not_simulated(&args.sim)),
-    }
+    let report = statstorm_engine::predict::predict(&opts, &mut |s| stages.stage(s))?;
     drop(stages);
-    render(&args, &report)?;
-    Ok(0)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build(
-    args: &Args,
-    split_note: &str,
-    w: &Workload,
-    recorded: PhpConfig,
-    source: String,
-    proposed: PhpConfig,
-    preds: Vec<RequestPrediction>,
-    rec: &statstorm_engine::capture::Recorded,
-    from_reference: &[bool],
-    notes: Vec<String>,
-) -> Report {
-    let mut order: Vec<usize> = (0..preds.len()).collect();
-    order.sort_by_key(|&i| (preds[i].start_us, i));
-    let mut totals = Totals {
-        before: Side::default(),
-        after: Side::default(),
-        recorded: Side::default(),
-    };
-    let mut requests = Vec::new();
-    for i in order {
-        let p = &preds[i];
-        let r = RequestOut {
-            pid: p.pid,
-            start: secs(p.start_us),
-            end: secs(p.end_us),
-            script: p.script.clone(),
-            from_template: p.from_template,
-            from_reference: from_reference.get(i).copied().unwrap_or(false),
-            before: Side::of(&p.before),
-            after: Side::of(&p.after),
-            recorded: rec
-                .requests
-                .get(i)
-                .map_or_else(Side::default, |o| Side::of(o)),
-        };
-        totals.before.add(&r.before);
-        totals.after.add(&r.after);
-        totals.recorded.add(&r.recorded);
-        requests.push(r);
-    }
-    let before_check = statstorm_engine::check::before_vs_recorded(
-        &requests
-            .iter()
-            .map(|r| &r.before.by_syscall)
-            .collect::<Vec<_>>(),
-        &requests
-            .iter()
-            .map(|r| &r.recorded.by_syscall)
-            .collect::<Vec<_>>(),
-        CHECKED,
-    );
-    let changes = recorded
-        .diff(&proposed)
-        .into_iter()
-        .map(|(key, from, to)| Change { key, from, to })
-        .collect();
-    Report {
-        schema: "statstorm.predict/1",
-        inputs: args
-            .traces
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        split: split_note.to_string(),
-        recorded: Settings {
-            source,
-            settings: settings_map(&recorded),
-        },
-        proposed: Settings {
-            source: "recorded + --php-ini + --php".into(),
-            settings: settings_map(&proposed),
-        },
-        changes,
-        evidence: w.evidence.notes.clone(),
-        notes,
-        requests,
-        totals,
-        before_check,
-        background: rec
-            .background
-            .iter()
-            .map(|b| BackgroundOut {
-                pid: b.pid,
-                start: secs(b.start_us),
-                end: secs(b.end_us),
-                recorded: Side::of(&b.ops),
-            })
-            .collect(),
-        nfs: None,
-        latency: None,
-        reference: None,
-        call_latency_us: BTreeMap::new(),
-    }
-}
-
-/// RPCs per request (in the order `build` put the requests in: by start,
-/// then index) on each side, and per background process.
-struct NfsRpcs {
-    before: Vec<statstorm_nfs::RpcCounts>,
-    after: Vec<statstorm_nfs::RpcCounts>,
-    recorded: Vec<statstorm_nfs::RpcCounts>,
-    background: Vec<statstorm_nfs::RpcCounts>,
-}
-
-/// Adds the NFS RPC counts to the requests and background rows of `r`.
-fn attach_rpcs(r: &mut Report, n: &statstorm_nfs::NfsSetup, c: &NfsRpcs) {
-    let mut tb = statstorm_nfs::RpcCounts::default();
-    let mut ta = statstorm_nfs::RpcCounts::default();
-    let mut tr = statstorm_nfs::RpcCounts::default();
-    for (i, q) in r.requests.iter_mut().enumerate() {
-        q.before.rpc = Some(statstorm_nfs::rpc_map(&c.before[i]));
-        q.after.rpc = Some(statstorm_nfs::rpc_map(&c.after[i]));
-        q.recorded.rpc = Some(statstorm_nfs::rpc_map(&c.recorded[i]));
-        tb.merge(&c.before[i]);
-        ta.merge(&c.after[i]);
-        tr.merge(&c.recorded[i]);
-    }
-    for (b, rpc) in r.background.iter_mut().zip(&c.background) {
-        b.recorded.rpc = Some(statstorm_nfs::rpc_map(rpc));
-    }
-    r.totals.before.rpc = Some(statstorm_nfs::rpc_map(&tb));
-    r.totals.after.rpc = Some(statstorm_nfs::rpc_map(&ta));
-    r.totals.recorded.rpc = Some(statstorm_nfs::rpc_map(&tr));
-    r.nfs = Some(NfsOut {
-        nfs_root: n.params.nfs_root.clone(),
-        recorded_mount: n.recorded.render(),
-        proposed_mount: n.proposed.render(),
-        delegations: n.params.delegations,
-        kernel: format!("{}.{}", n.params.kernel.0, n.params.kernel.1),
-    });
-}
-
-fn render(args: &Args, r: &Report) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match args.format {
+    match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, r)?;
+            serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
         }
-        Format::Text => {
-            writeln!(out, "statstorm predict: {}", r.inputs.join(", "))?;
-            writeln!(out, "requests: {} ({})", r.requests.len(), r.split)?;
-            if r.changes.is_empty() {
-                writeln!(
-                    out,
-                    "proposed settings: same as recorded (use --php KEY=VALUE)"
-                )?;
-            } else {
-                writeln!(out, "proposed changes:")?;
-                for c in &r.changes {
-                    writeln!(out, "  {} = {:?} -> {:?}", c.key, c.from, c.to)?;
-                }
-            }
-            for e in &r.evidence {
-                writeln!(out, "evidence: {e}")?;
-            }
-            for n in &r.notes {
-                writeln!(out, "note: {n}")?;
-            }
-            check_warning(&mut out, &r.before_check)?;
-            let short = |k: &'static str| -> &'static str {
-                match k {
-                    "newfstatat" => "stat",
-                    "openat" => "open",
-                    "access" => "access",
-                    "readlink" => "rdlink",
-                    _ => k,
-                }
-            };
-            let cols: Vec<String> = CHECKED.iter().map(|k| format!("{:>7}", short(k))).collect();
-            writeln!(
-                out,
-                "\n{:>4} {:>8} {:>17} | before {} | after {}",
-                "#",
-                "pid",
-                "start",
-                cols.join(""),
-                cols.join("")
-            )?;
-            let row = |s: &Side| {
-                CHECKED
-                    .iter()
-                    .map(|k| format!("{:>7}", s.get(k)))
-                    .collect::<String>()
-            };
-            side_rows(&mut out, r, row)?;
-            if let Some(n) = &r.nfs {
-                render_rpcs(&mut out, r, n)?;
-            }
-            latency::render(&mut out, r)?;
-        }
+        Format::Text => crate::render::predict::text(&mut out, &report)?,
     }
     out.flush()?;
-    Ok(())
-}
-
-/// The warning of a modelled "before" that does not give back the capture.
-fn check_warning(out: &mut impl Write, c: &statstorm_engine::check::BeforeCheck) -> Result<()> {
-    if c.requests_beyond == 0 {
-        return Ok(());
-    }
-    let gaps: Vec<String> = c
-        .gaps
-        .iter()
-        .map(|g| {
-            format!(
-                "#{} {} {} modelled, {} recorded",
-                g.request, g.syscall, g.modelled, g.recorded
-            )
-        })
-        .collect();
-    writeln!(
-        out,
-        "warning: the modelled \"before\" of {} of {} requests differs from the recorded calls by more than max({}%, {}) ({}); the recorded settings are likely wrong: check {}",
-        c.requests_beyond,
-        c.requests,
-        statstorm_engine::check::TOL_PCT,
-        statstorm_engine::check::TOL_ABS,
-        gaps.join("; "),
-        if c.suspects.is_empty() {
-            "the stated settings".to_string()
-        } else {
-            c.suspects.join(", ")
-        }
-    )?;
-    Ok(())
-}
-
-/// NFS RPCs per request, before and after, next to the syscall table.
-fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
-    writeln!(
-        out,
-        "\nNFS RPCs (root {}, kernel {}, delegations {}): before = {} | after = {}",
-        n.nfs_root,
-        n.kernel,
-        if n.delegations { "on" } else { "off" },
-        n.recorded_mount,
-        n.proposed_mount
-    )?;
-    let ops = ["GETATTR", "LOOKUP", "ACCESS", "READ", "OPEN", "CLOSE"];
-    let short = |k: &'static str| -> &'static str {
-        match k {
-            "GETATTR" => "G",
-            "LOOKUP" => "L",
-            "ACCESS" => "A",
-            "READ" => "R",
-            "OPEN" => "O",
-            "CLOSE" => "C",
-            _ => k,
-        }
-    };
-    let cols: String = ops
-        .iter()
-        .map(|k| format!("{:>7}", short(k)))
-        .collect::<String>()
-        + "    all";
-    writeln!(
-        out,
-        "{:>4} {:>8} {:>17} | before {}{} | after {}{}",
-        "#",
-        "pid",
-        "start",
-        cols,
-        latency::header(r),
-        cols,
-        latency::header(r)
-    )?;
-    let row = |s: &Side| -> String {
-        let m = s.rpc.clone().unwrap_or_default();
-        let g = |k: &str| m.get(k).copied().unwrap_or(0);
-        let mut t: String = ops
-            .iter()
-            .map(|k| {
-                let v = if *k == "OPEN" {
-                    g("OPEN") + g("OPEN_NOATTR")
-                } else {
-                    g(k)
-                };
-                format!("{v:>7}")
-            })
-            .collect();
-        t.push_str(&format!("{:>7}", m.values().sum::<u64>()));
-        t.push_str(&latency::cell(r, s));
-        t
-    };
-    side_rows(out, r, row)
-}
-
-/// One row per request and a totals row, before and after side by side (the
-/// layout every predict table shares).
-fn side_rows(out: &mut impl Write, r: &Report, row: impl Fn(&Side) -> String) -> Result<()> {
-    for (i, q) in r.requests.iter().enumerate() {
-        writeln!(
-            out,
-            "{:>4} {:>8} {:>17.6} |        {} |       {}",
-            i,
-            q.pid,
-            q.start,
-            row(&q.before),
-            row(&q.after)
-        )?;
-    }
-    writeln!(
-        out,
-        "{:>4} {:>8} {:>17} |        {} |       {}",
-        "all",
-        "",
-        "",
-        row(&r.totals.before),
-        row(&r.totals.after)
-    )?;
-    Ok(())
+    Ok(0)
 }

@@ -1,6 +1,7 @@
 //! Shared table builder: one [`Table`] rendered as aligned text or as a
 //! Markdown table, and unit pickers for human output.
 
+pub mod predict;
 pub mod profile;
 
 /// Column alignment.

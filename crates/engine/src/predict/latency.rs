@@ -14,11 +14,11 @@
 //! before and after. Every figure is an estimate and the report says so,
 //! with the parameters assumed.
 //!
-//! Declared as a child module of `predict` so it can fill the report's
-//! fields; the report's structs stay in `predict.rs`.
+//! A child module of `predict` so it can fill the report's fields; the
+//! report's structs stay in `predict/mod.rs`.
 
-use super::{Report, Side};
-use anyhow::{bail, Result};
+use super::Report;
+use super::{Error, Result};
 use serde::Serialize;
 use statstorm_nfs::{replay_warm, MountOptions, NfsSetup, Vers};
 use statstorm_php::RequestPrediction;
@@ -29,7 +29,6 @@ use statstorm_sim::{
 use statstorm_trace::op::Op;
 use statstorm_trace::request::Requests;
 use statstorm_trace::Trace;
-use std::io::Write;
 
 /// Cost of a filesystem call that sends no RPC, in microseconds: a cached
 /// `stat()` measured on the development machine (Linux 6.18, ext4):
@@ -49,36 +48,29 @@ pub const SYNTHETIC_DURATION_S: f64 = 600.0;
 pub const MAX_SYNTHETIC_REQUESTS: f64 = 20_000.0;
 
 /// The simulator flags of `predict` (see [`QuickParams`]).
-#[derive(clap::Args, Clone, Debug, Default)]
-pub struct SimArgs {
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
     /// php-fpm workers (pm.max_children) for the latency simulation
     /// [default: 50].
-    #[arg(long, value_name = "N")]
     pub workers: Option<u32>,
     /// Synthetic Poisson arrivals at this many requests per second, the
     /// trace's requests used in turn [default: the trace's own start times].
-    #[arg(long, value_name = "PER_S")]
     pub rate: Option<f64>,
     /// RPC slots: NFSv4.1+ session slots [default: 64], or the SunRPC slot
     /// table on NFSv3/v4.0 [default: 65536].
-    #[arg(long, value_name = "N")]
     pub slots: Option<u32>,
     /// Network round trip to the NFS server, ms [default: 0.5].
-    #[arg(long, value_name = "MS")]
     pub rtt: Option<f64>,
     /// Server time per RPC, ms, fixed [default: 0.5].
-    #[arg(long = "server-latency", value_name = "MS")]
     pub server_latency: Option<f64>,
     /// Server IOPS budget (token bucket; RPCs queue when it is empty)
     /// [default: 0 = none].
-    #[arg(long, value_name = "N")]
     pub iops: Option<f64>,
     /// IOPS bucket size [default: one second of --iops].
-    #[arg(long, value_name = "N")]
     pub burst: Option<f64>,
 }
 
-impl SimArgs {
+impl SimOptions {
     fn given(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
         let flags: [(&'static str, bool); 7] = [
@@ -113,19 +105,19 @@ impl SimArgs {
             duration_s: d.duration_s,
         };
         if q.workers == 0 || q.workers > statstorm_sim::MAX_WORKERS {
-            bail!(
+            return Err(Error::Sim(format!(
                 "--workers must be 1..={}, got {}",
                 statstorm_sim::MAX_WORKERS,
                 q.workers
-            );
+            )));
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
-                bail!("--rate must be a number > 0, got {r}");
+                return Err(Error::Sim(format!("--rate must be a number > 0, got {r}")));
             }
         }
         if self.slots == Some(0) {
-            bail!("--slots must be >= 1");
+            return Err(Error::Sim("--slots must be >= 1".into()));
         }
         for (flag, v) in [
             ("--rtt", q.rtt_ms),
@@ -133,15 +125,17 @@ impl SimArgs {
             ("--iops", q.iops),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                bail!("{flag} must be a number >= 0, got {v}");
+                return Err(Error::Sim(format!("{flag} must be a number >= 0, got {v}")));
             }
         }
         if let Some(b) = q.burst {
             if !(b.is_finite() && b >= 1.0) {
-                bail!("--burst must be a number >= 1, got {b}");
+                return Err(Error::Sim(format!(
+                    "--burst must be a number >= 1, got {b}"
+                )));
             }
             if q.iops == 0.0 {
-                bail!("--burst needs --iops");
+                return Err(Error::Sim("--burst needs --iops".into()));
             }
         }
         Ok(q)
@@ -232,7 +226,7 @@ pub struct Computed {
 }
 
 /// The report part when there is nothing to simulate.
-pub fn not_simulated(a: &SimArgs) -> LatencyOut {
+pub fn not_simulated(a: &SimOptions) -> LatencyOut {
     let mut reason = "latency is not simulated: no NFS options (give --from-mount or --mounts \
         and --nfs-root); without the NFS model's RPCs there is nothing to time"
         .to_string();
@@ -371,7 +365,7 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
 /// Simulates both sides. `preds` in the PHP model's order; the returned
 /// per-request vectors follow it.
 pub fn compute(
-    a: &SimArgs,
+    a: &SimOptions,
     n: &NfsSetup,
     trace: &Trace,
     split: &Requests,
@@ -552,8 +546,7 @@ pub fn compute(
             .collect();
         let mut params = base.clone();
         params.transport = t;
-        let (r, each) =
-            simulate_requests_each(&specs, &params, SEED).map_err(anyhow::Error::msg)?;
+        let (r, each) = simulate_requests_each(&specs, &params, SEED).map_err(Error::Sim)?;
         let side = LatencySide {
             p50_ms: r.ttfb_ms.p50,
             p90_ms: r.ttfb_ms.p90,
@@ -619,65 +612,4 @@ pub fn attach(r: &mut Report, preds_start_us: &[i64], c: Computed) {
         q.after.latency_ms = c.after.get(i).copied().flatten();
     }
     r.latency = Some(c.out);
-}
-
-/// The TTFB cell of a row of the RPC table ("" when not simulated).
-pub fn cell(r: &Report, s: &Side) -> String {
-    if !r.latency.as_ref().is_some_and(|l| l.simulated) {
-        return String::new();
-    }
-    match s.latency_ms {
-        Some(ms) => format!("{ms:>10.1}"),
-        None => format!("{:>10}", "-"),
-    }
-}
-
-/// Header of the TTFB column ("" when not simulated).
-pub fn header(r: &Report) -> String {
-    if r.latency.as_ref().is_some_and(|l| l.simulated) {
-        format!("{:>10}", "ttfb_ms")
-    } else {
-        String::new()
-    }
-}
-
-/// The latency summary and its assumptions (text output).
-pub fn render(out: &mut impl Write, r: &Report) -> Result<()> {
-    let Some(l) = &r.latency else {
-        return Ok(());
-    };
-    if !l.simulated {
-        writeln!(
-            out,
-            "\n{}",
-            l.reason.as_deref().unwrap_or("latency not simulated")
-        )?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "\nlatency (simulated estimate, TTFB ms): {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
-        "p50", "p90", "p99", "max", "dropped", "rpcs"
-    )?;
-    for (name, s) in [("before", &l.before), ("after", &l.after)] {
-        if let Some(s) = s {
-            writeln!(
-                out,
-                "  {:<36} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8} {:>8}",
-                name, s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms, s.dropped, s.rpcs
-            )?;
-        }
-    }
-    if let Some(q) = &l.recorded {
-        writeln!(
-            out,
-            "  {:<36} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
-            "recorded (trace wall time)", q.p50_ms, q.p90_ms, q.p99_ms, q.max_ms
-        )?;
-    }
-    writeln!(out, "assumed:")?;
-    for a in &l.assumptions {
-        writeln!(out, "  - {a}")?;
-    }
-    Ok(())
 }

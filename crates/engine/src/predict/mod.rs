@@ -1,0 +1,763 @@
+//! `predict`: a capture under another php.ini and other mount options.
+//!
+//! Load traces -> split requests (every process kind) -> lift (PHP
+//! operations per request; with a reference capture, completed from a short
+//! capture of the same application made with both caches off) -> lower
+//! under the recorded settings (before) and under the proposed ones (after)
+//! -> the NFS client model on the recorded calls, before and after (every
+//! event in time order, background activity included) -> the simulator for
+//! latency. The result is a [`Report`]; renderers put it into words.
+//! The models live in `statstorm-php`, `statstorm-nfs` and `statstorm-sim`
+//! (docs/php-model.md, docs/nfs-model.md, docs/simulator.md).
+
+use serde::Serialize;
+use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::{predict_workload_with, PhpConfig, RequestPrediction, Workload};
+use statstorm_trace::request::split_requests;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub mod latency;
+
+pub use latency::SimOptions;
+
+/// Why a prediction could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{what}")]
+    Input {
+        what: String,
+        #[source]
+        source: statstorm_trace::input::Error,
+    },
+    #[error("no strace events in {files} (expected `strace -f -ttt -T -y` output)")]
+    NoEvents { files: String },
+    #[error(transparent)]
+    Setting(#[from] statstorm_php::ConfigError),
+    /// The reference capture cannot complete the requests.
+    #[error("reference capture {files}: {why}")]
+    Reference { files: String, why: String },
+    /// The NFS options are inconsistent, or name no traced path.
+    #[error("{0}")]
+    Nfs(String),
+    /// A simulator option is out of range.
+    #[error("{0}")]
+    Sim(String),
+    #[error("--call-latency: {0}")]
+    CallLatency(String),
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `Result` of this module.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What to predict: the capture, the settings it ran under, the change.
+#[derive(Clone, Debug, Default)]
+pub struct PredictOptions {
+    /// strace logs (`strace -f -ttt -T -y` of php-fpm or php-cli; .gz/.zst
+    /// by content).
+    pub traces: Vec<PathBuf>,
+    /// A proposed setting, applied on top of the recorded ones (repeatable).
+    pub php: Vec<String>,
+    /// A php.ini whose settings are proposed (before the --php flags).
+    pub php_ini: Option<PathBuf>,
+    /// The proposed storage's time per call of one kind, as strace names
+    /// it (`newfstatat=5ms`: every stat, lstat and fstat; also `openat`,
+    /// `access`, `readlink`, ...; `stat` stands for `newfstatat`): the
+    /// requests' later operations move by the difference with the
+    /// capture's median for each call, and OPcache's race windows
+    /// (several workers validating or compiling the same script) follow
+    /// (repeatable).
+    pub call_latency: Vec<String>,
+    /// A setting the trace was recorded under (repeatable).
+    pub from_php: Vec<String>,
+    /// The php.ini the trace was recorded under.
+    pub from_php_ini: Option<PathBuf>,
+    /// `php -i` / `php-fpm -i` output of the recording machine.
+    pub from_php_info: Option<PathBuf>,
+    /// A reference capture of the same application, recorded with OPcache and
+    /// the realpath cache off (`opcache.enable=0 realpath_cache_size=0`, or
+    /// open_basedir set), e.g. a few requests on one staging pool: it shows
+    /// every include, include vs include_once and every *_once repeat, which
+    /// a capture made with caches on hides. Its PHP operations complete the
+    /// requests of TRACE (whose times, workers, request mix and writes are
+    /// kept); its own requests are not predicted. Refused when caches hid
+    /// part of its includes (repeatable: files of one capture).
+    pub reference: Vec<PathBuf>,
+    /// A setting the reference capture was recorded under (repeatable); only
+    /// needed when the trace alone does not show that both caches were off.
+    pub reference_php: Vec<String>,
+    /// The php.ini the reference capture was recorded under.
+    pub reference_php_ini: Option<PathBuf>,
+    /// Also write the lifted PHP operations (statstorm.workload/1 JSON).
+    pub workload_out: Option<PathBuf>,
+    /// The NFS model's inputs.
+    pub nfs: NfsOptions,
+    /// The simulator's parameters for the latency columns (with NFS).
+    pub sim: SimOptions,
+}
+
+/// The NFS inputs of a prediction.
+#[derive(Clone, Debug, Default)]
+pub struct NfsOptions {
+    /// NFS mount options the trace ran under (e.g. "vers=3,relatime").
+    pub from_mount: Option<String>,
+    /// A copy of /proc/mounts of the recording machine (recorded options
+    /// and, unless --nfs-root, the NFS root).
+    pub mounts: Option<PathBuf>,
+    /// Proposed NFS mount options, applied over the recorded ones
+    /// (default: same as recorded).
+    pub mount: Option<String>,
+    /// Which paths are on NFS (default: from --mounts).
+    pub nfs_root: Option<String>,
+    /// Whether the NFS server grants NFSv4 read delegations (Linux nfsd
+    /// does; many NAS and cloud services do not).
+    pub delegations: bool,
+    /// Another client created, renamed or removed PATH at EPOCH (repeatable).
+    pub server_change: Vec<String>,
+    /// The NFS client's caches at the first traced call: cold (a fresh
+    /// mount) or warm (the capture's read-side operations ran twice just
+    /// before, as on a client that had been serving the same traffic).
+    pub nfs_cache: NfsCache,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NfsCache {
+    #[default]
+    Cold,
+    Warm,
+}
+
+/// One column group of a request (before or after). Later models add
+/// fields here (RPCs, latency).
+#[derive(Debug, Default, Serialize)]
+pub struct Side {
+    pub by_syscall: BTreeMap<String, u64>,
+    /// NFS RPCs by op as /proc/self/mountstats names them (with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<BTreeMap<String, u64>>,
+    /// Simulated TTFB of the request, ms (an estimate; with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
+}
+
+impl Side {
+    fn of(ops: &[statstorm_trace::op::Op]) -> Self {
+        Side {
+            by_syscall: count_by_syscall(ops),
+            rpc: None,
+            latency_ms: None,
+        }
+    }
+    fn add(&mut self, o: &Side) {
+        for (k, v) in &o.by_syscall {
+            *self.by_syscall.entry(k.clone()).or_default() += v;
+        }
+        if let Some(r) = &o.rpc {
+            let mine = self.rpc.get_or_insert_with(BTreeMap::new);
+            for (k, v) in r {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
+    }
+    /// Calls of syscall `k`.
+    pub fn get(&self, k: &str) -> u64 {
+        self.by_syscall.get(k).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Serialize)]
+pub struct RequestOut {
+    pub pid: u32,
+    /// Epoch seconds (the trace's clock).
+    pub start: f64,
+    pub end: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// Operations taken from a richer request of the same script.
+    pub from_template: bool,
+    /// Operations taken from a request of the reference capture (with
+    /// --reference).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_reference: bool,
+    pub before: Side,
+    pub after: Side,
+    /// What the capture recorded for this request: its own calls, and the
+    /// RPCs the NFS model gives for them under the recorded options (the
+    /// reference the modelled "before" is checked against).
+    pub recorded: Side,
+}
+
+#[derive(Serialize)]
+pub struct Totals {
+    pub before: Side,
+    pub after: Side,
+    pub recorded: Side,
+}
+
+/// A process's calls outside any request (pool master, worker startup,
+/// other programs): they reach the NFS model on both sides unchanged.
+#[derive(Serialize)]
+pub struct BackgroundOut {
+    pub pid: u32,
+    pub start: f64,
+    pub end: f64,
+    pub recorded: Side,
+}
+
+#[derive(Serialize)]
+pub struct Settings {
+    /// "given" (flags/files) or "inferred" (from the trace, over PHP's defaults).
+    pub source: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+pub struct Change {
+    pub key: String,
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub inputs: Vec<String>,
+    /// How requests were split (php-fpm, php-cli, whole trace).
+    pub split: String,
+    pub recorded: Settings,
+    pub proposed: Settings,
+    pub changes: Vec<Change>,
+    pub evidence: Vec<String>,
+    pub notes: Vec<String>,
+    pub requests: Vec<RequestOut>,
+    pub totals: Totals,
+    /// Activity outside PHP requests, per process.
+    pub background: Vec<BackgroundOut>,
+    /// The modelled "before" against the recorded calls, per request.
+    pub before_check: crate::check::BeforeCheck,
+    /// The NFS model's inputs (present with NFS flags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<NfsOut>,
+    /// Simulated latency before/after (docs/simulator.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<latency::LatencyOut>,
+    /// The reference capture (with --reference).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<ReferenceOut>,
+    /// Per syscall, the capture's median time per call and the proposed
+    /// one, µs (with --call-latency).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub call_latency_us: BTreeMap<String, LatencyPair>,
+}
+
+/// A kind of call's time: the capture's median (`-T`) and the proposed.
+#[derive(Serialize)]
+pub struct LatencyPair {
+    pub recorded: Option<u64>,
+    pub proposed: u64,
+}
+
+/// What the reference capture gave (`--reference`).
+#[derive(Serialize)]
+pub struct ReferenceOut {
+    pub files: Vec<String>,
+    /// Requests in the reference capture (not predicted).
+    pub requests: usize,
+    /// The reference showed every include and resolution.
+    pub complete: bool,
+    /// "inferred" (from the reference trace) or "given"
+    /// (--reference-php/--reference-php-ini).
+    pub complete_from: String,
+    /// TRACE showed every include itself: the reference was not used.
+    pub capture_complete: bool,
+    /// Requests of TRACE that took their PHP operations from the reference.
+    pub completed_requests: usize,
+    /// Requests of TRACE left as lifted: their script has reference
+    /// requests, but they made operations none of them showed.
+    pub unmatched_requests: usize,
+    /// Requests of TRACE left as lifted: no reference request ran their
+    /// script.
+    pub no_reference_requests: usize,
+}
+
+#[derive(Serialize)]
+pub struct NfsOut {
+    pub nfs_root: String,
+    pub recorded_mount: String,
+    pub proposed_mount: String,
+    pub delegations: bool,
+    pub kernel: String,
+}
+
+/// The recorded settings and where they came from.
+fn recorded_config(
+    args: &PredictOptions,
+    w: &Workload,
+    notes: &mut Vec<String>,
+) -> Result<(PhpConfig, String)> {
+    let given =
+        !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
+    if !given {
+        let (c, flags) = statstorm_php::predict::inferred_config(w)?;
+        let what = if flags.is_empty() {
+            "nothing; PHP 8.2 defaults assumed".to_string()
+        } else {
+            flags.join(" ")
+        };
+        notes.push(format!(
+            "recorded settings inferred from the trace: {what} (give --from-php/--from-php-ini/--from-php-info to state them)"
+        ));
+        return Ok((c, "inferred".into()));
+    }
+    let mut c = PhpConfig::default();
+    if let Some(p) = &args.from_php_info {
+        notes.extend(c.apply_php_info_file(p)?);
+    }
+    if let Some(p) = &args.from_php_ini {
+        notes.extend(c.apply_ini_file(p)?);
+    }
+    notes.extend(c.apply_flags(&args.from_php)?);
+    Ok((c, "given".into()))
+}
+
+/// Loads and lifts the reference capture; an error unless it is complete
+/// (by its own trace, or by the settings given for it: both caches off and
+/// nothing in the trace against it).
+fn reference_workload(
+    args: &PredictOptions,
+    notes: &mut Vec<String>,
+) -> Result<(Workload, String)> {
+    let files = args
+        .reference
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let trace = statstorm_trace::read_paths(&args.reference).map_err(|source| Error::Input {
+        what: format!("reading the reference capture {files}"),
+        source,
+    })?;
+    let refuse = |why: String| Error::Reference {
+        files: files.clone(),
+        why,
+    };
+    if trace.events.is_empty() {
+        return Err(refuse(
+            "no strace events (expected `strace -f -ttt -T -y` output)".into(),
+        ));
+    }
+    let split = split_requests(&trace.events, &trace.strings);
+    let mut w = statstorm_php::lift(&trace, &split);
+    let given = !args.reference_php.is_empty() || args.reference_php_ini.is_some();
+    if w.evidence.complete {
+        return Ok((w, "inferred".into()));
+    }
+    if !given {
+        return Err(refuse(format!(
+            "{} (its evidence: {})",
+            statstorm_php::ReferenceError::Incomplete,
+            w.evidence.notes.join("; ")
+        )));
+    }
+    let mut c = PhpConfig::default();
+    if let Some(p) = &args.reference_php_ini {
+        notes.extend(c.apply_ini_file(p)?);
+    }
+    notes.extend(c.apply_flags(&args.reference_php)?);
+    let cli = w.requests.iter().any(|r| r.cli);
+    let realpath_off = c.realpath_cache_size == 0 || !c.open_basedir.is_empty();
+    let opcache_seen = w
+        .evidence
+        .inferred
+        .iter()
+        .any(|(k, v)| k == "opcache.enable" && v == "1");
+    if c.opcache_on(cli) || !realpath_off {
+        return Err(refuse(format!(
+            "the settings given for it keep {} on, so caches hid part of its includes; record it with opcache.enable=0 and realpath_cache_size=0 (or open_basedir set)",
+            if c.opcache_on(cli) {
+                "OPcache"
+            } else {
+                "the realpath cache"
+            }
+        )));
+    }
+    if opcache_seen {
+        return Err(refuse(
+            "the settings given for it say OPcache was off, but the trace shows OPcache timestamp validations (scripts stat()ed without being opened)".into(),
+        ));
+    }
+    notes.push(format!(
+        "reference capture {files}: complete by the settings given for it (OPcache off, {}); its trace alone did not show it",
+        if c.open_basedir.is_empty() {
+            "realpath_cache_size=0"
+        } else {
+            "open_basedir set"
+        }
+    ));
+    w.evidence.complete = true;
+    Ok((w, "given".into()))
+}
+
+fn settings_map(c: &PhpConfig) -> BTreeMap<String, String> {
+    c.to_pairs().into_iter().collect()
+}
+
+fn secs(us: i64) -> f64 {
+    us as f64 / 1e6
+}
+
+/// Predicts `args`: see the module docs. `stage` is told each stage's
+/// name as it starts (progress for long runs).
+pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
+    // load
+    stage("reading traces");
+    let trace = statstorm_trace::read_paths(&args.traces).map_err(|source| Error::Input {
+        what: "reading traces".into(),
+        source,
+    })?;
+    if trace.events.is_empty() {
+        return Err(Error::NoEvents {
+            files: args
+                .traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let mut notes = Vec::new();
+    if trace.skipped() > 0 {
+        notes.push(format!(
+            "{} input lines were not strace events and were skipped",
+            trace.skipped()
+        ));
+    }
+    stage("splitting requests");
+    let split = split_requests(&trace.events, &trace.strings);
+    let rec = crate::capture::Recorded::of(&trace, &split);
+    // lift (completed from the reference capture, if any)
+    stage("lifting to PHP operations");
+    let mut reference = None;
+    let w = if args.reference.is_empty() {
+        statstorm_php::lift(&trace, &split)
+    } else {
+        let (rw, complete_from) = reference_workload(args, &mut notes)?;
+        let (w, used) = statstorm_php::lift_with_reference(&trace, &split, &rw).map_err(|e| {
+            Error::Reference {
+                files: args
+                    .reference
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                why: e.to_string(),
+            }
+        })?;
+        reference = Some((rw, complete_from, used));
+        w
+    };
+    if let Some(p) = &args.workload_out {
+        let write = |source| Error::Write {
+            path: p.display().to_string(),
+            source,
+        };
+        let f = std::fs::File::create(p).map_err(write)?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)
+            .map_err(|e| write(std::io::Error::from(e)))?;
+    }
+    // settings
+    let (recorded, source) = recorded_config(args, &w, &mut notes)?;
+    let mut proposed = recorded.clone();
+    if let Some(p) = &args.php_ini {
+        notes.extend(proposed.apply_ini_file(p)?);
+    }
+    notes.extend(proposed.apply_flags(&args.php)?);
+    // what a capture made with caches on cannot show: a lower bound, unless
+    // the reference completed every request
+    notes.extend(statstorm_php::predict::hidden_work_notes(
+        &w, &recorded, &proposed,
+    ));
+    if let Some((rw, _, used)) = &reference {
+        notes.push(statstorm_php::predict::reference_note(&w, rw, used));
+    }
+    notes.extend(statstorm_php::predict::file_cache_note(&w, &proposed));
+    notes.extend(statstorm_php::predict::opcache_off_note(
+        &w, &recorded, &proposed,
+    ));
+    // lower
+    stage("lowering under both php.ini settings");
+    let latency = statstorm_php::predict::call_latencies_of(&args.call_latency)
+        .map_err(Error::CallLatency)?;
+    let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
+    for (k, &us) in &latency {
+        let name = k
+            .syscall_name(statstorm_trace::Flags::default())
+            .to_string();
+        call_latency_us.entry(name).or_insert(LatencyPair {
+            recorded: w.latency_us.get(k).copied(),
+            proposed: us,
+        });
+    }
+    if !call_latency_us.is_empty() {
+        let what: Vec<String> = call_latency_us
+            .iter()
+            .map(|(n, l)| match l.recorded {
+                Some(r) => format!("{n} {} us (capture: {r} us)", l.proposed),
+                None => format!("{n} {} us (the capture has no -T durations)", l.proposed),
+            })
+            .collect();
+        notes.push(format!(
+            "after: calls take {} each; every call moves the request's later operations by the difference, and a worker busy past its next request's arrival starts it late; OPcache's stores (compiles, renewed stamps) reach the other workers when their calls end (R64's race)",
+            what.join(", ")
+        ));
+    }
+    let preds = predict_workload_with(&w, &recorded, &proposed, &latency);
+    let completed: std::collections::HashSet<usize> = reference
+        .as_ref()
+        .map(|(_, _, u)| u.completed.iter().copied().collect())
+        .unwrap_or_default();
+    let templated = preds
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| p.from_template && !completed.contains(i))
+        .count();
+    if templated > 0 {
+        let (who, its, they) = if templated == 1 {
+            ("1 request".to_string(), "its", "it is")
+        } else {
+            (format!("{templated} requests"), "their", "they are")
+        };
+        notes.push(format!(
+            "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
+        ));
+    }
+    // NFS: RPCs per request, before and after (statstorm-nfs)
+    let flags = statstorm_nfs::NfsFlags {
+        from_mount: args.nfs.from_mount.clone(),
+        mounts_file: args.nfs.mounts.clone(),
+        mount: args.nfs.mount.clone(),
+        nfs_root: args.nfs.nfs_root.clone(),
+        delegations: args.nfs.delegations,
+        server_changes: args.nfs.server_change.clone(),
+        warm: args.nfs.nfs_cache == NfsCache::Warm,
+    };
+    let all_ops: Vec<&statstorm_trace::op::Op> =
+        preds.iter().flat_map(|p| p.before.iter()).collect();
+    let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
+    let rpcs = nfs.as_ref().map(|n| {
+        stage("NFS client model");
+        notes.extend(n.notes.iter().cloned());
+        // every side replays the background activity too, in time order
+        let bg: Vec<&[statstorm_trace::op::Op]> =
+            rec.background.iter().map(|b| b.ops.as_slice()).collect();
+        let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
+            let groups: Vec<&[statstorm_trace::op::Op]> =
+                reqs.into_iter().chain(bg.iter().copied()).collect();
+            n.replay(&groups, proposed)
+        };
+        let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
+        let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
+        let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
+        // the order `build` uses for the requests; background after them
+        let mut order: Vec<usize> = (0..preds.len()).collect();
+        order.sort_by_key(|&i| (preds[i].start_us, i));
+        let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
+            order.iter().map(|&i| v[i]).collect()
+        };
+        NfsRpcs {
+            before: pick(&b),
+            after: pick(&a),
+            recorded: pick(&r),
+            background: r[preds.len()..].to_vec(),
+        }
+    });
+    let lat = match &nfs {
+        Some(n) => {
+            stage("simulating latency");
+            Some(latency::compute(&args.sim, n, &trace, &split, &preds)?)
+        }
+        None => None,
+    };
+    let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
+    let mut from_reference = vec![false; preds.len()];
+    if let Some((_, _, used)) = &reference {
+        for &i in &used.completed {
+            from_reference[i] = true;
+        }
+    }
+    let mut report = build(
+        args,
+        &split.note,
+        &w,
+        recorded,
+        source,
+        proposed,
+        preds,
+        &rec,
+        &from_reference,
+        notes,
+    );
+    report.call_latency_us = call_latency_us;
+    report.reference = reference.map(|(rw, complete_from, used)| ReferenceOut {
+        files: args
+            .reference
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        requests: rw.requests.len(),
+        complete: rw.evidence.complete,
+        complete_from,
+        capture_complete: used.capture_complete,
+        completed_requests: used.completed.len(),
+        unmatched_requests: used.unmatched.len(),
+        no_reference_requests: used.no_reference.len(),
+    });
+    if let (Some(n), Some(r)) = (&nfs, &rpcs) {
+        attach_rpcs(&mut report, n, r);
+    }
+    match lat {
+        Some(c) => latency::attach(&mut report, &starts, c),
+        None => report.latency = Some(latency::not_simulated(&args.sim)),
+    }
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    args: &PredictOptions,
+    split_note: &str,
+    w: &Workload,
+    recorded: PhpConfig,
+    source: String,
+    proposed: PhpConfig,
+    preds: Vec<RequestPrediction>,
+    rec: &crate::capture::Recorded,
+    from_reference: &[bool],
+    notes: Vec<String>,
+) -> Report {
+    let mut order: Vec<usize> = (0..preds.len()).collect();
+    order.sort_by_key(|&i| (preds[i].start_us, i));
+    let mut totals = Totals {
+        before: Side::default(),
+        after: Side::default(),
+        recorded: Side::default(),
+    };
+    let mut requests = Vec::new();
+    for i in order {
+        let p = &preds[i];
+        let r = RequestOut {
+            pid: p.pid,
+            start: secs(p.start_us),
+            end: secs(p.end_us),
+            script: p.script.clone(),
+            from_template: p.from_template,
+            from_reference: from_reference.get(i).copied().unwrap_or(false),
+            before: Side::of(&p.before),
+            after: Side::of(&p.after),
+            recorded: rec
+                .requests
+                .get(i)
+                .map_or_else(Side::default, |o| Side::of(o)),
+        };
+        totals.before.add(&r.before);
+        totals.after.add(&r.after);
+        totals.recorded.add(&r.recorded);
+        requests.push(r);
+    }
+    let before_check = crate::check::before_vs_recorded(
+        &requests
+            .iter()
+            .map(|r| &r.before.by_syscall)
+            .collect::<Vec<_>>(),
+        &requests
+            .iter()
+            .map(|r| &r.recorded.by_syscall)
+            .collect::<Vec<_>>(),
+        CHECKED,
+    );
+    let changes = recorded
+        .diff(&proposed)
+        .into_iter()
+        .map(|(key, from, to)| Change { key, from, to })
+        .collect();
+    Report {
+        schema: "statstorm.predict/1",
+        inputs: args
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        split: split_note.to_string(),
+        recorded: Settings {
+            source,
+            settings: settings_map(&recorded),
+        },
+        proposed: Settings {
+            source: "recorded + --php-ini + --php".into(),
+            settings: settings_map(&proposed),
+        },
+        changes,
+        evidence: w.evidence.notes.clone(),
+        notes,
+        requests,
+        totals,
+        before_check,
+        background: rec
+            .background
+            .iter()
+            .map(|b| BackgroundOut {
+                pid: b.pid,
+                start: secs(b.start_us),
+                end: secs(b.end_us),
+                recorded: Side::of(&b.ops),
+            })
+            .collect(),
+        nfs: None,
+        latency: None,
+        reference: None,
+        call_latency_us: BTreeMap::new(),
+    }
+}
+
+/// RPCs per request (in the order `build` put the requests in: by start,
+/// then index) on each side, and per background process.
+struct NfsRpcs {
+    before: Vec<statstorm_nfs::RpcCounts>,
+    after: Vec<statstorm_nfs::RpcCounts>,
+    recorded: Vec<statstorm_nfs::RpcCounts>,
+    background: Vec<statstorm_nfs::RpcCounts>,
+}
+
+/// Adds the NFS RPC counts to the requests and background rows of `r`.
+fn attach_rpcs(r: &mut Report, n: &statstorm_nfs::NfsSetup, c: &NfsRpcs) {
+    let mut tb = statstorm_nfs::RpcCounts::default();
+    let mut ta = statstorm_nfs::RpcCounts::default();
+    let mut tr = statstorm_nfs::RpcCounts::default();
+    for (i, q) in r.requests.iter_mut().enumerate() {
+        q.before.rpc = Some(statstorm_nfs::rpc_map(&c.before[i]));
+        q.after.rpc = Some(statstorm_nfs::rpc_map(&c.after[i]));
+        q.recorded.rpc = Some(statstorm_nfs::rpc_map(&c.recorded[i]));
+        tb.merge(&c.before[i]);
+        ta.merge(&c.after[i]);
+        tr.merge(&c.recorded[i]);
+    }
+    for (b, rpc) in r.background.iter_mut().zip(&c.background) {
+        b.recorded.rpc = Some(statstorm_nfs::rpc_map(rpc));
+    }
+    r.totals.before.rpc = Some(statstorm_nfs::rpc_map(&tb));
+    r.totals.after.rpc = Some(statstorm_nfs::rpc_map(&ta));
+    r.totals.recorded.rpc = Some(statstorm_nfs::rpc_map(&tr));
+    r.nfs = Some(NfsOut {
+        nfs_root: n.params.nfs_root.clone(),
+        recorded_mount: n.recorded.render(),
+        proposed_mount: n.proposed.render(),
+        delegations: n.params.delegations,
+        kernel: format!("{}.{}", n.params.kernel.0, n.params.kernel.1),
+    });
+}
