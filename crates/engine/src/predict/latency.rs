@@ -3,7 +3,7 @@
 //! the discrete-event simulator (`statstorm-sim`, docs/simulator.md) under
 //! the recorded mount (before) and the proposed one (after).
 //!
-//! A request becomes a [`RequestSpec`](statstorm_sim::RequestSpec): its calls in time order, each the
+//! A request becomes a [`statstorm_sim::RequestSpec`]: its calls in time order, each the
 //! list of RPCs the NFS model charges to it (sent one after another: a PHP
 //! worker is single-threaded and every call is synchronous) or, when it
 //! sends none (answered by the client caches, or not on NFS), one
