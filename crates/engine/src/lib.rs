@@ -11,3 +11,4 @@ pub mod analyze;
 pub mod capture;
 pub mod check;
 pub mod predict;
+pub mod settings;

@@ -108,6 +108,8 @@ pub enum ConfigError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{path}: larger than {limit} bytes: not a settings file")]
+    TooLarge { path: String, limit: u64 },
     #[error("{origin}: unknown setting {key:?}{}: the model uses {}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default(), KEYS.join(", "))]
     Unknown {
         origin: String,
@@ -281,58 +283,26 @@ impl PhpConfig {
         Ok(Vec::new())
     }
 
-    /// Applies a php.ini text (`key = value`, `;` comments, `[sections]`).
+    /// Applies a php.ini text (`key = value`, `;` comments, `[sections]`);
+    /// keys the model does not use are returned as notes.
     pub fn apply_ini(&mut self, text: &str, origin: &str) -> Result<Vec<String>, ConfigError> {
         let mut notes = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let l = line.trim();
-            if l.is_empty() || l.starts_with(';') || l.starts_with('#') || l.starts_with('[') {
-                continue;
-            }
-            let at = format!("{origin}:{}", n + 1);
-            let Some((k, v)) = l.split_once('=') else {
-                return Err(ConfigError::BadLine {
-                    origin: at,
-                    line: l.to_string(),
-                });
-            };
-            // a trailing `; comment` outside quotes
-            let v = v.trim();
-            let v = if v.starts_with('"') {
-                v
-            } else {
-                v.split(';').next().unwrap_or("")
-            };
-            if self.set(k, v, &at)?.is_none() {
-                notes.push(format!("{at}: ignored unknown setting {:?}", k.trim()));
+        for p in ini_pairs(text, origin)? {
+            if self.set(&p.key, &p.value, &p.at)?.is_none() {
+                notes.push(format!("{}: ignored unknown setting {:?}", p.at, p.key));
             }
         }
         Ok(notes)
     }
 
-    /// Applies `php -i` / `php-fpm -i` text output (`key => local => master`;
-    /// the local value is the one in force). Only known keys are read: the
-    /// rest of the page is not settings.
+    /// Applies `php -i` / `php-fpm -i` text output (see [`php_info_pairs`]).
     pub fn apply_php_info(&mut self, text: &str, origin: &str) -> Result<Vec<String>, ConfigError> {
-        let mut found = 0;
-        for (n, line) in text.lines().enumerate() {
-            let mut parts = line.split(" => ");
-            let (Some(k), Some(local)) = (parts.next(), parts.next()) else {
-                continue;
-            };
-            if ty(k.trim()).is_none() {
-                continue;
-            }
-            let local = if local.trim() == "no value" {
-                ""
-            } else {
-                local
-            };
-            self.set(k, local, &format!("{origin}:{}", n + 1))?;
-            found += 1;
+        let pairs = php_info_pairs(text, origin);
+        for p in &pairs {
+            self.set(&p.key, &p.value, &p.at)?;
         }
         let mut notes = Vec::new();
-        if found == 0 {
+        if pairs.is_empty() {
             notes.push(format!(
                 "{origin}: no known settings found (is it `php -i` output?)"
             ));
@@ -438,13 +408,97 @@ impl fmt::Display for PhpConfig {
     }
 }
 
-fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .map_err(|e| ConfigError::Io {
+/// One `key = value` of a settings text, with where it was (`file:line`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pair {
+    pub key: String,
+    pub value: String,
+    pub at: String,
+}
+
+/// The `key = value` lines of a php.ini text (`;` and `#` comments,
+/// `[sections]` skipped; a trailing `; comment` outside quotes dropped), in
+/// order, every key kept (known to the model or not).
+pub fn ini_pairs(text: &str, origin: &str) -> Result<Vec<Pair>, ConfigError> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with(';') || l.starts_with('#') || l.starts_with('[') {
+            continue;
+        }
+        let at = format!("{origin}:{}", n + 1);
+        let Some((k, v)) = l.split_once('=') else {
+            return Err(ConfigError::BadLine {
+                origin: at,
+                line: l.to_string(),
+            });
+        };
+        let v = v.trim();
+        let v = if v.starts_with('"') {
+            v
+        } else {
+            v.split(';').next().unwrap_or("")
+        };
+        out.push(Pair {
+            key: k.trim().to_string(),
+            value: v.to_string(),
+            at,
+        });
+    }
+    Ok(out)
+}
+
+/// The settings the model uses in `php -i` / `php-fpm -i` text output
+/// (`key => local => master`; the local value is the one in force, `no
+/// value` an empty one). The rest of the page is not settings.
+pub fn php_info_pairs(text: &str, origin: &str) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut parts = line.split(" => ");
+        let (Some(k), Some(local)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if ty(k.trim()).is_none() {
+            continue;
+        }
+        let local = if local.trim() == "no value" {
+            ""
+        } else {
+            local
+        };
+        out.push(Pair {
+            key: k.trim().to_string(),
+            value: local.to_string(),
+            at: format!("{origin}:{}", n + 1),
+        });
+    }
+    out
+}
+
+/// Largest settings file read (php.ini, `php -i` output): real ones are a
+/// few hundred KiB at most; anything bigger is not one (`/dev/zero`).
+pub const MAX_SETTINGS_FILE: u64 = 16 << 20;
+
+/// Reads a settings file of at most [`MAX_SETTINGS_FILE`] bytes.
+pub fn read(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read;
+    let io = |e| ConfigError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let mut b = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_SETTINGS_FILE + 1)
+        .read_to_end(&mut b)
+        .map_err(io)?;
+    if b.len() as u64 > MAX_SETTINGS_FILE {
+        return Err(ConfigError::TooLarge {
             path: path.display().to_string(),
-            source: e,
-        })
+            limit: MAX_SETTINGS_FILE,
+        });
+    }
+    Ok(String::from_utf8_lossy(&b).into_owned())
 }
 
 #[cfg(test)]

@@ -212,9 +212,14 @@ pub struct BackgroundOut {
 
 #[derive(Serialize)]
 pub struct Settings {
-    /// "given" (flags/files) or "inferred" (from the trace, over PHP's defaults).
+    /// "given" (something was stated: flags or files; the trace fills the
+    /// keys they do not name) or "inferred" (from the trace, over PHP's
+    /// defaults).
     pub source: String,
     pub settings: BTreeMap<String, String>,
+    /// Per key, where its value came from (recorded settings only).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub provenance: BTreeMap<String, crate::settings::Provenance>,
 }
 
 #[derive(Serialize)]
@@ -295,35 +300,54 @@ pub struct NfsOut {
     pub kernel: String,
 }
 
-/// The recorded settings and where they came from.
+/// The recorded settings and where they came from (docs of
+/// [`crate::settings`]), with the notes that say so.
 fn recorded_config(
     args: &PredictOptions,
     w: &Workload,
     notes: &mut Vec<String>,
-) -> Result<(PhpConfig, String)> {
-    let given =
-        !args.from_php.is_empty() || args.from_php_ini.is_some() || args.from_php_info.is_some();
-    if !given {
-        let (c, flags) = statstorm_php::predict::inferred_config(w)?;
-        let what = if flags.is_empty() {
-            "nothing; PHP 8.2 defaults assumed".to_string()
-        } else {
-            flags.join(" ")
-        };
+) -> Result<(crate::settings::Recorded, String)> {
+    use crate::settings::Provenance;
+    let stated = crate::settings::Stated {
+        php_info: args.from_php_info.as_deref(),
+        ini: args.from_php_ini.as_deref(),
+        flags: &args.from_php,
+    };
+    let r = crate::settings::recorded(w, stated)?;
+    notes.extend(r.notes.iter().cloned());
+    let pairs: BTreeMap<String, String> = r.config.to_pairs().into_iter().collect();
+    let with = |p: &dyn Fn(&Provenance) -> bool| -> Vec<String> {
+        r.provenance
+            .iter()
+            .filter(|(_, v)| p(v))
+            .map(|(k, _)| format!("{k}={}", pairs.get(*k).map_or("", String::as_str)))
+            .collect()
+    };
+    let inferred = with(&|p| *p == Provenance::Inferred);
+    let source = if stated.any() { "given" } else { "inferred" };
+    if !stated.any() {
         notes.push(format!(
-            "recorded settings inferred from the trace: {what} (give --from-php/--from-php-ini/--from-php-info to state them)"
+            "recorded settings inferred from the trace: {} (give --from-php/--from-php-ini/--from-php-info to state them)",
+            if inferred.is_empty() {
+                "nothing".to_string()
+            } else {
+                inferred.join(" ")
+            }
         ));
-        return Ok((c, "inferred".into()));
+    } else if !inferred.is_empty() {
+        notes.push(format!(
+            "recorded settings not stated, inferred from the trace: {}",
+            inferred.join(" ")
+        ));
     }
-    let mut c = PhpConfig::default();
-    if let Some(p) = &args.from_php_info {
-        notes.extend(c.apply_php_info_file(p)?);
+    let assumed = with(&|p| *p == Provenance::Default);
+    if !assumed.is_empty() {
+        notes.push(format!(
+            "assumed (PHP 8.2's defaults: neither stated nor shown by the trace): {}",
+            assumed.join(" ")
+        ));
     }
-    if let Some(p) = &args.from_php_ini {
-        notes.extend(c.apply_ini_file(p)?);
-    }
-    notes.extend(c.apply_flags(&args.from_php)?);
-    Ok((c, "given".into()))
+    Ok((r, source.into()))
 }
 
 /// Loads and lifts the reference capture; an error unless it is complete
@@ -472,7 +496,8 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
             .map_err(|e| write(std::io::Error::from(e)))?;
     }
     // settings
-    let (recorded, source) = recorded_config(args, &w, &mut notes)?;
+    let (recorded_settings, source) = recorded_config(args, &w, &mut notes)?;
+    let recorded = recorded_settings.config.clone();
     let mut proposed = recorded.clone();
     if let Some(p) = &args.php_ini {
         notes.extend(proposed.apply_ini_file(p)?);
@@ -597,6 +622,7 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
         &w,
         recorded,
         source,
+        &recorded_settings.provenance,
         proposed,
         preds,
         &rec,
@@ -635,6 +661,7 @@ fn build(
     w: &Workload,
     recorded: PhpConfig,
     source: String,
+    provenance: &BTreeMap<&'static str, crate::settings::Provenance>,
     proposed: PhpConfig,
     preds: Vec<RequestPrediction>,
     rec: &crate::capture::Recorded,
@@ -697,10 +724,15 @@ fn build(
         recorded: Settings {
             source,
             settings: settings_map(&recorded),
+            provenance: provenance
+                .iter()
+                .map(|(k, p)| (k.to_string(), p.clone()))
+                .collect(),
         },
         proposed: Settings {
             source: "recorded + --php-ini + --php".into(),
             settings: settings_map(&proposed),
+            provenance: BTreeMap::new(),
         },
         changes,
         evidence: w.evidence.notes.clone(),

@@ -1830,8 +1830,11 @@ fn evidence(
                 "{n} checks walked the directory {dir} right before the checked file: open_basedir={dir}"
             )
         });
+        // open_basedir alone explains the walks that repeat (R58: it
+        // disables the realpath cache): the cache's size is not shown, and
+        // stays PHP's default, assumed, not inferred as 0
+        // (which would keep every walk once open_basedir is removed)
         ev.inferred.push(("open_basedir".into(), dir.clone()));
-        ev.inferred.push(("realpath_cache_size".into(), "0".into()));
     } else if cache_off {
         ev.notes.push(
             "include_once walked its own name twice: no realpath cache (realpath_cache_size=0)"

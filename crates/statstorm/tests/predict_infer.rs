@@ -1,0 +1,109 @@
+//! Inference that is honest: what a capture cannot show is not inferred.
+//! A capture made under open_basedir shows no realpath cache hit whatever
+//! realpath_cache_size is (R58: open_basedir disables the cache), so the
+//! size stays PHP's default, assumed; removing open_basedir then predicts
+//! the same site's capture without it. Each pair below was recorded by
+//! scripts/php-harness on the same application: `-obd` under open_basedir,
+//! `-nooc` without it (OPcache off in both), `-rcs16k` with a 16K realpath
+//! cache. No setting is stated by hand.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+const CHECKED: [&str; 4] = ["newfstatat", "openat", "access", "readlink"];
+
+fn fixture(name: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/php");
+    for ext in ["strace.gz", "strace.zst"] {
+        let p = dir.join(format!("{name}.{ext}"));
+        if p.exists() {
+            return p.display().to_string();
+        }
+    }
+    panic!("fixture {name} missing in {}", dir.display());
+}
+
+fn predict(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .arg("predict")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Per request and checked syscall, the predicted `after` of `from` under
+/// `change` is within max(5%, 2) of what `real` recorded.
+fn predicts(from: &str, change: &[&str], real: &str) {
+    let mut args = vec![fixture(from)];
+    args.extend(change.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = predict(&args);
+    let r = predict(&[&fixture(real)]);
+    let (pq, rq) = (
+        p["requests"].as_array().unwrap(),
+        r["requests"].as_array().unwrap(),
+    );
+    assert_eq!(pq.len(), rq.len(), "{from} vs {real}: request counts");
+    let mut misses = Vec::new();
+    for (i, (a, b)) in pq.iter().zip(rq).enumerate() {
+        for k in CHECKED {
+            let x = a["after"]["by_syscall"][k].as_u64().unwrap_or(0);
+            let y = b["recorded"]["by_syscall"][k].as_u64().unwrap_or(0);
+            if x.abs_diff(y) > ((y as f64 * 0.05).floor() as u64).max(2) {
+                misses.push(format!("request {i} {k}: predicted {x}, real {y}"));
+            }
+        }
+    }
+    assert!(
+        misses.is_empty(),
+        "{from} {change:?} vs {real}:\n{}",
+        misses.join("\n")
+    );
+}
+
+#[test]
+fn removing_open_basedir_predicts_the_capture_without_it() {
+    for app in [
+        "fpm-tree",
+        "fpm-filecheck",
+        "fpm-mediawiki",
+        "fpm-wordpress",
+        "cli-tree",
+        "cli-filecheck",
+    ] {
+        predicts(
+            &format!("{app}-obd"),
+            &["--php", "open_basedir="],
+            &format!("{app}-nooc"),
+        );
+    }
+}
+
+#[test]
+fn realpath_cache_size_16k_to_default_predicts_the_capture_with_it() {
+    for app in ["fpm-mediawiki", "fpm-wordpress"] {
+        predicts(
+            &format!("{app}-rcs16k"),
+            &["--php", "realpath_cache_size=4096K"],
+            &format!("{app}-nooc"),
+        );
+    }
+}
+
+#[test]
+fn a_setting_the_capture_cannot_show_is_listed_as_assumed() {
+    let p = predict(&[&fixture("fpm-tree-obd")]);
+    let prov = &p["recorded"]["provenance"];
+    assert_eq!(prov["open_basedir"]["from"], "inferred", "{prov}");
+    assert_eq!(prov["realpath_cache_size"]["from"], "default", "{prov}");
+    assert_eq!(p["recorded"]["settings"]["realpath_cache_size"], "4194304");
+}
