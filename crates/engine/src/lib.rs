@@ -6,9 +6,50 @@
 //! client model; `statstorm-sim`: the queueing simulator). This crate
 //! joins them: it reads nothing from the command line and prints nothing;
 //! renderers put its values into words.
+//!
+//! - [`analyze`]: events -> [`analyze::Profile`] (counts, paths, requests,
+//!   realpath walks, bursts) and its findings.
+//! - [`capture`]: every request's recorded calls and the activity outside
+//!   requests, as the NFS client model needs them.
+//! - [`settings`]: the settings a capture ran under, each with its
+//!   provenance (stated, inferred from the trace, or PHP's default assumed).
+//! - [`predict`]: a capture under another php.ini and other mount options
+//!   -> [`predict::Report`] (per request: modelled before and after,
+//!   recorded, RPCs, latency), or a typed [`predict::Error`].
+//! - [`check`]: the modelled "before" against the recorded calls.
+//! - [`simulate`]: scenario files and the causes of a simulated run.
+//!
+//! ```
+//! use statstorm_engine::predict::{predict, PredictOptions};
+//!
+//! // a php-cli run that stats and opens one script
+//! let dir = std::env::temp_dir().join(format!("statstorm-engine-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let trace = dir.join("cli.strace");
+//! std::fs::write(
+//!     &trace,
+//!     r#"100 1700000000.000100 execve("/usr/bin/php", ["php", "/srv/a.php"], 0x7ffd0 /* 1 var */) = 0 <0.000100>
+//! 100 1700000000.000200 newfstatat(AT_FDCWD, "/srv/a.php", {st_mode=S_IFREG|0644, st_size=10, ...}, 0) = 0 <0.000010>
+//! 100 1700000000.000300 openat(AT_FDCWD, "/srv/a.php", O_RDONLY) = 3 <0.000009>
+//! 100 1700000000.000400 close(3) = 0 <0.000005>
+//! "#,
+//! )?;
+//! let opts = PredictOptions {
+//!     traces: vec![trace],
+//!     php: vec!["realpath_cache_size=0".into()],
+//!     ..PredictOptions::default()
+//! };
+//! let report = predict(&opts, &mut |_stage| {})?;
+//! assert_eq!(report.requests.len(), 1);
+//! // the recorded calls of the request, as the trace shows them
+//! assert_eq!(report.requests[0].recorded.get("openat"), 1);
+//! std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod analyze;
 pub mod capture;
 pub mod check;
 pub mod predict;
 pub mod settings;
+pub mod simulate;

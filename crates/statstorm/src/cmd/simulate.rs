@@ -7,11 +7,10 @@
 //!
 //! Exit codes: 0 simulated; 2 the scenario could not be read or is invalid.
 
-mod scenario;
-
 use anyhow::{Context, Result};
-use scenario::{Fs, Published, Scenario, Workload};
-use statstorm_sim::{simulate_requests, Arrivals, Report};
+use statstorm_engine::simulate::explain::{explain, Cause};
+use statstorm_engine::simulate::scenario::Scenario;
+use statstorm_sim::{simulate_requests, Report};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -108,14 +107,6 @@ fn dur(ms: f64) -> String {
     } else {
         format!("{:.0} us", ms * 1e3)
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn cause_text(c: &str) -> &'static str {
@@ -291,7 +282,7 @@ fn render_text(sc: &Scenario, r: &Report) -> String {
         }
     }
     let _ = writeln!(o, "\nwhy");
-    for line in explain(sc, r) {
+    for line in explain(sc, r).iter().map(words) {
         let _ = writeln!(o, "  - {line}");
     }
     let wall = r
@@ -303,230 +294,196 @@ fn render_text(sc: &Scenario, r: &Report) -> String {
     o
 }
 
-/// Sentences that explain the stalls and the refused requests, from the
-/// report's own figures.
-fn explain(sc: &Scenario, r: &Report) -> Vec<String> {
-    let mut out = Vec::new();
-    let p = &sc.params;
-    let st = &r.stalls;
-    let rpcs_per_req = sc.requests.iter().map(|q| q.rpc_count()).max().unwrap_or(0);
-    if st.is_empty() {
-        out.push(format!("No request took longer than {} ms.", p.stall_ms));
-    } else {
-        let starts: Vec<f64> = st.iter().map(|s| s.start_s).collect();
-        let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-        let lens: Vec<f64> = st.iter().map(|s| s.duration_ms).collect();
-        let maxlen = lens.iter().copied().fold(0.0, f64::max);
-        let mut causes: Vec<&str> = st.iter().map(|s| s.cause).collect();
-        causes.sort();
-        causes.dedup();
-        let recur = if gaps.is_empty() {
-            String::new()
-        } else {
-            format!(", recurring every {:.0} s (median gap)", median(gaps))
-        };
-        out.push(format!(
-            "{} stall episodes{recur}, median length {} (longest {}); cause: {}.",
-            st.len(),
-            dur(median(lens)),
-            dur(maxlen),
-            causes
-                .iter()
-                .map(|c| format!("{c} = {}", cause_text(c)))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
-    }
-    let validating =
-        matches!(sc.workload, Workload::OpcacheIncludes { .. }) && r.validation.performed > 0;
-    let on_nfs = match sc.workload {
-        Workload::OpcacheIncludes { fs, .. } => fs == Fs::Nfs,
-        Workload::File { .. } => r.local_fs.ops == 0,
-    };
-    if validating {
-        let workers: Vec<f64> = st.iter().map(|s| s.max_workers_validating as f64).collect();
-        let wmed = median(workers.clone());
-        let wmax = workers.iter().copied().fold(0.0, f64::max);
-        if on_nfs {
-            let slots = if p.transport.session_slots > 0 {
-                p.transport.session_slots
-            } else {
-                p.transport.xprt_slots
-            };
-            out.push(format!(
-                "A PHP worker is one thread and each timestamp check is a blocking stat(): its {rpcs_per_req} \
-                 checks go out one after another, so one worker never has more than 1 RPC in flight. \
-                 OPcache keeps the revalidation stamp in shared memory (R64), so after each {} s window the \
-                 first request re-checks every script and the requests that arrive while it is under way \
-                 catch up with it and check the same scripts alongside it: {} workers were checking at once \
-                 in the median episode ({} at most).",
-                p.validation.freq_s, wmed, wmax
-            ));
-            out.push(format!(
-                "RPCs in flight never exceeded {} against {} slots, so slot waits are {} (max {}, mean {} per RPC).",
-                r.slots.max_rpcs_in_flight,
-                slots,
-                if r.slots.waited == 0 { "nil" } else { "present" },
-                dur(r.slots.max_wait_ms),
-                dur(r.slots.mean_wait_ms)
-            ));
-            if let Some(big) = st
-                .iter()
-                .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
-            {
-                if big.requests > 0 && big.rpcs > 0 {
-                    let n = big.requests as f64;
-                    let per_req = big.rpcs as f64 / n;
-                    out.push(format!(
-                        "In the longest episode (at {:.0} s) its {} slow requests made {per_req:.0} RPCs each at a \
-                         mean {} per RPC (slot wait + network + server): {per_req:.0} x {} = {} of sequential \
-                         waiting per request. Per request: IOPS throttle {}, server queue {}, normal RPC time {}, \
-                         slot wait {}, CPU {}.",
-                        big.start_s,
-                        big.requests,
-                        dur(big.mean_rpc_ms),
-                        dur(big.mean_rpc_ms),
-                        dur(per_req * big.mean_rpc_ms),
-                        dur(big.breakdown.iops_throttle_ms / n),
-                        dur(big.breakdown.server_queue_ms / n),
-                        dur(big.breakdown.rpc_ms / n),
-                        dur(big.breakdown.slot_wait_ms / n),
-                        dur(big.breakdown.cpu_ms / n)
-                    ));
-                }
-            }
-            if p.validation.freq_s > 0 && st.len() >= 6 {
-                let k = st.len() / 3;
-                let early = median(st[..k].iter().map(|s| s.duration_ms).collect());
-                let late = median(st[st.len() - k..].iter().map(|s| s.duration_ms).collect());
-                out.push(format!(
-                    "Episode length drifts: median {} over the first {k} episodes, {} over the last {k}. Each \
-                     script's stamp is set to request_time + {} s by whichever worker checked it last (R64); \
-                     workers that joined a revalidation late carry later request times, so the scripts' stamps \
-                     spread over a few seconds and later revalidations split into smaller waves.",
-                    dur(early),
-                    dur(late),
-                    p.validation.freq_s
-                ));
-            }
+/// One cause in words (the text report's explanation).
+fn words(c: &Cause) -> String {
+    match c {
+        Cause::NoStall { stall_ms } => format!("No request took longer than {stall_ms} ms."),
+        Cause::Episodes {
+            count,
+            recur_s,
+            median_ms,
+            longest_ms,
+            causes,
+        } => {
+            let recur = recur_s
+                .map(|g| format!(", recurring every {g:.0} s (median gap)"))
+                .unwrap_or_default();
+            format!(
+                "{count} stall episodes{recur}, median length {} (longest {}); cause: {}.",
+                dur(*median_ms),
+                dur(*longest_ms),
+                causes
+                    .iter()
+                    .map(|c| format!("{c} = {}", cause_text(c)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
         }
-    }
-    if r.local_fs.blocked_ops > 0 {
-        if let Some(big) = st
-            .iter()
-            .max_by(|a, b| a.duration_ms.total_cmp(&b.duration_ms))
-        {
-            let n = big.requests.max(1) as f64;
-            let b = &big.breakdown;
-            // Time a request holds its worker (the backlog wait is before that).
-            let per_req = (b.cpu_ms + b.local_ms + b.local_lock_ms + b.rpc_ms) / n;
-            let capacity = p.pool.max_children as f64 / (per_req / 1e3);
-            let rate = match p.arrivals {
-                Arrivals::Poisson { rate_per_s } | Arrivals::Periodic { rate_per_s } => {
-                    format!(" against {rate_per_s} arriving")
-                }
-                Arrivals::Replay => String::new(),
-            };
-            out.push(format!(
+        Cause::SequentialChecks {
+            rpcs_per_request,
+            revalidate_freq_s,
+            workers_median,
+            workers_max,
+        } => format!(
+            "A PHP worker is one thread and each timestamp check is a blocking stat(): its {rpcs_per_request} \
+             checks go out one after another, so one worker never has more than 1 RPC in flight. \
+             OPcache keeps the revalidation stamp in shared memory (R64), so after each {revalidate_freq_s} s window the \
+             first request re-checks every script and the requests that arrive while it is under way \
+             catch up with it and check the same scripts alongside it: {workers_median} workers were checking at once \
+             in the median episode ({workers_max} at most)."
+        ),
+        Cause::SlotUse {
+            max_in_flight,
+            slots,
+            waited,
+            max_wait_ms,
+            mean_wait_ms,
+        } => format!(
+            "RPCs in flight never exceeded {max_in_flight} against {slots} slots, so slot waits are {} (max {}, mean {} per RPC).",
+            if *waited { "present" } else { "nil" },
+            dur(*max_wait_ms),
+            dur(*mean_wait_ms)
+        ),
+        Cause::LongestEpisode {
+            start_s,
+            requests,
+            rpcs_per_request: per_req,
+            mean_rpc_ms,
+            per_request: b,
+        } => format!(
+            "In the longest episode (at {start_s:.0} s) its {requests} slow requests made {per_req:.0} RPCs each at a \
+             mean {} per RPC (slot wait + network + server): {per_req:.0} x {} = {} of sequential \
+             waiting per request. Per request: IOPS throttle {}, server queue {}, normal RPC time {}, \
+             slot wait {}, CPU {}.",
+            dur(*mean_rpc_ms),
+            dur(*mean_rpc_ms),
+            dur(per_req * mean_rpc_ms),
+            dur(b.iops_throttle_ms),
+            dur(b.server_queue_ms),
+            dur(b.rpc_ms),
+            dur(b.slot_wait_ms),
+            dur(b.cpu_ms)
+        ),
+        Cause::Drift {
+            episodes: k,
+            early_ms,
+            late_ms,
+            revalidate_freq_s,
+        } => format!(
+            "Episode length drifts: median {} over the first {k} episodes, {} over the last {k}. Each \
+             script's stamp is set to request_time + {revalidate_freq_s} s by whichever worker checked it last (R64); \
+             workers that joined a revalidation late carry later request times, so the scripts' stamps \
+             spread over a few seconds and later revalidations split into smaller waves.",
+            dur(*early_ms),
+            dur(*late_ms),
+        ),
+        Cause::LockSleep {
+            start_s,
+            requests,
+            lock_ms_per_request,
+            held_ms_per_request,
+            workers,
+            capacity_per_s: capacity,
+            arriving_per_s,
+        } => {
+            let rate = arriving_per_s
+                .map(|r| format!(" against {r} arriving"))
+                .unwrap_or_default();
+            format!(
                 "A worker's stat() calls are sequential, so a request that runs during an eviction cycle sleeps \
-                 once per call that finds its lock held: in the longest episode (at {:.0} s) the {} slow \
-                 requests slept {} each on locks and held their worker {} in all, so {} workers \
+                 once per call that finds its lock held: in the longest episode (at {start_s:.0} s) the {requests} slow \
+                 requests slept {} each on locks and held their worker {} in all, so {workers} workers \
                  could serve at most {capacity:.0} requests/s{rate}; the listen backlog then fills.",
-                big.start_s,
-                big.requests,
-                dur(b.local_lock_ms / n),
-                dur(per_req),
-                p.pool.max_children
-            ));
+                dur(*lock_ms_per_request),
+                dur(*held_ms_per_request),
+            )
         }
-    }
-    if r.requests.dropped > 0 {
-        out.push(format!(
-            "{} of {} requests were refused (502): {:.4}%. Refusals happen when all {} workers are busy and {} \
-             connections already wait in the listen backlog (it reached {}); workers were held by {}.",
-            thousands(r.requests.dropped),
-            thousands(r.requests.arrived),
-            r.requests.drop_rate_pct,
-            p.pool.max_children,
-            p.pool.listen_backlog,
-            r.pool.max_backlog,
-            if r.local_fs.blocked_ops > 0 {
+        Cause::Refused {
+            dropped,
+            arrived,
+            rate_pct,
+            workers,
+            listen_backlog,
+            max_backlog,
+            lock_blocked_calls,
+            max_lock_wait_ms,
+        } => format!(
+            "{} of {} requests were refused (502): {rate_pct:.4}%. Refusals happen when all {workers} workers are busy and {listen_backlog} \
+             connections already wait in the listen backlog (it reached {max_backlog}); workers were held by {}.",
+            thousands(*dropped),
+            thousands(*arrived),
+            if *lock_blocked_calls > 0 {
                 format!(
                     "stat() calls sleeping on the eviction lock ({} calls slept, longest {})",
-                    thousands(r.local_fs.blocked_ops),
-                    dur(r.local_fs.max_lock_wait_ms)
+                    thousands(*lock_blocked_calls),
+                    dur(*max_lock_wait_ms)
                 )
             } else {
                 "slow requests".to_string()
             }
-        ));
-    } else if r.requests.arrived > 0 {
-        out.push(format!(
+        ),
+        Cause::NoneRefused { arrived } => format!(
             "No request was refused (502 rate 0 of {}).",
-            thousands(r.requests.arrived)
-        ));
-    }
-    if let Some(pb) = &sc.published {
-        out.extend(compare_published(pb, r, on_nfs));
-    }
-    out
-}
-
-/// Where the source's own arithmetic differs from the simulation.
-fn compare_published(pb: &Published, r: &Report, on_nfs: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    if let (Some(w), Some(n), Some(s), true) = (pb.workers, pb.rpcs_per_worker, pb.slots, on_nfs) {
-        let total = w as u64 * n as u64;
-        let claims: Vec<String> = pb
-            .rpc_ms
-            .iter()
-            .map(|ms| {
-                format!(
-                    "({total}/{s}) x {ms} ms = {}",
-                    dur(total as f64 / s as f64 * ms)
-                )
-            })
-            .collect();
-        let seq: Vec<String> = pb
-            .rpc_ms
-            .iter()
-            .map(|ms| format!("{n} x {ms} ms = {}", dur(n as f64 * ms)))
-            .collect();
-        out.push(format!(
-            "The source's arithmetic, {}, treats the {} RPCs of {w} workers as one queue drained {s} at a \
-             time. That needs {} RPCs waiting at once; with sequential calls there are at most {w} (one per \
-             worker, fewer than the {s} slots: no slot wait), and the simulation never had more than {} in \
-             flight. A revalidating request instead waits for its own {n} RPCs one after another: {}, whatever \
-             the number of workers, as long as they stay below the slot count.",
-            claims.join(" and "),
-            thousands(total),
-            thousands(total),
-            r.slots.max_rpcs_in_flight,
-            seq.join(" or ")
-        ));
-    } else if let (Some(w), Some(n)) = (pb.workers, pb.rpcs_per_worker) {
-        out.push(format!(
+            thousands(*arrived)
+        ),
+        Cause::PublishedQueue {
+            workers: w,
+            rpcs_per_worker: n,
+            slots: s,
+            rpc_ms,
+            max_in_flight,
+        } => {
+            let total = *w as u64 * *n as u64;
+            let claims: Vec<String> = rpc_ms
+                .iter()
+                .map(|ms| {
+                    format!(
+                        "({total}/{s}) x {ms} ms = {}",
+                        dur(total as f64 / *s as f64 * ms)
+                    )
+                })
+                .collect();
+            let seq: Vec<String> = rpc_ms
+                .iter()
+                .map(|ms| format!("{n} x {ms} ms = {}", dur(*n as f64 * ms)))
+                .collect();
+            format!(
+                "The source's arithmetic, {}, treats the {} RPCs of {w} workers as one queue drained {s} at a \
+                 time. That needs {} RPCs waiting at once; with sequential calls there are at most {w} (one per \
+                 worker, fewer than the {s} slots: no slot wait), and the simulation never had more than {max_in_flight} in \
+                 flight. A revalidating request instead waits for its own {n} RPCs one after another: {}, whatever \
+                 the number of workers, as long as they stay below the slot count.",
+                claims.join(" and "),
+                thousands(total),
+                thousands(total),
+                seq.join(" or ")
+            )
+        }
+        Cause::PublishedConcurrent {
+            workers: w,
+            calls_per_worker: n,
+            max_busy_workers,
+        } => format!(
             "The source counts {w} busy workers x {n} calls = {} concurrent calls; a worker's {n} calls are \
-             sequential, so at most one per busy worker is ever in progress; the simulation had at most {} \
-             workers busy, hence at most {} calls in progress.",
-            thousands(w as u64 * n as u64),
-            r.pool.max_busy_workers,
-            r.pool.max_busy_workers
-        ));
-    }
-    if let Some(ms) = pb.stall_ms {
-        out.push(format!(
+             sequential, so at most one per busy worker is ever in progress; the simulation had at most {max_busy_workers} \
+             workers busy, hence at most {max_busy_workers} calls in progress.",
+            thousands(*w as u64 * *n as u64),
+        ),
+        Cause::PublishedStall {
+            stall_ms,
+            longest_ms,
+            p99_ms,
+        } => format!(
             "The source reports a stall of {}; the simulation's longest is {} and its p99 TTFB {}.",
-            dur(ms),
-            dur(r.stalls.iter().map(|s| s.duration_ms).fold(0.0, f64::max)),
-            dur(r.ttfb_ms.p99)
-        ));
+            dur(*stall_ms),
+            dur(*longest_ms),
+            dur(*p99_ms)
+        ),
+        Cause::PublishedDrops {
+            source_pct,
+            simulated_pct,
+        } => format!(
+            "The source reports a 502 rate of about {source_pct}%; the simulation gives {simulated_pct:.4}%."
+        ),
     }
-    if let Some(pct) = pb.drop_rate_pct {
-        out.push(format!(
-            "The source reports a 502 rate of about {pct}%; the simulation gives {:.4}%.",
-            r.requests.drop_rate_pct
-        ));
-    }
-    out
 }
