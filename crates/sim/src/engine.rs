@@ -524,8 +524,11 @@ impl<'a> Engine<'a> {
     fn gap(&mut self) -> u64 {
         match self.p.arrivals {
             Arrivals::Poisson { rate_per_s } => {
+                // At least 1 ns, as in the periodic case: a gap that rounds
+                // to 0 would let arrivals pile up at one instant forever.
+                // `Params::validate` keeps the mean gap >= 1 ns.
                 let u: f64 = self.rng_arr.gen();
-                (-(1.0 - u).ln() / rate_per_s * 1e9).round() as u64
+                (-(1.0 - u).ln() / rate_per_s * 1e9).round().max(1.0) as u64
             }
             Arrivals::Periodic { rate_per_s } => (1e9 / rate_per_s).round().max(1.0) as u64,
             Arrivals::Replay => 0,

@@ -34,3 +34,62 @@ fn replay_of_more_than_2_pow_20_requests_runs_to_the_end() {
     assert!((r.end_s - end).abs() <= 1e-6, "{} vs {end}", r.end_s);
     assert_eq!(r.ttfb_ms.max, 0.001); // 500 ns, 3 decimals
 }
+
+fn poisson(rate_per_s: f64, duration_s: f64) -> Params {
+    Params {
+        arrivals: Arrivals::Poisson { rate_per_s },
+        duration_s,
+        pool: Pool {
+            max_children: 2,
+            listen_backlog: 2,
+        },
+        ..Params::default()
+    }
+}
+
+/// A rate whose mean gap is far below 1 ns: refused by name, not run
+/// (the gap rounded to 0 ns and time never advanced).
+#[test]
+fn poisson_rate_beyond_the_clock_is_refused() {
+    let req = [RequestSpec {
+        start_ns: None,
+        steps: vec![Step::Cpu { ns: 1_000 }],
+    }];
+    for rate in [1e11, 1e12, 1e300] {
+        let e = simulate_requests(&req, &poisson(rate, 600.0), 1).unwrap_err();
+        assert!(e.contains("arrivals.rate_per_s"), "{rate}: {e}");
+        assert!(e.contains("1e9"), "{rate}: {e}");
+    }
+}
+
+/// At the highest accepted rate (one arrival per ns on average) time still
+/// advances: every gap is at least 1 ns, so a 2 us run has at most 2,000
+/// arrivals, and about 2,000 * (1 - e^-1) of them once gaps that round to 0
+/// are lifted to 1 ns.
+#[test]
+fn poisson_gaps_are_at_least_one_ns() {
+    let req = [RequestSpec {
+        start_ns: None,
+        steps: vec![Step::Cpu { ns: 1 }],
+    }];
+    let r = simulate_requests(&req, &poisson(1e9, 2e-6), 7).unwrap();
+    assert!(r.requests.arrived <= 2_000, "{}", r.requests.arrived);
+    assert!(r.requests.arrived >= 1_000, "{}", r.requests.arrived);
+    assert_eq!(r.requests.arrived, r.requests.served + r.requests.dropped);
+}
+
+/// A rate the clock can hold, over a duration that would mean more than a
+/// billion arrivals: refused with the product named.
+#[test]
+fn more_than_a_billion_arrivals_are_refused() {
+    let req = [RequestSpec {
+        start_ns: None,
+        steps: vec![Step::Cpu { ns: 1 }],
+    }];
+    let e = simulate_requests(&req, &poisson(1e9, 600.0), 1).unwrap_err();
+    assert!(e.contains("rate_per_s x duration_s"), "{e}");
+    let mut p = poisson(1e9, 600.0);
+    p.arrivals = Arrivals::Periodic { rate_per_s: 1e7 };
+    let e = simulate_requests(&req, &p, 1).unwrap_err();
+    assert!(e.contains("6.000e9 requests"), "{e}");
+}
