@@ -369,15 +369,22 @@ impl ServerChange {
         let (t, p) = s
             .split_once(':')
             .ok_or_else(|| format!("server change '{s}': expected EPOCH:PATH"))?;
-        let t: f64 = t
+        let secs: f64 = t
             .trim()
             .parse()
             .map_err(|_| format!("server change '{s}': '{t}' is not epoch seconds"))?;
+        if !secs.is_finite() {
+            return Err(format!(
+                "server change '{s}': '{t}' is not a finite number of seconds"
+            ));
+        }
         if !p.starts_with('/') {
             return Err(format!("server change '{s}': PATH must be absolute"));
         }
         Ok(ServerChange {
-            t_us: (t * 1e6).round() as i64,
+            // beyond i64 microseconds: saturates (`NfsSetup` notes a change
+            // outside the trace's time span)
+            t_us: (secs * 1e6).round() as i64,
             path: p.to_string(),
             entry: true,
         })
@@ -508,7 +515,7 @@ impl Client {
             self.new_inode(&root, true);
             self.cur_t = t;
             if self.v4() {
-                self.next_renewd_us = t + self.renewd_period_us();
+                self.next_renewd_us = t.saturating_add(self.renewd_period_us());
             }
         }
     }
@@ -522,14 +529,24 @@ impl Client {
     /// (fs/nfs/delegation.c): a delegation not referenced since the previous
     /// run is returned (DELEGRETURN). Lab: v4.1 fpm_nooc_obd r1 returned the
     /// delegation of fe.php, idle for ~90 s, and fpm_fe r1 re-opened it.
+    ///
+    /// `next_renewd_us == i64::MAX` means never (v3, or a pass later than
+    /// time can count). Only ops grant delegations, and this runs before
+    /// each op, so over an idle span at most two passes do anything (the
+    /// first clears the referenced bits, the second returns the rest);
+    /// once none is held, the passes up to `until_us` are skipped in one
+    /// step: a run of this loop is bounded whatever the gap.
     fn run_renewd(&mut self, until_us: i64) {
-        while self.next_renewd_us <= until_us {
+        let period = self.renewd_period_us();
+        while self.next_renewd_us != i64::MAX && self.next_renewd_us <= until_us {
             let t = self.next_renewd_us;
             let mut ret: Vec<String> = Vec::new();
+            let mut held = 0usize;
             for (p, i) in self.inodes.iter_mut() {
                 if i.deleg {
                     if i.deleg_ref {
                         i.deleg_ref = false;
+                        held += 1;
                     } else {
                         ret.push(p.clone());
                     }
@@ -546,7 +563,15 @@ impl Client {
             self.cur_pid = pid;
             self.cur_index = idx;
             self.cur_t = now;
-            self.next_renewd_us = t + self.renewd_period_us();
+            // The next pass, or with no delegation left the first pass
+            // after `until_us` (i64::MAX: beyond what time can count).
+            let (t, period) = (t as i128, period as i128);
+            let skip = if held == 0 {
+                (until_us as i128 - t) / period + 1
+            } else {
+                1
+            };
+            self.next_renewd_us = i64::try_from(t + skip * period).unwrap_or(i64::MAX);
         }
     }
 
