@@ -209,9 +209,8 @@ impl NfsSetup {
                 };
                 if let Some(side) = side {
                     notes.push(format!(
-                        "--server-change {s}: at {} s, {side} traced call (the calls run from {} to {} s); \
+                        "--server-change {s}: {side} traced call (the calls run from {} to {} s); \
                          give the time in the trace's clock if that is not what you meant",
-                        secs(c.t_us),
                         secs(first),
                         secs(last)
                     ));

@@ -132,7 +132,8 @@ fn predict_server_change_far_after_the_trace_ends_with_a_note() {
             "after the last traced call"
         };
         assert!(
-            r.stdout.contains(&format!("--server-change {change}: at")) && r.stdout.contains(side),
+            r.stdout
+                .contains(&format!("--server-change {change}: {side}")),
             "{}",
             r.stdout
         );
