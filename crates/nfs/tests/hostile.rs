@@ -135,3 +135,27 @@ fn server_change_outside_the_trace_is_noted() {
     assert_eq!(noted(&s).len(), 1);
     assert_eq!(s.changes.len(), 1);
 }
+
+/// With paths interned, a replay's JSON still spells each RPC's path, and
+/// deep paths come back whole.
+#[test]
+fn replay_json_spells_paths() {
+    let deep = format!("/m{}/f.php", "/d".repeat(300));
+    let ops = [op(0.0, OpKind::Stat, &deep)];
+    let r = replay(
+        &ops,
+        &MountOptions::parse("vers=3").unwrap(),
+        &ClientParams::new("/m"),
+        &[],
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    let rpcs = v["rpcs"].as_array().unwrap();
+    assert_eq!(rpcs.len(), r.rpcs.len());
+    assert_eq!(rpcs[0]["path"], "/m");
+    let last = rpcs.last().unwrap();
+    assert_eq!(
+        (last["op"].as_str(), last["path"].as_str()),
+        (Some("LOOKUP"), Some(deep.as_str()))
+    );
+    assert_eq!(r.path(r.rpcs.last().unwrap()), deep);
+}

@@ -189,18 +189,48 @@ pub struct RpcAt {
     pub op_index: usize,
 }
 
-/// Result of [`replay`].
-#[derive(Clone, Debug, Default, Serialize)]
+/// Result of [`replay`]. As JSON its RPCs are [`Rpc`]s, paths spelled out.
+#[derive(Clone, Debug, Default)]
 pub struct Replay {
     pub schema: &'static str,
     pub rpcs: Vec<RpcAt>,
     /// The paths `rpcs` name (see [`Replay::path`]).
-    #[serde(skip)]
     paths: Paths,
     pub totals: RpcCounts,
     pub per_pid: BTreeMap<u32, RpcCounts>,
     /// RPC counts per input op (same length as the op stream).
     pub per_op: Vec<RpcCounts>,
+}
+
+impl Serialize for Replay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            schema: &'a str,
+            rpcs: Vec<Rpc>,
+            totals: &'a RpcCounts,
+            per_pid: &'a BTreeMap<u32, RpcCounts>,
+            per_op: &'a [RpcCounts],
+        }
+        Out {
+            schema: self.schema,
+            rpcs: self
+                .rpcs
+                .iter()
+                .map(|r| Rpc {
+                    t_us: r.t_us,
+                    op: r.op,
+                    path: self.path(r),
+                    pid: r.pid,
+                    op_index: r.op_index,
+                })
+                .collect(),
+            totals: &self.totals,
+            per_pid: &self.per_pid,
+            per_op: &self.per_op,
+        }
+        .serialize(s)
+    }
 }
 
 impl Replay {
