@@ -197,8 +197,32 @@ impl NfsSetup {
                 .into()
         });
         let mut changes = Vec::new();
+        let first = ops.iter().map(|o| o.t_us).min();
+        let last = ops.iter().map(|o| o.t_us).max();
+        let secs = |us: i64| format!("{:.6}", us as f64 / 1e6);
         for s in &f.server_changes {
-            changes.push(ServerChange::parse(s).map_err(|e| format!("--server-change: {e}"))?);
+            let c = ServerChange::parse(s).map_err(|e| format!("--server-change: {e}"))?;
+            // Outside the calls' time span the change comes before every call
+            // or after every call: often a time in another clock (epoch
+            // seconds against a trace of seconds of the day).
+            if let (Some(first), Some(last)) = (first, last) {
+                let side = if c.t_us < first {
+                    Some("before the first")
+                } else if c.t_us > last {
+                    Some("after the last")
+                } else {
+                    None
+                };
+                if let Some(side) = side {
+                    notes.push(format!(
+                        "--server-change {s}: {side} traced call (the calls run from {} to {} s); \
+                         give the time in the trace's clock if that is not what you meant",
+                        secs(first),
+                        secs(last)
+                    ));
+                }
+            }
+            changes.push(c);
         }
         Ok(Some(NfsSetup {
             recorded,

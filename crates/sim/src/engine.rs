@@ -13,7 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
-/// Most workers a pool may have (event ids are 20 bits).
+/// Most workers a pool may have. An event's id is a worker number (or 0)
+/// and takes the low 20 bits of the event key (see `Engine::schedule`).
 pub const MAX_WORKERS: u32 = (1 << 20) - 1;
 
 const EV_ARRIVAL: u8 = 0;
@@ -96,6 +97,10 @@ struct Engine<'a> {
     op_names: Vec<String>,
     op_service: Vec<CDist>,
     replay: Vec<(u64, u32)>,
+    /// Index in `replay` of the next arrival. Replayed arrivals are chained
+    /// (each schedules the next), so one is pending at a time and its
+    /// position lives here, not in the event key: any number of requests.
+    replay_next: usize,
     // time and queue
     now: u64,
     seq: u64,
@@ -392,6 +397,7 @@ impl<'a> Engine<'a> {
             op_names,
             op_service,
             replay,
+            replay_next: 0,
             now: 0,
             seq: 0,
             heap: BinaryHeap::with_capacity(1024),
@@ -500,8 +506,13 @@ impl<'a> Engine<'a> {
         Ok(e)
     }
 
+    /// Queues event `kind` for `id` at `t`. The key is time (64 bits), then
+    /// sequence number (40 bits, so events at one time pop in scheduling
+    /// order), kind (4 bits) and id (20 bits): ids are worker numbers,
+    /// at most [`MAX_WORKERS`] (checked by `Params::validate`), or 0.
     #[inline]
     fn schedule(&mut self, t: u64, kind: u8, id: u32) {
+        debug_assert!(id <= MAX_WORKERS, "event id {id} does not fit 20 bits");
         let k = (t as u128) << 64
             | ((self.seq as u128) & 0xFF_FFFF_FFFF) << 24
             | (kind as u128) << 20
@@ -513,8 +524,11 @@ impl<'a> Engine<'a> {
     fn gap(&mut self) -> u64 {
         match self.p.arrivals {
             Arrivals::Poisson { rate_per_s } => {
+                // At least 1 ns, as in the periodic case: a gap that rounds
+                // to 0 would let arrivals pile up at one instant forever.
+                // `Params::validate` keeps the mean gap >= 1 ns.
                 let u: f64 = self.rng_arr.gen();
-                (-(1.0 - u).ln() / rate_per_s * 1e9).round() as u64
+                (-(1.0 - u).ln() / rate_per_s * 1e9).round().max(1.0) as u64
             }
             Arrivals::Periodic { rate_per_s } => (1e9 / rate_per_s).round().max(1.0) as u64,
             Arrivals::Replay => 0,
@@ -548,7 +562,7 @@ impl<'a> Engine<'a> {
                 next_row += self.step_ns;
             }
             match kind {
-                EV_ARRIVAL => self.on_arrival(t, id),
+                EV_ARRIVAL => self.on_arrival(t),
                 EV_STEP_DONE => self.step_done(id, t),
                 EV_RESUME => self.advance(id, t),
                 EV_REPLY => self.reply(id, t),
@@ -583,12 +597,14 @@ impl<'a> Engine<'a> {
         &mut self.series[i]
     }
 
-    fn on_arrival(&mut self, t: u64, id: u32) {
+    fn on_arrival(&mut self, t: u64) {
         self.arrived += 1;
         let spec = if self.p.arrivals == Arrivals::Replay {
-            let (_, spec) = self.replay[id as usize];
-            if let Some(&(tn, _)) = self.replay.get(id as usize + 1) {
-                self.schedule(tn.max(t), EV_ARRIVAL, id + 1);
+            let i = self.replay_next;
+            self.replay_next += 1;
+            let (_, spec) = self.replay[i];
+            if let Some(&(tn, _)) = self.replay.get(i + 1) {
+                self.schedule(tn.max(t), EV_ARRIVAL, 0);
             }
             spec
         } else {

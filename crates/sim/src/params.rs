@@ -219,6 +219,13 @@ impl Default for Validation {
     }
 }
 
+/// Highest arrival rate (`arrivals.rate_per_s`): one request per ns.
+pub const MAX_RATE_PER_S: f64 = 1e9;
+
+/// Most requests a Poisson or periodic run may expect (`rate_per_s x
+/// duration_s`); the largest seed scenario has 720,000.
+pub const MAX_ARRIVALS: f64 = 1e9;
+
 /// Everything but the requests themselves.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Params {
@@ -255,7 +262,15 @@ impl Params {
         };
         match self.arrivals {
             Arrivals::Poisson { rate_per_s } | Arrivals::Periodic { rate_per_s } => {
-                pos(rate_per_s, "arrivals.rate_per_s")?
+                pos(rate_per_s, "arrivals.rate_per_s")?;
+                // The clock counts whole ns and every gap is at least 1 ns:
+                // a faster rate cannot be simulated as asked.
+                if rate_per_s > MAX_RATE_PER_S {
+                    return Err(format!(
+                        "arrivals.rate_per_s must be at most 1e9 (one request per ns, the \
+                         simulator's clock tick), got {rate_per_s}"
+                    ));
+                }
             }
             Arrivals::Replay => {}
         }
@@ -265,6 +280,19 @@ impl Params {
                 "duration_s must be at most 1e7 s, got {}",
                 self.duration_s
             ));
+        }
+        if let Arrivals::Poisson { rate_per_s } | Arrivals::Periodic { rate_per_s } = self.arrivals
+        {
+            // Every arrival is an event, served or refused: a run of more
+            // than MAX_ARRIVALS would take hours and look like a hang.
+            let n = rate_per_s * self.duration_s;
+            if n > MAX_ARRIVALS {
+                return Err(format!(
+                    "arrivals.rate_per_s x duration_s = {rate_per_s} x {} s = {n:.3e} requests; \
+                     at most 1e9 are simulated: lower the rate or the duration",
+                    self.duration_s
+                ));
+            }
         }
         if self.duration_s / self.series_step_s > 1e7 {
             return Err(format!(

@@ -5,7 +5,8 @@
 //! other clients. Output: the RPCs the client sends ([`Rpc`]) and counts per
 //! op as `/proc/self/mountstats` names them. Time comes only from the input.
 //!
-//! State (all keyed by absolute path below the NFS root):
+//! State (all keyed by absolute path below the NFS root, interned: see
+//! `paths`, memory linear in the distinct paths' components):
 //! - inodes: attribute cache timer (R3-R7), invalid bits (R8), access cache
 //!   per uid (R24-R28), page cache validity (R36), v4 open state and read
 //!   delegations (R31, R33, R39);
@@ -20,8 +21,10 @@
 //! function it models; docs/nfs-model.md says which were checked against
 //! the lab.
 
+mod paths;
 mod rpc;
 
+use paths::{PathId, Paths};
 pub use rpc::{Rpc, RpcCounts, RpcOp};
 
 use crate::mount::{AtimeMode, LookupCache, MountOptions, Vers};
@@ -150,16 +153,19 @@ enum Intent {
 pub struct Client {
     opts: MountOptions,
     params: ClientParams,
-    inodes: HashMap<String, Inode>,
-    dentries: HashMap<String, Dentry>,
-    server: HashMap<String, u64>,
-    opens: HashMap<(u32, String), Vec<OpenRec>>,
+    paths: Paths,
+    /// `params.nfs_root`, interned.
+    root: PathId,
+    inodes: HashMap<PathId, Inode>,
+    dentries: HashMap<PathId, Dentry>,
+    server: HashMap<PathId, u64>,
+    opens: HashMap<(u32, PathId), Vec<OpenRec>>,
     /// R27 login time per pid (first op seen).
     login: HashMap<u32, i64>,
     /// Existence learned from the trace: success proves a path, ENOENT
     /// disproves it; own creates/removes/renames update it.
-    learned: HashMap<String, bool>,
-    rpcs: Vec<Rpc>,
+    learned: HashMap<PathId, bool>,
+    rpcs: Vec<RpcAt>,
     cur_pid: u32,
     cur_index: usize,
     cur_t: i64,
@@ -168,18 +174,71 @@ pub struct Client {
     next_renewd_us: i64,
 }
 
-/// Result of [`replay`].
-#[derive(Clone, Debug, Default, Serialize)]
+/// One RPC of a [`Replay`]: an [`Rpc`] whose path is kept interned
+/// ([`Replay::path`] spells it), so a replay's memory does not grow with
+/// path length times RPC count.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RpcAt {
+    pub t_us: i64,
+    pub op: RpcOp,
+    /// Index of the path in the replay's path table.
+    pub path: u32,
+    /// As [`Rpc::pid`].
+    pub pid: u32,
+    /// As [`Rpc::op_index`].
+    pub op_index: usize,
+}
+
+/// Result of [`replay`]. As JSON its RPCs are [`Rpc`]s, paths spelled out.
+#[derive(Clone, Debug, Default)]
 pub struct Replay {
     pub schema: &'static str,
-    pub rpcs: Vec<Rpc>,
+    pub rpcs: Vec<RpcAt>,
+    /// The paths `rpcs` name (see [`Replay::path`]).
+    paths: Paths,
     pub totals: RpcCounts,
     pub per_pid: BTreeMap<u32, RpcCounts>,
     /// RPC counts per input op (same length as the op stream).
     pub per_op: Vec<RpcCounts>,
 }
 
+impl Serialize for Replay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            schema: &'a str,
+            rpcs: Vec<Rpc>,
+            totals: &'a RpcCounts,
+            per_pid: &'a BTreeMap<u32, RpcCounts>,
+            per_op: &'a [RpcCounts],
+        }
+        Out {
+            schema: self.schema,
+            rpcs: self
+                .rpcs
+                .iter()
+                .map(|r| Rpc {
+                    t_us: r.t_us,
+                    op: r.op,
+                    path: self.path(r),
+                    pid: r.pid,
+                    op_index: r.op_index,
+                })
+                .collect(),
+            totals: &self.totals,
+            per_pid: &self.per_pid,
+            per_op: &self.per_op,
+        }
+        .serialize(s)
+    }
+}
+
 impl Replay {
+    /// The path of an RPC of this replay.
+    pub fn path(&self, r: &RpcAt) -> String {
+        self.paths.string(r.path)
+    }
+
     /// Counts of the RPCs sent in `[from_us, to_us)`, optionally of one pid.
     pub fn counts_between(&self, from_us: i64, to_us: i64, pid: Option<u32>) -> RpcCounts {
         let mut c = RpcCounts::default();
@@ -219,7 +278,7 @@ pub fn replay_warm(
     for o in w {
         c.apply_indexed(o, usize::MAX);
     }
-    c.take_rpcs();
+    c.rpcs.clear();
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by_key(|&i| ops[i].t_us);
     let mut changes: Vec<&ServerChange> = server_changes.iter().collect();
@@ -240,7 +299,7 @@ pub fn replay_warm(
     for ch in &changes[ci..] {
         c.server_change(ch);
     }
-    let rpcs = c.take_rpcs();
+    let rpcs = std::mem::take(&mut c.rpcs);
     let mut totals = RpcCounts::default();
     let mut per_pid: BTreeMap<u32, RpcCounts> = BTreeMap::new();
     for r in &rpcs {
@@ -253,6 +312,7 @@ pub fn replay_warm(
         totals,
         per_pid,
         per_op,
+        paths: c.paths,
     }
 }
 
@@ -369,15 +429,22 @@ impl ServerChange {
         let (t, p) = s
             .split_once(':')
             .ok_or_else(|| format!("server change '{s}': expected EPOCH:PATH"))?;
-        let t: f64 = t
+        let secs: f64 = t
             .trim()
             .parse()
             .map_err(|_| format!("server change '{s}': '{t}' is not epoch seconds"))?;
+        if !secs.is_finite() {
+            return Err(format!(
+                "server change '{s}': '{t}' is not a finite number of seconds"
+            ));
+        }
         if !p.starts_with('/') {
             return Err(format!("server change '{s}': PATH must be absolute"));
         }
         Ok(ServerChange {
-            t_us: (t * 1e6).round() as i64,
+            // beyond i64 microseconds: saturates (`NfsSetup` notes a change
+            // outside the trace's time span)
+            t_us: (secs * 1e6).round() as i64,
             path: p.to_string(),
             entry: true,
         })
@@ -387,19 +454,15 @@ impl ServerChange {
 /// Lexical normalization (one definition, shared with the other model).
 pub use statstorm_trace::op::normalize_path as normalize;
 
-fn parent_of(p: &str) -> &str {
-    match p.rfind('/') {
-        Some(0) => "/",
-        Some(i) => &p[..i],
-        None => "/",
-    }
-}
-
 impl Client {
     pub fn new(opts: MountOptions, params: ClientParams) -> Client {
+        let mut paths = Paths::default();
+        let root = paths.intern(&params.nfs_root);
         Client {
             opts,
             params,
+            paths,
+            root,
             inodes: HashMap::new(),
             dentries: HashMap::new(),
             server: HashMap::new(),
@@ -419,9 +482,18 @@ impl Client {
         &self.opts
     }
 
-    /// RPCs produced so far (drained).
+    /// RPCs produced so far (drained), paths spelled out.
     pub fn take_rpcs(&mut self) -> Vec<Rpc> {
         std::mem::take(&mut self.rpcs)
+            .into_iter()
+            .map(|r| Rpc {
+                t_us: r.t_us,
+                op: r.op,
+                path: self.paths.string(r.path),
+                pid: r.pid,
+                op_index: r.op_index,
+            })
+            .collect()
     }
 
     /// Read delegations held now.
@@ -440,22 +512,22 @@ impl Client {
             || r == "/"
     }
 
-    fn emit(&mut self, op: RpcOp, path: &str) {
-        self.rpcs.push(Rpc {
+    fn emit(&mut self, op: RpcOp, path: PathId) {
+        self.rpcs.push(RpcAt {
             t_us: self.cur_t,
             op,
-            path: path.to_string(),
+            path,
             pid: self.cur_pid,
             op_index: self.cur_index,
         });
     }
 
-    fn server_change_of(&mut self, p: &str) -> u64 {
-        *self.server.entry(p.to_string()).or_insert(1)
+    fn server_change_of(&mut self, p: PathId) -> u64 {
+        *self.server.entry(p).or_insert(1)
     }
 
-    fn bump_server(&mut self, p: &str) {
-        *self.server.entry(p.to_string()).or_insert(1) += 1;
+    fn bump_server(&mut self, p: PathId) {
+        *self.server.entry(p).or_insert(1) += 1;
     }
 
     fn ac_min_max(&self, is_dir: bool) -> (i64, i64) {
@@ -473,12 +545,12 @@ impl Client {
     }
 
     /// A new inode from a reply with attributes (R3, `nfs_fhget`).
-    fn new_inode(&mut self, p: &str, is_dir: bool) {
+    fn new_inode(&mut self, p: PathId, is_dir: bool) {
         let (min, _) = self.ac_min_max(is_dir);
         let change = self.server_change_of(p);
         let t = self.cur_t;
         self.inodes.insert(
-            p.to_string(),
+            p,
             Inode {
                 is_dir,
                 change_seen: change,
@@ -502,13 +574,13 @@ impl Client {
     fn ensure_root(&mut self) {
         if !self.started {
             self.started = true;
-            let root = self.params.nfs_root.clone();
+            let root = self.root;
             let t = self.cur_t;
             self.cur_t = self.params.root_attr_time_us.unwrap_or(t);
-            self.new_inode(&root, true);
+            self.new_inode(root, true);
             self.cur_t = t;
             if self.v4() {
-                self.next_renewd_us = t + self.renewd_period_us();
+                self.next_renewd_us = t.saturating_add(self.renewd_period_us());
             }
         }
     }
@@ -522,38 +594,57 @@ impl Client {
     /// (fs/nfs/delegation.c): a delegation not referenced since the previous
     /// run is returned (DELEGRETURN). Lab: v4.1 fpm_nooc_obd r1 returned the
     /// delegation of fe.php, idle for ~90 s, and fpm_fe r1 re-opened it.
+    ///
+    /// `next_renewd_us == i64::MAX` means never (v3, or a pass later than
+    /// time can count). Only ops grant delegations, and this runs before
+    /// each op, so over an idle span at most two passes do anything (the
+    /// first clears the referenced bits, the second returns the rest);
+    /// once none is held, the passes up to `until_us` are skipped in one
+    /// step: a run of this loop is bounded whatever the gap.
     fn run_renewd(&mut self, until_us: i64) {
-        while self.next_renewd_us <= until_us {
+        let period = self.renewd_period_us();
+        while self.next_renewd_us != i64::MAX && self.next_renewd_us <= until_us {
             let t = self.next_renewd_us;
-            let mut ret: Vec<String> = Vec::new();
-            for (p, i) in self.inodes.iter_mut() {
+            let mut ret: Vec<(String, PathId)> = Vec::new();
+            let mut held = 0usize;
+            for (&p, i) in self.inodes.iter_mut() {
                 if i.deleg {
                     if i.deleg_ref {
                         i.deleg_ref = false;
+                        held += 1;
                     } else {
-                        ret.push(p.clone());
+                        ret.push((self.paths.string(p), p));
                     }
                 }
             }
+            // returned in path order
             ret.sort();
             let (pid, idx, now) = (self.cur_pid, self.cur_index, self.cur_t);
             self.cur_pid = 0;
             self.cur_index = usize::MAX;
             self.cur_t = t;
-            for p in ret {
-                self.return_delegation(&p);
+            for (_, p) in ret {
+                self.return_delegation(p);
             }
             self.cur_pid = pid;
             self.cur_index = idx;
             self.cur_t = now;
-            self.next_renewd_us = t + self.renewd_period_us();
+            // The next pass, or with no delegation left the first pass
+            // after `until_us` (i64::MAX: beyond what time can count).
+            let (t, period) = (t as i128, period as i128);
+            let skip = if held == 0 {
+                (until_us as i128 - t) / period + 1
+            } else {
+                1
+            };
+            self.next_renewd_us = i64::try_from(t + skip * period).unwrap_or(i64::MAX);
         }
     }
 
     /// `nfs4_have_delegation` marks the delegation referenced whenever a
     /// cache check consults it.
-    fn touch(&mut self, p: &str) {
-        if let Some(i) = self.inodes.get_mut(p) {
+    fn touch(&mut self, p: PathId) {
+        if let Some(i) = self.inodes.get_mut(&p) {
             if i.deleg {
                 i.deleg_ref = true;
             }
@@ -571,15 +662,15 @@ impl Client {
 
     /// R5-R7: a reply carrying attributes for `p` (`nfs_refresh_inode` ->
     /// `nfs_update_inode`). Creates the inode if new.
-    fn refresh(&mut self, p: &str, is_dir: bool) {
-        if !self.inodes.contains_key(p) {
+    fn refresh(&mut self, p: PathId, is_dir: bool) {
+        if !self.inodes.contains_key(&p) {
             self.new_inode(p, is_dir);
             return;
         }
         let server = self.server_change_of(p);
         let (min, max) = self.ac_min_max(is_dir);
         let t = self.cur_t;
-        let ino = self.inodes.get_mut(p).expect("checked");
+        let ino = self.inodes.get_mut(&p).expect("checked");
         if server != ino.change_seen {
             // R7: change attribute moved (`nfs_update_inode`, "change_attr
             // change on server"): reset the timeout, invalidate data and the
@@ -608,17 +699,17 @@ impl Client {
     }
 
     /// A GETATTR of `p` (`__nfs_revalidate_inode`).
-    fn getattr(&mut self, p: &str) {
+    fn getattr(&mut self, p: PathId) {
         self.emit(RpcOp::Getattr, p);
-        let is_dir = self.inodes.get(p).is_some_and(|i| i.is_dir);
+        let is_dir = self.inodes.get(&p).is_some_and(|i| i.is_dir);
         self.refresh(p, is_dir);
     }
 
     /// `nfs_revalidate_inode` / R36 `nfs_revalidate_mapping`: GETATTR iff
     /// the timer expired or `INVALID_CHANGE` is set.
-    fn revalidate(&mut self, p: &str) {
+    fn revalidate(&mut self, p: PathId) {
         self.touch(p);
-        let need = match self.inodes.get(p) {
+        let need = match self.inodes.get(&p) {
             Some(i) => i.inval_change || self.expired(i),
             None => false,
         };
@@ -630,9 +721,9 @@ impl Client {
     /// R24-R27, R29 `nfs_permission` -> `nfs_do_access` for a mask with
     /// READ/WRITE/EXEC bits (directory MAY_EXEC in a walk, v3 open,
     /// access(2) with R/W/X, chdir).
-    fn permission(&mut self, p: &str, uid: u32) {
+    fn permission(&mut self, p: PathId, uid: u32) {
         self.touch(p);
-        if !self.inodes.contains_key(p) {
+        if !self.inodes.contains_key(&p) {
             return;
         }
         // HYPOTHETICAL `noaccesscheck` (2013 RFC patch 1/2, seed 002, R48):
@@ -644,7 +735,7 @@ impl Client {
         }
         let login = self.login.get(&self.cur_pid).copied().unwrap_or(i64::MIN);
         let r27 = self.params.kernel >= (6, 2);
-        let ino = &self.inodes[p];
+        let ino = &self.inodes[&p];
         // R27 (6.2+, `nfs_access_login_time`): entries older than the
         // caller's login time are ignored.
         let entry = ino
@@ -660,7 +751,7 @@ impl Client {
                 // attributes expired: one GETATTR, then retry once; a change
                 // (R7) zaps the cache and an ACCESS follows.
                 self.getattr(p);
-                if !self.inodes[p].access.contains_key(&uid) {
+                if !self.inodes[&p].access.contains_key(&uid) {
                     self.access_rpc(p, uid);
                 }
             }
@@ -669,22 +760,22 @@ impl Client {
     }
 
     /// An ACCESS RPC: reply carries attributes (R5, R26).
-    fn access_rpc(&mut self, p: &str, uid: u32) {
+    fn access_rpc(&mut self, p: PathId, uid: u32) {
         self.emit(RpcOp::Access, p);
-        let is_dir = self.inodes.get(p).is_some_and(|i| i.is_dir);
+        let is_dir = self.inodes.get(&p).is_some_and(|i| i.is_dir);
         self.refresh(p, is_dir);
         let t = self.cur_t;
-        if let Some(i) = self.inodes.get_mut(p) {
+        if let Some(i) = self.inodes.get_mut(&p) {
             i.access.insert(uid, t);
         }
     }
 
     /// R16 `nfs_check_verifier(dir, dentry)`.
-    fn check_verifier(&mut self, dir: &str, d: Dentry) -> bool {
+    fn check_verifier(&mut self, dir: PathId, d: Dentry) -> bool {
         if self.opts.lookupcache() == LookupCache::None {
             return false;
         }
-        let Some(di) = self.inodes.get(dir) else {
+        let Some(di) = self.inodes.get(&dir) else {
             return false;
         };
         if d.verifier != di.cca {
@@ -694,16 +785,16 @@ impl Client {
         if di.inval_change || self.expired(di) {
             self.getattr(dir);
         }
-        d.verifier == self.inodes[dir].cca
+        d.verifier == self.inodes[&dir].cca
     }
 
-    fn set_dentry(&mut self, dir: &str, child: &str, positive: bool) {
-        let verifier = self.inodes.get(dir).map_or(0, |i| i.cca);
+    fn set_dentry(&mut self, dir: PathId, child: PathId, positive: bool) {
+        let verifier = self.inodes.get(&dir).map_or(0, |i| i.cca);
         // `nfs_set_verifier_locked`: tagged delegated when the inode holds
         // a read delegation (R15, R39).
-        let delegated = positive && self.inodes.get(child).is_some_and(|i| i.deleg);
+        let delegated = positive && self.inodes.get(&child).is_some_and(|i| i.deleg);
         self.dentries.insert(
-            child.to_string(),
+            child,
             Dentry {
                 positive,
                 verifier,
@@ -715,7 +806,7 @@ impl Client {
     /// R21 `nfs_lookup` / R17 step 3 `nfs_lookup_revalidate_dentry`: one
     /// LOOKUP RPC. v3 replies also carry the directory's attributes; v4
     /// LOOKUP compounds do not.
-    fn lookup_rpc(&mut self, dir: &str, child: &str, exists: bool, is_dir: bool) {
+    fn lookup_rpc(&mut self, dir: PathId, child: PathId, exists: bool, is_dir: bool) {
         self.emit(RpcOp::Lookup, child);
         if !self.v4() {
             self.refresh(dir, true);
@@ -728,8 +819,8 @@ impl Client {
         self.set_dentry(dir, child, exists);
     }
 
-    fn drop_inode(&mut self, p: &str) {
-        self.inodes.remove(p);
+    fn drop_inode(&mut self, p: PathId) {
+        self.inodes.remove(&p);
     }
 
     /// Looks up `child` in `dir` with `intent`; `exists`: what the server
@@ -737,14 +828,14 @@ impl Client {
     /// OPEN by name, for the caller) refreshed the child in this call.
     fn lookup(
         &mut self,
-        dir: &str,
-        child: &str,
+        dir: PathId,
+        child: PathId,
         intent: Intent,
         exists: bool,
         is_dir: bool,
     ) -> bool {
         let lc = self.opts.lookupcache();
-        match self.dentries.get(child).copied() {
+        match self.dentries.get(&child).copied() {
             None => {
                 // dcache miss (R21).
                 if intent == Intent::Target {
@@ -784,12 +875,12 @@ impl Client {
             }
             Some(d) => {
                 // R17 / R18: positive dentry.
-                if d.delegated && self.inodes.get(child).is_some_and(|i| i.deleg) {
+                if d.delegated && self.inodes.get(&child).is_some_and(|i| i.deleg) {
                     // `nfs_lookup_revalidate_delegated`.
                     return false;
                 }
                 if intent == Intent::Target && !exists {
-                    self.dentries.remove(child);
+                    self.dentries.remove(&child);
                     return false;
                 }
                 let v4_open_file =
@@ -823,7 +914,7 @@ impl Client {
 
     /// Whether an open needs the forced close-to-open GETATTR (R17, R30,
     /// R35) — v3 regular files and directories of any version.
-    fn cto_needed(&self, p: &str, is_dir: bool, write: bool) -> bool {
+    fn cto_needed(&self, p: PathId, is_dir: bool, write: bool) -> bool {
         if !self.opts.cto() {
             return false;
         }
@@ -835,7 +926,7 @@ impl Client {
         // less than N s ago (`time_in_range_open(jiffies,
         // attrtimeo_timestamp, attrtimeo_timestamp + N)`).
         if let (Some(n), false, false) = (self.opts.sloppycto_s, is_dir, write) {
-            if let Some(i) = self.inodes.get(p) {
+            if let Some(i) = self.inodes.get(&p) {
                 let t = self.cur_t;
                 if t >= i.attrtimeo_ts_us && t < i.attrtimeo_ts_us + n as i64 * S {
                     return false;
@@ -845,42 +936,48 @@ impl Client {
         true
     }
 
-    /// Path walk of the parent directories of `path` (R14): MAY_EXEC on each
-    /// directory walked, lookup of each intermediate component. Returns the
-    /// parent of the final component, or None when `path` is the root.
-    fn walk_parents(&mut self, path: &str, uid: u32) -> Option<String> {
-        let root = self.params.nfs_root.clone();
-        if path == root {
+    /// The ids of `path` (normalized, under the root) and of each
+    /// directory from the root down to it: `[root, ..., path]`.
+    fn chain(&mut self, path: &str) -> Vec<PathId> {
+        let rel = if self.params.nfs_root == "/" {
+            path
+        } else {
+            &path[self.params.nfs_root.len()..]
+        };
+        let mut chain = vec![self.root];
+        self.paths.walk_into(self.root, rel, &mut chain);
+        chain
+    }
+
+    /// Path walk of the parent directories of `chain`'s last path (R14,
+    /// `link_path_walk`): MAY_EXEC on each directory walked, lookup of each
+    /// intermediate component. Returns the parent of the final component,
+    /// or None when the path is the root.
+    fn walk_parents(&mut self, chain: &[PathId], uid: u32) -> Option<PathId> {
+        let n = chain.len() - 1;
+        if n == 0 {
             return None;
         }
-        let rel = &path[root.len()..];
-        let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
-        let mut dir = root.clone();
-        for (i, c) in comps.iter().enumerate() {
+        for i in 0..n {
             // R24: MAY_EXEC on the directory being searched.
-            self.permission(&dir, uid);
-            if i + 1 == comps.len() {
+            self.permission(chain[i], uid);
+            if i + 1 == n {
                 break;
             }
-            let child = if dir == "/" {
-                format!("/{c}")
-            } else {
-                format!("{dir}/{c}")
-            };
-            self.lookup(&dir, &child, Intent::Plain, true, true);
-            if let Some(i) = self.inodes.get_mut(&child) {
-                i.is_dir = true;
+            let child = chain[i + 1];
+            self.lookup(chain[i], child, Intent::Plain, true, true);
+            if let Some(ino) = self.inodes.get_mut(&child) {
+                ino.is_dir = true;
             }
-            dir = child;
         }
-        Some(dir)
+        Some(chain[n - 1])
     }
 
     /// R9 `nfs_getattr`: GETATTR iff expired, `INVALID_CHANGE`, a requested
     /// time invalid, or `INVALID_ATIME` on an atime-sensitive mount (R11).
-    fn stat_inode(&mut self, p: &str) {
+    fn stat_inode(&mut self, p: PathId) {
         self.touch(p);
-        let Some(i) = self.inodes.get(p) else {
+        let Some(i) = self.inodes.get(&p) else {
             return;
         };
         let atime_sensitive =
@@ -896,19 +993,19 @@ impl Client {
 
     /// Applies one server change made by someone else.
     pub fn server_change(&mut self, ch: &ServerChange) {
-        let p = normalize(&ch.path);
+        let p = self.paths.intern(&normalize(&ch.path));
         self.run_renewd(ch.t_us);
         self.cur_t = ch.t_us;
         self.cur_pid = 0;
         self.cur_index = usize::MAX;
-        self.bump_server(&p);
+        self.bump_server(p);
         if ch.entry {
-            let parent = parent_of(&p).to_string();
-            self.bump_server(&parent);
+            let parent = self.paths.parent(p);
+            self.bump_server(parent);
         }
         // R41: a conflicting change recalls the delegation.
         if self.inodes.get(&p).is_some_and(|i| i.deleg) {
-            self.emit(RpcOp::Delegreturn, &p);
+            self.emit(RpcOp::Delegreturn, p);
             if let Some(i) = self.inodes.get_mut(&p) {
                 i.deleg = false;
                 i.inval_change = true;
@@ -923,27 +1020,36 @@ impl Client {
 
     fn apply_indexed(&mut self, op: &Op, index: usize) {
         self.apply_inner(op, index);
-        let path = normalize(&op.path);
         let ok = op.errno.is_none();
         let enoent = matches!(op.errno.as_deref(), Some("ENOENT"));
         match op.kind {
             OpKind::Unlink | OpKind::Rmdir if ok => {
-                self.learned.insert(path, false);
+                self.learn(&op.path, false);
             }
             OpKind::Rename if ok => {
                 if let Some(to) = op.path2.as_deref() {
-                    self.learned.insert(path, false);
-                    self.learned.insert(normalize(to), true);
+                    self.learn(&op.path, false);
+                    self.learn(to, true);
                 }
             }
             OpKind::Rename => {}
             _ if ok => {
-                self.learned.insert(path, true);
+                self.learn(&op.path, true);
             }
             _ if enoent => {
-                self.learned.insert(path, false);
+                self.learn(&op.path, false);
             }
             _ => {}
+        }
+    }
+
+    /// Records what an op proved about `path`. Only paths under the root
+    /// are ever asked about (an O_CREAT open), so only those are kept.
+    fn learn(&mut self, path: &str, exists: bool) {
+        let path = normalize(path);
+        if self.under_root(&path) {
+            let id = self.paths.intern(&path);
+            self.learned.insert(id, exists);
         }
     }
 
@@ -963,6 +1069,8 @@ impl Client {
         self.login.entry(op.pid).or_insert(op.t_us);
         self.ensure_root();
         self.run_renewd(op.t_us);
+        let chain = self.chain(&path);
+        let id = chain[chain.len() - 1];
         let uid = op.uid;
         let errno = op.errno.as_deref();
         // ENOENT/ENOTDIR prove absence of the final component; other errors
@@ -972,28 +1080,28 @@ impl Client {
         let fl = op.flags();
         match op.kind {
             OpKind::Stat | OpKind::Lstat | OpKind::Access | OpKind::Readlink | OpKind::Chdir => {
-                let is_dir = matches!(op.kind, OpKind::Chdir) || self.known_dir(&path);
-                if let Some(dir) = self.walk_parents(&path, uid) {
-                    self.lookup(&dir, &path, Intent::Plain, exists, is_dir);
+                let is_dir = matches!(op.kind, OpKind::Chdir) || self.known_dir(id);
+                if let Some(dir) = self.walk_parents(&chain, uid) {
+                    self.lookup(dir, id, Intent::Plain, exists, is_dir);
                 }
                 if !exists {
                     return;
                 }
                 match op.kind {
-                    OpKind::Stat | OpKind::Lstat => self.stat_inode(&path),
+                    OpKind::Stat | OpKind::Lstat => self.stat_inode(id),
                     // R29: access(F_OK) asks for no bits: path walk only.
                     OpKind::Access
                         if fl.has(Flags::R_OK) || fl.has(Flags::W_OK) || fl.has(Flags::X_OK) =>
                     {
-                        self.permission(&path, uid)
+                        self.permission(id, uid)
                     }
-                    OpKind::Chdir => self.permission(&path, uid),
+                    OpKind::Chdir => self.permission(id, uid),
                     OpKind::Readlink => {
                         // symlink page cache (R36): READLINK when not cached.
-                        let need = self.inodes.get(&path).is_some_and(|i| !i.has_pages);
+                        let need = self.inodes.get(&id).is_some_and(|i| !i.has_pages);
                         if need {
-                            self.emit(RpcOp::Readlink, &path);
-                            if let Some(i) = self.inodes.get_mut(&path) {
+                            self.emit(RpcOp::Readlink, id);
+                            if let Some(i) = self.inodes.get_mut(&id) {
                                 i.has_pages = true;
                             }
                         }
@@ -1001,14 +1109,14 @@ impl Client {
                     _ => {}
                 }
             }
-            OpKind::Fstat => self.stat_inode(&path),
+            OpKind::Fstat => self.stat_inode(id),
             OpKind::Getcwd => {}
-            OpKind::Open => self.open(op, &path, exists),
-            OpKind::Close => self.close(op, &path),
-            OpKind::Read | OpKind::Mmap => self.read(&path, op.bytes),
+            OpKind::Open => self.open(op, &chain, exists),
+            OpKind::Close => self.close(op, id),
+            OpKind::Read | OpKind::Mmap => self.read(id, &path, op.bytes),
             OpKind::Getdents => {
-                self.revalidate(&path);
-                let need = self.inodes.get(&path).is_some_and(|i| !i.has_pages);
+                self.revalidate(id);
+                let need = self.inodes.get(&id).is_some_and(|i| !i.has_pages);
                 if need {
                     // R38: first chunk of a listing is READDIRPLUS unless
                     // readdirplus hinting is off (acregmax <= 5 s or noac);
@@ -1019,61 +1127,61 @@ impl Client {
                     } else {
                         RpcOp::Readdir
                     };
-                    self.emit(rop, &path);
-                    if let Some(i) = self.inodes.get_mut(&path) {
+                    self.emit(rop, id);
+                    if let Some(i) = self.inodes.get_mut(&id) {
                         i.has_pages = true;
                         i.inval_atime = true; // R12: READDIR invalidates atime
                     }
                 }
             }
             OpKind::Write => {
-                if let Some(i) = self.inodes.get_mut(&path) {
+                if let Some(i) = self.inodes.get_mut(&id) {
                     i.dirty_bytes += op.bytes.max(1);
                 }
             }
             OpKind::Mkdir | OpKind::Unlink | OpKind::Rmdir => {
                 if errno.is_some() && exists {
                     // EEXIST and friends: the lookup found the answer.
-                    if let Some(dir) = self.walk_parents(&path, uid) {
-                        self.lookup(&dir, &path, Intent::Plain, true, op.kind == OpKind::Mkdir);
+                    if let Some(dir) = self.walk_parents(&chain, uid) {
+                        self.lookup(dir, id, Intent::Plain, true, op.kind == OpKind::Mkdir);
                     }
                     return;
                 }
-                let Some(dir) = self.walk_parents(&path, uid) else {
+                let Some(dir) = self.walk_parents(&chain, uid) else {
                     return;
                 };
                 match op.kind {
                     OpKind::Mkdir => {
                         // exclusive create: no LOOKUP (`nfs_is_exclusive_create`).
-                        self.lookup(&dir, &path, Intent::Target, false, true);
-                        self.emit(RpcOp::Mkdir, &path);
-                        self.bump_server(&path);
-                        self.new_inode(&path, true);
-                        self.dir_modified(&dir);
-                        self.set_dentry(&dir, &path, true);
+                        self.lookup(dir, id, Intent::Target, false, true);
+                        self.emit(RpcOp::Mkdir, id);
+                        self.bump_server(id);
+                        self.new_inode(id, true);
+                        self.dir_modified(dir);
+                        self.set_dentry(dir, id, true);
                     }
                     _ => {
                         let is_dir = op.kind == OpKind::Rmdir;
-                        self.lookup(&dir, &path, Intent::Plain, exists, is_dir);
+                        self.lookup(dir, id, Intent::Plain, exists, is_dir);
                         if !exists {
                             return;
                         }
-                        self.return_delegation(&path);
+                        self.return_delegation(id);
                         let rop = if is_dir { RpcOp::Rmdir } else { RpcOp::Remove };
-                        self.emit(rop, &path);
-                        self.bump_server(&path);
-                        self.drop_inode(&path);
-                        self.dir_modified(&dir);
-                        self.set_dentry(&dir, &path, false);
+                        self.emit(rop, id);
+                        self.bump_server(id);
+                        self.drop_inode(id);
+                        self.dir_modified(dir);
+                        self.set_dentry(dir, id, false);
                     }
                 }
             }
-            OpKind::Rename => self.rename(op, &path, errno),
+            OpKind::Rename => self.rename(op, &chain, errno),
         }
     }
 
-    fn known_dir(&self, p: &str) -> bool {
-        p == self.params.nfs_root || self.inodes.get(p).is_some_and(|i| i.is_dir)
+    fn known_dir(&self, p: PathId) -> bool {
+        p == self.root || self.inodes.get(&p).is_some_and(|i| i.is_dir)
     }
 
     /// A directory this client modified (CREATE, REMOVE, RENAME, MKDIR,
@@ -1089,12 +1197,12 @@ impl Client {
     /// access cache zapped, `nfs_force_lookup_revalidate`, timeout reset.
     /// Lab: v3 dirmod runs, after_via_client_r1 of fpm_oc_rf0 (absorbed, 0
     /// LOOKUP) against fpm_nooc (stale, 30 LOOKUP).
-    fn dir_modified(&mut self, dir: &str) {
+    fn dir_modified(&mut self, dir: PathId) {
         let before = self.server_change_of(dir);
         self.bump_server(dir);
         let after = self.server_change_of(dir);
         let v4 = self.v4();
-        let Some(i) = self.inodes.get_mut(dir) else {
+        let Some(i) = self.inodes.get_mut(&dir) else {
             return;
         };
         if i.change_seen == before {
@@ -1113,51 +1221,50 @@ impl Client {
         self.refresh(dir, true);
     }
 
-    fn return_delegation(&mut self, p: &str) {
-        if self.inodes.get(p).is_some_and(|i| i.deleg) {
+    fn return_delegation(&mut self, p: PathId) {
+        if self.inodes.get(&p).is_some_and(|i| i.deleg) {
             self.emit(RpcOp::Delegreturn, p);
-            if let Some(i) = self.inodes.get_mut(p) {
+            if let Some(i) = self.inodes.get_mut(&p) {
                 i.deleg = false;
             }
         }
     }
 
-    fn open(&mut self, op: &Op, path: &str, exists: bool) {
+    fn open(&mut self, op: &Op, chain: &[PathId], exists: bool) {
+        let path = chain[chain.len() - 1];
         let fl = op.flags();
         let uid = op.uid;
         let write = fl.has(Flags::O_WRONLY) || fl.has(Flags::O_RDWR);
         let create = fl.has(Flags::O_CREAT);
         let is_dir = fl.has(Flags::O_DIRECTORY) || self.known_dir(path);
-        let Some(dir) = self.walk_parents(path, uid) else {
+        let Some(dir) = self.walk_parents(chain, uid) else {
             // open of the mount root itself: a directory open (R17 CTO).
             if self.opts.cto() {
-                let root = self.params.nfs_root.clone();
-                self.getattr(&root);
+                self.getattr(self.root);
             }
             return;
         };
         if op.errno.is_some() && exists {
             // refused (EACCES, EEXIST with O_EXCL, ...): the lookup happened.
-            self.lookup(&dir, path, Intent::Plain, true, is_dir);
+            self.lookup(dir, path, Intent::Plain, true, is_dir);
             return;
         }
         // With O_CREAT a success does not say whether the file was there:
         // ask what the client knows (dentry), then the learned namespace;
         // unknown counts as new.
-        let pre_exists = if create && exists {
-            match self.dentries.get(path) {
-                Some(d) => d.positive,
-                None => self
-                    .learned
-                    .get(path)
-                    .copied()
-                    .unwrap_or_else(|| self.params.namespace.contains(path)),
-            }
-        } else {
-            exists
-        };
+        let pre_exists =
+            if create && exists {
+                match self.dentries.get(&path) {
+                    Some(d) => d.positive,
+                    None => self.learned.get(&path).copied().unwrap_or_else(|| {
+                        self.params.namespace.contains(&self.paths.string(path))
+                    }),
+                }
+            } else {
+                exists
+            };
         let looked = self.lookup(
-            &dir,
+            dir,
             path,
             Intent::Open { write, create },
             pre_exists,
@@ -1170,14 +1277,14 @@ impl Client {
         if is_dir {
             // R17: directory opens get the CTO GETATTR in the lookup
             // (positive cached dentry); nothing at ->open.
-            if !self.inodes.contains_key(path) {
-                self.lookup_rpc(&dir, path, true, true);
+            if !self.inodes.contains_key(&path) {
+                self.lookup_rpc(dir, path, true, true);
             }
             self.push_open(op.pid, path, uid, false, false);
             return;
         }
         if self.v4() {
-            self.v4_open(op, &dir, path, write, created, looked);
+            self.v4_open(op, dir, path, write, created, looked);
             return;
         }
         // ---- NFSv3 regular file (R30) ----
@@ -1187,8 +1294,8 @@ impl Client {
             self.emit(RpcOp::Create, path);
             self.bump_server(path);
             self.new_inode(path, false);
-            self.dir_modified(&dir);
-            self.set_dentry(&dir, path, true);
+            self.dir_modified(dir);
+            self.set_dentry(dir, path, true);
             // `do_open`: FMODE_CREATED skips the permission check.
         } else {
             // `may_open` -> `nfs_permission(MAY_READ|MAY_OPEN)`: v3 checks.
@@ -1206,15 +1313,15 @@ impl Client {
     fn v4_open(
         &mut self,
         op: &Op,
-        dir: &str,
-        path: &str,
+        dir: PathId,
+        path: PathId,
         write: bool,
         created: bool,
         looked: bool,
     ) {
         let uid = op.uid;
         self.touch(path);
-        let have = self.inodes.get(path).is_some_and(|i| i.deleg);
+        let have = self.inodes.get(&path).is_some_and(|i| i.deleg);
         if have && !write {
             // `can_open_delegated`: no RPC; no CLOSE later.
             self.push_open(op.pid, path, uid, false, false);
@@ -1223,7 +1330,7 @@ impl Client {
         // CLAIM_FH (OPEN_NOATTR) when a positive dentry is cached on v4.1+,
         // else CLAIM_NULL by name (OPEN). A LOOKUP just done leaves the
         // dentry cached, so the OPEN is by filehandle.
-        let cached = !created && self.dentries.get(path).is_some_and(|d| d.positive);
+        let cached = !created && self.dentries.get(&path).is_some_and(|d| d.positive);
         let _ = looked;
         let rop = if cached && self.opts.vers() >= Vers::V4_1 {
             RpcOp::OpenNoattr
@@ -1242,7 +1349,7 @@ impl Client {
         // R41: Linux nfsd 6.1 offers read delegations for read-only opens
         // (write delegations only from 6.6).
         let grant = self.params.delegations && !write;
-        if let Some(i) = self.inodes.get_mut(path) {
+        if let Some(i) = self.inodes.get_mut(&path) {
             // R26: the OPEN compound's ACCESS result is cached.
             i.access.insert(uid, t);
             if grant {
@@ -1262,26 +1369,19 @@ impl Client {
         self.push_open(op.pid, path, uid, write, true);
     }
 
-    fn push_open(&mut self, pid: u32, path: &str, uid: u32, write: bool, server_state: bool) {
-        self.opens
-            .entry((pid, path.to_string()))
-            .or_default()
-            .push(OpenRec {
-                uid,
-                write,
-                server_state,
-            });
+    fn push_open(&mut self, pid: u32, path: PathId, uid: u32, write: bool, server_state: bool) {
+        self.opens.entry((pid, path)).or_default().push(OpenRec {
+            uid,
+            write,
+            server_state,
+        });
     }
 
-    fn close(&mut self, op: &Op, path: &str) {
-        let Some(rec) = self
-            .opens
-            .get_mut(&(op.pid, path.to_string()))
-            .and_then(|v| v.pop())
-        else {
+    fn close(&mut self, op: &Op, path: PathId) {
+        let Some(rec) = self.opens.get_mut(&(op.pid, path)).and_then(|v| v.pop()) else {
             return;
         };
-        let dirty = self.inodes.get(path).map_or(0, |i| i.dirty_bytes);
+        let dirty = self.inodes.get(&path).map_or(0, |i| i.dirty_bytes);
         if rec.write && dirty > 0 {
             // `nfs_file_flush` -> writeback: WRITE RPCs of wsize each; the
             // reply's attributes are this client's own change.
@@ -1292,7 +1392,7 @@ impl Client {
             self.bump_server(path);
             let server = self.server_change_of(path);
             let t = self.cur_t;
-            if let Some(i) = self.inodes.get_mut(path) {
+            if let Some(i) = self.inodes.get_mut(&path) {
                 i.dirty_bytes = 0;
                 i.change_seen = server;
                 i.read_cache_us = t;
@@ -1306,7 +1406,7 @@ impl Client {
             self.revalidate(path);
         }
         if rec.server_state {
-            let last = match self.inodes.get_mut(path) {
+            let last = match self.inodes.get_mut(&path) {
                 Some(i) => {
                     let c = i.open_state.entry(rec.uid).or_insert(1);
                     *c = c.saturating_sub(1);
@@ -1318,7 +1418,7 @@ impl Client {
                 // R33 `__nfs4_close`: CLOSE when the last open of the state
                 // goes; the compound carries a GETATTR unless delegated.
                 self.emit(RpcOp::Close, path);
-                if self.inodes.get(path).is_some_and(|i| !i.deleg) {
+                if self.inodes.get(&path).is_some_and(|i| !i.deleg) {
                     self.refresh(path, false);
                 }
             }
@@ -1326,17 +1426,17 @@ impl Client {
     }
 
     /// R36, R37, R12: read(2)/mmap of a file.
-    fn read(&mut self, path: &str, bytes: u64) {
-        if !self.inodes.contains_key(path) {
+    fn read(&mut self, path: PathId, name: &str, bytes: u64) {
+        if !self.inodes.contains_key(&path) {
             return;
         }
         // `nfs_file_read` -> `nfs_revalidate_mapping` on every call.
         self.revalidate(path);
-        let has = self.inodes[path].has_pages;
+        let has = self.inodes[&path].has_pages;
         if has {
             return;
         }
-        let size = self.params.file_sizes.get(path).copied().unwrap_or(bytes);
+        let size = self.params.file_sizes.get(name).copied().unwrap_or(bytes);
         let n = size.div_ceil(self.opts.rsize() as u64).max(1);
         for _ in 0..n {
             self.emit(RpcOp::Read, path);
@@ -1346,7 +1446,7 @@ impl Client {
             // v3 READ replies carry post-op attributes (R5, R12).
             self.refresh(path, false);
         }
-        if let Some(i) = self.inodes.get_mut(path) {
+        if let Some(i) = self.inodes.get_mut(&path) {
             i.has_pages = true;
             if v4 {
                 // R12 `nfs4_read_done` -> `nfs_invalidate_atime`.
@@ -1355,7 +1455,7 @@ impl Client {
         }
     }
 
-    fn rename(&mut self, op: &Op, from: &str, errno: Option<&str>) {
+    fn rename(&mut self, op: &Op, chain: &[PathId], errno: Option<&str>) {
         let Some(to) = op.path2.as_deref().map(normalize) else {
             return;
         };
@@ -1363,28 +1463,32 @@ impl Client {
             // EINVAL for RENAME_NOREPLACE etc.: refused before any RPC.
             return;
         }
+        let from = chain[chain.len() - 1];
+        let to_chain = self.chain(&to);
+        let to = to_chain[to_chain.len() - 1];
         let uid = op.uid;
         let is_dir = self.known_dir(from);
-        let Some(fdir) = self.walk_parents(from, uid) else {
+        let Some(fdir) = self.walk_parents(chain, uid) else {
             return;
         };
-        self.lookup(&fdir, from, Intent::Plain, true, is_dir);
-        let Some(tdir) = self.walk_parents(&to, uid) else {
+        self.lookup(fdir, from, Intent::Plain, true, is_dir);
+        let Some(tdir) = self.walk_parents(&to_chain, uid) else {
             return;
         };
-        self.lookup(&tdir, &to, Intent::Target, false, is_dir);
-        self.return_delegation(&to);
+        self.lookup(tdir, to, Intent::Target, false, is_dir);
+        self.return_delegation(to);
         self.emit(RpcOp::Rename, from);
         // move client state of `from` (and below) to `to`
-        let moved: Vec<String> = self
+        let mut moved: Vec<PathId> = self
             .inodes
             .keys()
-            .filter(|k| *k == from || k.starts_with(&format!("{from}/")))
-            .cloned()
+            .copied()
+            .filter(|&k| self.paths.is_within(k, from))
             .collect();
+        moved.sort_unstable();
         self.inodes.remove(&to);
         for k in moved {
-            let nk = format!("{to}{}", &k[from.len()..]);
+            let nk = self.paths.rebase(k, from, to);
             if let Some(mut i) = self.inodes.remove(&k) {
                 // `nfs_rename`: the renamed inode's ctime changed ->
                 // `nfs_mark_for_revalidate`.
@@ -1392,19 +1496,19 @@ impl Client {
                     i.inval_change = true;
                 }
                 let c = self.server.get(&k).copied().unwrap_or(1);
-                self.server.insert(nk.clone(), c);
+                self.server.insert(nk, c);
                 self.inodes.insert(nk, i);
             }
         }
         self.bump_server(from);
-        self.dir_modified(&fdir);
+        self.dir_modified(fdir);
         if tdir != fdir {
-            self.dir_modified(&tdir);
+            self.dir_modified(tdir);
         }
         // `d_move`: the dentry moves to the new name; the old name has no
         // dentry left (not a negative one).
-        self.dentries.remove(from);
-        self.set_dentry(&tdir, &to, true);
+        self.dentries.remove(&from);
+        self.set_dentry(tdir, to, true);
     }
 }
 
