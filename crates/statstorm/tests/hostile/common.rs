@@ -12,21 +12,30 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Runs `statstorm ARGS` in `dir`; fails the test on a signal or a panic.
+/// A run still going after this long has hung: `timeout` ends it and the
+/// test fails naming the hang, instead of hanging the suite (a guard, not
+/// a timed assertion: every case here ends in well under a minute).
+const HANG_S: u32 = 300;
+
+/// Runs `statstorm ARGS` in `dir`; fails the test on a signal, a panic or
+/// a hang.
 pub fn run(dir: &Path, args: &[&str]) -> Run {
-    run_cmd(
-        Command::new(env!("CARGO_BIN_EXE_statstorm"))
-            .current_dir(dir)
-            .args(args),
-    )
+    let mut c = Command::new("timeout");
+    c.arg(HANG_S.to_string())
+        .arg(env!("CARGO_BIN_EXE_statstorm"))
+        .args(args)
+        .current_dir(dir);
+    run_cmd(&mut c)
 }
 
 /// Runs `statstorm ARGS` in `dir` with its address space capped at
 /// `mib` MiB (`prlimit --as`): a run that needs more fails its allocation
 /// instead of taking the machine.
 pub fn run_capped(dir: &Path, mib: u64, args: &[&str]) -> Run {
-    let mut c = Command::new("prlimit");
-    c.arg(format!("--as={}", mib << 20))
+    let mut c = Command::new("timeout");
+    c.arg(HANG_S.to_string())
+        .arg("prlimit")
+        .arg(format!("--as={}", mib << 20))
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_statstorm"))
         .args(args)
@@ -36,6 +45,12 @@ pub fn run_capped(dir: &Path, mib: u64, args: &[&str]) -> Run {
 
 fn run_cmd(c: &mut Command) -> Run {
     let out: Output = c.output().expect("running statstorm");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "hung: no exit within {HANG_S} s\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r = Run {
         code: out.status.code().unwrap_or_else(|| {
             panic!(
