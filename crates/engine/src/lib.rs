@@ -50,6 +50,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod check;
+pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
 pub mod simulate;

@@ -19,11 +19,9 @@
 
 pub mod client;
 pub mod mount;
-pub mod setup;
 
 pub use client::{
     replay, replay_groups, replay_groups_warm, replay_warm, warmup_ops, Client, ClientParams,
     Replay, RpcCounts, RpcOp, ServerChange,
 };
 pub use mount::{AtimeMode, LookupCache, MountEntry, MountError, MountOptions, Vers};
-pub use setup::{rpc_map, NfsFlags, NfsSetup, REPORT_OPS};

@@ -19,8 +19,9 @@
 
 use super::Report;
 use super::{Error, Result};
+use crate::nfs_setup::NfsSetup;
 use serde::Serialize;
-use statstorm_nfs::{replay_warm, MountOptions, NfsSetup, Vers};
+use statstorm_nfs::{replay_warm, MountOptions, Vers};
 use statstorm_php::RequestPrediction;
 use statstorm_sim::{
     simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,

@@ -563,7 +563,7 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
         ));
     }
     // NFS: RPCs per request, before and after (statstorm-nfs)
-    let flags = statstorm_nfs::NfsFlags {
+    let flags = crate::nfs_setup::NfsFlags {
         from_mount: args.nfs.from_mount.clone(),
         mounts_file: args.nfs.mounts.clone(),
         mount: args.nfs.mount.clone(),
@@ -574,7 +574,7 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
     };
     let all_ops: Vec<&statstorm_trace::op::Op> =
         preds.iter().flat_map(|p| p.before.iter()).collect();
-    let nfs = statstorm_nfs::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
+    let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
     let rpcs = nfs.as_ref().map(|n| {
         stage("NFS client model");
         notes.extend(n.notes.iter().cloned());
@@ -767,24 +767,24 @@ struct NfsRpcs {
 }
 
 /// Adds the NFS RPC counts to the requests and background rows of `r`.
-fn attach_rpcs(r: &mut Report, n: &statstorm_nfs::NfsSetup, c: &NfsRpcs) {
+fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
     let mut tb = statstorm_nfs::RpcCounts::default();
     let mut ta = statstorm_nfs::RpcCounts::default();
     let mut tr = statstorm_nfs::RpcCounts::default();
     for (i, q) in r.requests.iter_mut().enumerate() {
-        q.before.rpc = Some(statstorm_nfs::rpc_map(&c.before[i]));
-        q.after.rpc = Some(statstorm_nfs::rpc_map(&c.after[i]));
-        q.recorded.rpc = Some(statstorm_nfs::rpc_map(&c.recorded[i]));
+        q.before.rpc = Some(crate::nfs_setup::rpc_map(&c.before[i]));
+        q.after.rpc = Some(crate::nfs_setup::rpc_map(&c.after[i]));
+        q.recorded.rpc = Some(crate::nfs_setup::rpc_map(&c.recorded[i]));
         tb.merge(&c.before[i]);
         ta.merge(&c.after[i]);
         tr.merge(&c.recorded[i]);
     }
     for (b, rpc) in r.background.iter_mut().zip(&c.background) {
-        b.recorded.rpc = Some(statstorm_nfs::rpc_map(rpc));
+        b.recorded.rpc = Some(crate::nfs_setup::rpc_map(rpc));
     }
-    r.totals.before.rpc = Some(statstorm_nfs::rpc_map(&tb));
-    r.totals.after.rpc = Some(statstorm_nfs::rpc_map(&ta));
-    r.totals.recorded.rpc = Some(statstorm_nfs::rpc_map(&tr));
+    r.totals.before.rpc = Some(crate::nfs_setup::rpc_map(&tb));
+    r.totals.after.rpc = Some(crate::nfs_setup::rpc_map(&ta));
+    r.totals.recorded.rpc = Some(crate::nfs_setup::rpc_map(&tr));
     r.nfs = Some(NfsOut {
         nfs_root: n.params.nfs_root.clone(),
         recorded_mount: n.recorded.render(),

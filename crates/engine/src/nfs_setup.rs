@@ -1,9 +1,12 @@
-//! The NFS side of `statstorm predict`: mount options as recorded and as
+//! The NFS side of a prediction: mount options as recorded and as
 //! proposed, the NFS root, the server assumptions, and the per-request RPC
-//! counts before and after.
+//! counts before and after. (It reads a `/proc/mounts` copy and speaks of
+//! the options' flags, so it lives here rather than in the model crate.)
 
-use crate::client::{normalize, replay_groups_warm, ClientParams, RpcCounts, RpcOp, ServerChange};
-use crate::mount::MountOptions;
+use statstorm_nfs::client::{
+    normalize, replay_groups_warm, ClientParams, RpcCounts, RpcOp, ServerChange,
+};
+use statstorm_nfs::mount::MountOptions;
 use statstorm_trace::op::Op;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,7 +39,7 @@ pub struct NfsSetup {
     pub params: ClientParams,
     pub changes: Vec<ServerChange>,
     /// Warm the client with the capture's read-side operations first
-    /// ([`crate::warmup_ops`], [`crate::client::WARM_PASSES`] passes).
+    /// ([`statstorm_nfs::warmup_ops`], [`statstorm_nfs::client::WARM_PASSES`] passes).
     pub warm: bool,
     /// Assumptions to print with the report.
     pub notes: Vec<String>,
@@ -188,7 +191,7 @@ impl NfsSetup {
                 "NFS client caches warm at the first traced call: the capture's read-side operations ran {} times \
                  just before it, as if the same traffic had been running (--nfs-cache warm); \
                  requests of all traces share one client, merged by time",
-                crate::client::WARM_PASSES
+                statstorm_nfs::client::WARM_PASSES
             )
         } else {
             "NFS client caches assumed cold at the first traced call (a fresh mount; \
@@ -256,7 +259,7 @@ impl NfsSetup {
     /// The warm-up operations for `ops` (none unless `warm`).
     pub fn warmup<'a>(&self, ops: impl IntoIterator<Item = &'a Op>) -> Vec<Op> {
         if self.warm {
-            crate::warmup_ops(ops, crate::client::WARM_PASSES)
+            statstorm_nfs::warmup_ops(ops, statstorm_nfs::client::WARM_PASSES)
         } else {
             Vec::new()
         }
@@ -293,7 +296,7 @@ fn prefixes(ops: &[&Op]) -> Vec<String> {
 }
 
 /// Reads a `/proc/mounts` copy and returns its NFS entries.
-pub fn read_mounts(p: &Path) -> Result<Vec<crate::mount::MountEntry>, String> {
+pub fn read_mounts(p: &Path) -> Result<Vec<statstorm_nfs::mount::MountEntry>, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
     MountOptions::parse_mounts(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
