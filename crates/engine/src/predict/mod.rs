@@ -17,7 +17,9 @@ use statstorm_trace::request::split_requests;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub mod call_latency;
 pub mod latency;
+mod notes;
 
 pub use latency::SimOptions;
 
@@ -505,20 +507,16 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
     notes.extend(proposed.apply_flags(&args.php)?);
     // what a capture made with caches on cannot show: a lower bound, unless
     // the reference completed every request
-    notes.extend(statstorm_php::predict::hidden_work_notes(
-        &w, &recorded, &proposed,
-    ));
+    notes.extend(notes::hidden_work_notes(&w, &recorded, &proposed));
     if let Some((rw, _, used)) = &reference {
-        notes.push(statstorm_php::predict::reference_note(&w, rw, used));
+        notes.push(notes::reference_note(&w, rw, used));
     }
-    notes.extend(statstorm_php::predict::file_cache_note(&w, &proposed));
-    notes.extend(statstorm_php::predict::opcache_off_note(
-        &w, &recorded, &proposed,
-    ));
+    notes.extend(notes::file_cache_note(&w, &proposed));
+    notes.extend(notes::opcache_off_note(&w, &recorded, &proposed));
     // lower
     stage("lowering under both php.ini settings");
-    let latency = statstorm_php::predict::call_latencies_of(&args.call_latency)
-        .map_err(Error::CallLatency)?;
+    let latency =
+        call_latency::call_latencies_of(&args.call_latency).map_err(Error::CallLatency)?;
     let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
     for (k, &us) in &latency {
         let name = k
