@@ -810,6 +810,11 @@ impl Analyzer {
         }
     }
 
+    /// The pids of the events pushed so far.
+    pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.proc_index.keys().copied()
+    }
+
     /// The command name of `pid` (`strace -Y`), from then on.
     pub fn comm(&mut self, pid: u32, comm: &[u8]) {
         self.comms
@@ -864,6 +869,13 @@ pub struct FileInfo {
     pub format: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Lines whose time is earlier than the line before's (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub time_backwards: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
