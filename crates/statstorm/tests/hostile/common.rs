@@ -14,7 +14,11 @@ pub struct Run {
 
 /// Runs `statstorm ARGS` in `dir`; fails the test on a signal or a panic.
 pub fn run(dir: &Path, args: &[&str]) -> Run {
-    run_cmd(Command::new(env!("CARGO_BIN_EXE_statstorm")).current_dir(dir).args(args))
+    run_cmd(
+        Command::new(env!("CARGO_BIN_EXE_statstorm"))
+            .current_dir(dir)
+            .args(args),
+    )
 }
 
 /// Runs `statstorm ARGS` in `dir` with its address space capped at
@@ -45,4 +49,30 @@ fn run_cmd(c: &mut Command) -> Run {
     };
     assert!(!r.stderr.contains("panicked"), "panic: {}", r.stderr);
     r
+}
+
+/// Runs `statstorm ARGS` in `dir` with `env` added, stdin from `stdin`
+/// when given, and the address space capped at `mib` MiB when given.
+pub fn run_with(
+    dir: &Path,
+    mib: Option<u64>,
+    env: &[(&str, &str)],
+    stdin: Option<std::fs::File>,
+    args: &[&str],
+) -> Run {
+    let mut c = match mib {
+        Some(mib) => {
+            let mut c = Command::new("prlimit");
+            c.arg(format!("--as={}", mib << 20))
+                .arg("--")
+                .arg(env!("CARGO_BIN_EXE_statstorm"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_statstorm")),
+    };
+    c.args(args).current_dir(dir).envs(env.iter().copied());
+    if let Some(f) = stdin {
+        c.stdin(f);
+    }
+    run_cmd(&mut c)
 }
