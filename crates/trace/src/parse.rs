@@ -1038,6 +1038,7 @@ impl Parser {
     }
 
     /// Turns a timestamp into microseconds, fixing the format on the first.
+    #[inline]
     fn resolve_ts(&mut self, t: RawTs) -> i64 {
         let t = self.resolve_ts_raw(t);
         if t < self.ts_last {
@@ -1056,6 +1057,7 @@ impl Parser {
         }
     }
 
+    #[inline(always)]
     fn resolve_ts_raw(&mut self, t: RawTs) -> i64 {
         let det = &mut self.stats.detected;
         match t {
