@@ -1,9 +1,183 @@
-//! Progress on stderr, only when stderr is a terminal (never in pipes, CI
-//! logs or tests): a byte counter for reading inputs, and a spinner naming
-//! the stage of a multi-stage command with its elapsed time.
+//! Progress on stderr: when stderr is a terminal (never in pipes, CI logs
+//! or tests unless asked), a byte counter for reading inputs and a spinner
+//! naming the stage of a multi-stage command with its elapsed time; when
+//! asked (`--progress`) with stderr not a terminal, a periodic one-line
+//! status instead ([`Watch`]); and, whatever stderr is, a warning when an
+//! input that is a pipe or a device gives no new event for a long time
+//! (the stall guard of [`Watch`]).
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a command reading an input publishes for its [`Watch`].
+#[derive(Default)]
+pub struct Counters {
+    /// Input bytes read (or merged, for a mapped input).
+    pub bytes: AtomicU64,
+    /// Events parsed.
+    pub events: AtomicU64,
+}
+
+impl Counters {
+    /// Counts one event. Only the reading thread writes: a plain load and
+    /// store, no locked add per event.
+    #[inline]
+    pub fn event(&self) {
+        let n = self.events.load(Ordering::Relaxed);
+        self.events.store(n + 1, Ordering::Relaxed);
+    }
+}
+
+/// When a [`Watch`] speaks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WatchOptions {
+    /// A status line this often (`--progress` with stderr not a terminal).
+    pub status_every: Option<Duration>,
+    /// Warn once when no new event came for this long (the input is a
+    /// pipe or a device, which may never end).
+    pub stall_after: Option<Duration>,
+}
+
+/// A thread that watches the [`Counters`] of one input being read and
+/// writes to stderr: status lines and the stall warning of
+/// [`WatchOptions`]. Stopped (and joined) when dropped.
+pub struct Watch {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    /// `None` when `opts` asks for nothing. `total`: the input's size,
+    /// when known. Lines go through `bar` when there is one (so it is
+    /// redrawn below them), else straight to stderr.
+    pub fn start(
+        name: &str,
+        total: Option<u64>,
+        counters: Arc<Counters>,
+        opts: WatchOptions,
+        bar: Option<indicatif::ProgressBar>,
+    ) -> Option<Watch> {
+        if opts.status_every.is_none() && opts.stall_after.is_none() {
+            return None;
+        }
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let name = name.to_string();
+        let stop2 = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("watch".into())
+            .spawn(move || watch(&name, total, &counters, opts, bar, &stop2))
+            .ok()?;
+        Some(Watch {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let (m, cv) = &*self.stop;
+        *m.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The status line of an input: bytes (of the total), events, rate.
+pub fn status_line(name: &str, bytes: u64, total: Option<u64>, events: u64, secs: f64) -> String {
+    let of = match total {
+        Some(t) if t > 0 => format!(
+            " of {} ({:.0}%)",
+            indicatif::HumanBytes(t),
+            100.0 * bytes as f64 / t as f64
+        ),
+        _ => String::new(),
+    };
+    let rate = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+    format!(
+        "statstorm: {name}: {} read{of}, {events} events, {:.0} s, {}/s",
+        indicatif::HumanBytes(bytes),
+        secs,
+        indicatif::HumanBytes(rate as u64)
+    )
+}
+
+/// The stall warning.
+pub fn stall_line(name: &str, idle: Duration, bytes: u64, events: u64) -> String {
+    format!(
+        "statstorm: warning: {name}: no new strace event for {} s ({} read, {events} events so far); \
+         the input is a pipe or a device and has not ended: still reading (Ctrl-C stops)",
+        idle.as_secs(),
+        indicatif::HumanBytes(bytes)
+    )
+}
+
+fn watch(
+    name: &str,
+    total: Option<u64>,
+    c: &Counters,
+    opts: WatchOptions,
+    bar: Option<indicatif::ProgressBar>,
+    stop: &(Mutex<bool>, Condvar),
+) {
+    let say = |line: String| match &bar {
+        Some(b) => b.println(line),
+        None => errln!("{line}"),
+    };
+    let begin = Instant::now();
+    // Wake often enough for either.
+    let tick = [opts.status_every, opts.stall_after]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(Duration::from_secs(1))
+        .min(Duration::from_millis(500));
+    let mut next_status = opts.status_every.map(|d| begin + d);
+    let (mut last_events, mut last_change, mut warned) = (0u64, begin, false);
+    let (m, cv) = stop;
+    let mut stopped = m.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if *stopped {
+            return;
+        }
+        stopped = cv
+            .wait_timeout(stopped, tick)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+        if *stopped {
+            return;
+        }
+        let now = Instant::now();
+        let (bytes, events) = (
+            c.bytes.load(Ordering::Relaxed),
+            c.events.load(Ordering::Relaxed),
+        );
+        if events != last_events {
+            (last_events, last_change, warned) = (events, now, false);
+        } else if let Some(after) = opts.stall_after {
+            if !warned && now - last_change >= after {
+                say(stall_line(name, now - last_change, bytes, events));
+                warned = true;
+            }
+        }
+        if let (Some(at), Some(every)) = (next_status, opts.status_every) {
+            if now >= at {
+                say(status_line(
+                    name,
+                    bytes,
+                    total,
+                    events,
+                    (now - begin).as_secs_f64(),
+                ));
+                next_status = Some(at + every.max(Duration::from_millis(1)));
+            }
+        }
+    }
+}
 
 /// A spinner counting bytes, for reading one input; `None` when stderr is
 /// not a terminal.

@@ -25,6 +25,28 @@ pub enum Error {
     },
     #[error("too many inputs ({0}); at most 65536")]
     TooManyInputs(usize),
+    /// Two inputs show the same pid: read together, their processes
+    /// would be merged into one.
+    #[error("{}", pid_collision_message(*pid, first, second))]
+    PidCollision {
+        pid: u32,
+        first: String,
+        second: String,
+    },
+}
+
+/// What [`Error::PidCollision`] says: both files, the pid, and what to do.
+pub fn pid_collision_message(pid: u32, first: &str, second: &str) -> String {
+    let which = if pid == 0 {
+        "both have lines without a pid (strace without -f), read as process 0".to_string()
+    } else {
+        format!("pid {pid} is in both")
+    };
+    format!(
+        "{second} and {first}: {which}; several inputs are read as one trace, so their processes \
+         would be merged into one. Give captures of different runs (or one file twice) separately; \
+         join pieces of one capture into one input (cat a b | statstorm ...)"
+    )
 }
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
@@ -52,10 +74,68 @@ pub fn sniff(head: &[u8]) -> Compression {
 pub fn decompressed<'a, R: BufRead + 'a>(mut r: R) -> io::Result<Box<dyn Read + 'a>> {
     let head = r.fill_buf()?;
     Ok(match sniff(head) {
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(r)),
+        Compression::Gzip => Box::new(GzMembers::new(r)),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(r)?),
         Compression::None => Box::new(r),
     })
+}
+
+/// The members of a gzip file, one after the other, as `gzip -d` reads
+/// them: a member may follow another, and zero bytes after the last member
+/// end the data (tape and block-device padding; gzip.c `get_method`
+/// ignores them). Any other bytes after a member are an error, as
+/// `flate2::bufread::MultiGzDecoder` gives, which reads them as a header.
+struct GzMembers<R: BufRead> {
+    /// The member being read; `None` once the data has ended.
+    dec: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> GzMembers<R> {
+    fn new(r: R) -> Self {
+        GzMembers {
+            dec: Some(flate2::bufread::GzDecoder::new(r)),
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let Some(mut dec) = self.dec.take() else {
+                return Ok(0);
+            };
+            let n = dec.read(buf)?;
+            if n > 0 {
+                self.dec = Some(dec);
+                return Ok(n);
+            }
+            // The member ended (the bufread decoder consumed exactly its
+            // bytes): what follows is another member, zero padding or the
+            // end.
+            let mut r = dec.into_inner();
+            if r.fill_buf()?.first() == Some(&GZIP_MAGIC[0]) {
+                self.dec = Some(flate2::bufread::GzDecoder::new(r));
+                continue;
+            }
+            loop {
+                let head = r.fill_buf()?;
+                if head.is_empty() {
+                    return Ok(0);
+                }
+                if head.iter().any(|&b| b != 0) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "bytes after the gzip data that are neither a gzip member nor zero padding",
+                    ));
+                }
+                let n = head.len();
+                r.consume(n);
+            }
+        }
+    }
 }
 
 /// Opens `path` (`-` is stdin), decompressing by magic bytes.
@@ -129,19 +209,58 @@ pub fn expand_prefix(path: &Path) -> Option<Vec<PathBuf>> {
     Some(found.into_iter().map(|(_, p)| p).collect())
 }
 
-/// A file mapped into memory (derefs to `[u8]`).
-pub type Mapped = memmap2::Mmap;
+/// A file mapped into memory (derefs to `[u8]`), safe against the file
+/// shrinking while it is read: pages past the new end read as zeros
+/// instead of stopping the process with `SIGBUS`, and [`Mapped::shrunk`]
+/// tells afterwards (see [`guard`]).
+pub struct Mapped {
+    map: memmap2::Mmap,
+    file: File,
+    /// This map's slot in [`guard`]'s table.
+    slot: usize,
+}
+
+impl std::ops::Deref for Mapped {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // Before the map itself goes (its fields drop after this).
+        guard::unregister(self.slot);
+    }
+}
+
+impl Mapped {
+    /// The file's length now, when it is shorter than the map: the file
+    /// shrank after it was mapped, and what the map held past that length
+    /// read as zeros (or was not reached). `None` when it kept its length
+    /// or grew (appended bytes are not in the map).
+    pub fn shrunk(&self) -> Option<u64> {
+        let now = self.file.metadata().map(|m| m.len()).ok();
+        match now {
+            Some(n) if n < self.map.len() as u64 => Some(n),
+            _ if guard::faulted(self.slot) => Some(now.unwrap_or(0).min(self.map.len() as u64)),
+            _ => None,
+        }
+    }
+}
 
 /// An uncompressed regular file mapped into memory: `path`, or stdin
 /// (`-`) when it is redirected from a regular file. `Ok(None)` when the
-/// input cannot be mapped (a pipe, a terminal, an empty file) or is
-/// compressed: read it with [`open`] instead.
+/// input cannot be mapped (a pipe, a terminal, an empty file, more maps
+/// at once than [`guard`] has room for) or is compressed: read it with
+/// [`open`] instead.
 ///
 /// The parser then works on the page cache directly (no read copies, and
-/// the parallel path starts on every block at once). A mapped file must not
-/// shrink while it is read (the process would get `SIGBUS`): strace logs
-/// only grow while strace writes them, and what is appended after the map
-/// was made is not read.
+/// the parallel path starts on every block at once). A file that shrinks
+/// while mapped (truncated, rewritten in place) would kill the process
+/// with `SIGBUS` on the first read past its new end; [`guard`] maps zeros
+/// there instead and [`Mapped::shrunk`] reports it. What is appended after
+/// the map was made is not read.
 pub fn map(path: &Path) -> Result<Option<Mapped>, Error> {
     let name = path.display().to_string();
     let err = |source| Error::Open {
@@ -175,18 +294,146 @@ pub fn map(path: &Path) -> Result<Option<Mapped>, Error> {
             return Ok(None);
         }
     }
-    // SAFETY: the map is read-only and private to this process; the only
-    // hazard is the file shrinking while mapped (documented above).
+    // SAFETY: the map is read-only and private to this process. The file
+    // shrinking while it is mapped is handled by `guard`, with which the
+    // map is registered before any of its bytes is read.
     let map = match unsafe { memmap2::Mmap::map(&file) } {
         Ok(m) => m,
         Err(_) => return Ok(None),
     };
+    let Some(slot) = guard::register(map.as_ptr() as usize, map.len()) else {
+        return Ok(None);
+    };
+    let map = Mapped { map, file, slot };
     if sniff(&map) != Compression::None {
         return Ok(None);
     }
     // One pass from start to end: read ahead.
-    let _ = map.advise(memmap2::Advice::Sequential);
+    let _ = map.map.advise(memmap2::Advice::Sequential);
     Ok(Some(map))
+}
+
+/// Reading a mapped file that shrinks: a `SIGBUS` handler for the maps of
+/// this module. A read of a page past the file's new end raises `SIGBUS`
+/// in the reading thread; the handler maps anonymous zero pages from that
+/// page to the end of the map in place of the file's (`MAP_FIXED`), marks
+/// the map, and returns, so the read is done again and gives zeros. A
+/// `SIGBUS` at any other address gets the signal's default action (the
+/// process stops with it, as without the handler).
+///
+/// The maps are kept in a fixed table of atomics (the handler may neither
+/// lock nor allocate); `mmap` is a plain system call, safe to make there.
+pub mod guard {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Once;
+
+    /// Maps registered at once, at most (`statstorm analyze` maps one
+    /// input at a time).
+    const SLOTS: usize = 16;
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const ZERO: AtomicUsize = AtomicUsize::new(0);
+    #[allow(clippy::declare_interior_mutable_const)]
+    const NO: AtomicBool = AtomicBool::new(false);
+    /// Start and end addresses of each registered map (start 0: free).
+    static START: [AtomicUsize; SLOTS] = [ZERO; SLOTS];
+    static END: [AtomicUsize; SLOTS] = [ZERO; SLOTS];
+    /// The handler replaced pages of this map.
+    static FAULTED: [AtomicBool; SLOTS] = [NO; SLOTS];
+    static PAGE: AtomicUsize = AtomicUsize::new(4096);
+    static INSTALL: Once = Once::new();
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+    /// Registers `len` bytes at `start`, installing the handler the first
+    /// time; `None` when the table is full or the handler could not be
+    /// installed (then the map must not be used).
+    pub(super) fn register(start: usize, len: usize) -> Option<usize> {
+        INSTALL.call_once(install);
+        if !INSTALLED.load(Ordering::Acquire) || start == 0 {
+            return None;
+        }
+        for i in 0..SLOTS {
+            if START[i]
+                .compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                FAULTED[i].store(false, Ordering::Release);
+                END[i].store(start + len, Ordering::Release);
+                START[i].store(start, Ordering::Release);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    pub(super) fn unregister(slot: usize) {
+        END[slot].store(0, Ordering::Release);
+        START[slot].store(0, Ordering::Release);
+    }
+
+    /// Whether the handler replaced pages of the map in `slot`.
+    pub(super) fn faulted(slot: usize) -> bool {
+        FAULTED[slot].load(Ordering::Acquire)
+    }
+
+    fn install() {
+        // SAFETY: sysconf and sigaction with a zeroed, then filled,
+        // `sigaction` struct; the handler is an `extern "C"` function of
+        // the right signature for SA_SIGINFO.
+        unsafe {
+            let page = libc::sysconf(libc::_SC_PAGESIZE);
+            if page > 0 {
+                PAGE.store(page as usize, Ordering::Release);
+            }
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = handler;
+            sa.sa_sigaction = f as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            if libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut()) == 0 {
+                INSTALLED.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        let page = PAGE.load(Ordering::Acquire);
+        for i in 0..SLOTS {
+            let start = START[i].load(Ordering::Acquire);
+            let end = END[i].load(Ordering::Acquire);
+            if start == 0 || start == usize::MAX || addr < start || addr >= end {
+                continue;
+            }
+            let from = addr & !(page - 1);
+            // SAFETY: [from, end) lies inside a read-only file map this
+            // module registered and its owner still holds (unregistered
+            // before it is unmapped); replacing its pages with zero pages
+            // keeps the range mapped and readable.
+            let p = unsafe {
+                libc::mmap(
+                    from as *mut libc::c_void,
+                    end - from,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                FAULTED[i].store(true, Ordering::Release);
+                return;
+            }
+        }
+        // Not a registered map: the default action, as without a handler
+        // (the faulting access is made again on return and stops the
+        // process with SIGBUS).
+        // SAFETY: signal() with SIG_DFL is async-signal-safe.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
 }
 
 /// Lets the pages of `map[range]` leave the process's resident set once
@@ -196,6 +443,7 @@ pub fn release(map: &Mapped, range: std::ops::Range<usize>) {
     if range.start >= range.end || range.end > map.len() {
         return;
     }
+    let map = &map.map;
     // SAFETY: `map` is a read-only shared file mapping: a page touched again
     // after MADV_DONTNEED is faulted back in from the file with the same
     // bytes, so no live borrow of the map sees a change.

@@ -105,6 +105,26 @@ impl Trace {
         }
     }
 
+    /// A pid that events of two inputs have, with the two inputs (the one
+    /// that had it first, and the other): `None` when every pid belongs
+    /// to one input. Events must be in input order.
+    fn pid_collision(&self) -> Option<(u32, u16, u16)> {
+        let mut owner: std::collections::HashMap<u32, u16> = Default::default();
+        let mut last = None;
+        for e in &self.events {
+            // Runs of one process's events: one lookup per run.
+            if last == Some((e.input, e.pid)) {
+                continue;
+            }
+            last = Some((e.input, e.pid));
+            let first = *owner.entry(e.pid).or_insert(e.input);
+            if first != e.input {
+                return Some((e.pid, first, e.input));
+            }
+        }
+        None
+    }
+
     fn sort(&mut self) {
         self.fix_initial_pids();
         self.events.sort_by_key(|e| (e.ts_us, e.input, e.line));
@@ -177,7 +197,9 @@ pub fn read_bytes_with(name: &str, data: &[u8], opts: Options) -> Trace {
 /// Reads files (`-` is stdin; gzip and zstd by magic bytes) and merges
 /// their events by time. A path that does not exist but names a
 /// `strace -ff -o PREFIX` prefix reads every `PREFIX.PID`; the pid of lines
-/// in such files comes from the file name.
+/// in such files comes from the file name. Inputs whose pids collide (the
+/// same file twice, two captures of one host) are refused with
+/// [`Error::PidCollision`]: merged, their processes would be one.
 pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in paths {
@@ -215,6 +237,14 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
         t.add_summary(summary);
     }
     t.events = sink.events;
+    t.fix_initial_pids();
+    if let Some((pid, first, second)) = t.pid_collision() {
+        return Err(Error::PidCollision {
+            pid,
+            first: files[first as usize].display().to_string(),
+            second: files[second as usize].display().to_string(),
+        });
+    }
     t.sort();
     Ok(t)
 }

@@ -142,6 +142,9 @@ struct BlockReader<R> {
     max_line: usize,
     discarding: bool,
     eof: bool,
+    /// A read error, returned once the bytes read before it have been
+    /// handed out as blocks (so no thread count loses lines to it).
+    err: Option<io::Error>,
     bytes: u64,
     /// Buffers of merged blocks, reused for the next blocks (at most
     /// `free_max`).
@@ -159,11 +162,32 @@ fn par_threads(opts: &Options) -> usize {
     .max(2)
 }
 
+/// Records a block of `block_size` bytes keeps at most (1 MiB: 16,384,
+/// lines of 64 bytes on average; the bench log's blocks have ~7,400). A
+/// block of shorter lines leaves the lines after that many to the
+/// sequential line parser at its merge ([`Rec::Rest`]), so a block's
+/// memory is bounded in bytes whatever its lines: a record per line of a
+/// 1 MiB block of blank lines took 180 MB, and a window of them several GB.
+fn max_recs(block_size: usize) -> usize {
+    (block_size / 64).max(1024)
+}
+
+/// Bytes the one-thread path over an input in memory parses between two
+/// calls of its `merged` callback.
+const SEQ_PIECE: usize = 8 << 20;
+
+/// Bytes of blocks in flight (their bytes, at most `block_size +
+/// read_size` each, and their records), at most.
+const IN_FLIGHT_BYTES: usize = 96 << 20;
+
 /// Blocks handed out and not merged yet, at most: enough for every thread
-/// to have work while the calling thread merges, few enough to bound memory
-/// (each block holds its lines' records).
-fn window_len(threads: usize) -> usize {
-    threads * 4
+/// to have work while the calling thread merges (4 a thread), few enough
+/// that the blocks' bytes and records stay within [`IN_FLIGHT_BYTES`]
+/// (which engages from about 7 threads on, with 1 MiB blocks), and at
+/// least 2.
+fn window_len(threads: usize, block_size: usize, read_size: usize) -> usize {
+    let per_block = block_size + read_size + max_recs(block_size) * std::mem::size_of::<Rec>();
+    (threads * 4).min(IN_FLIGHT_BYTES / per_block).max(2)
 }
 
 impl<R: Read> BlockReader<R> {
@@ -212,7 +236,13 @@ impl<'a, R: Read> Blocks<'a> for BlockReader<R> {
                     match self.r.read(&mut self.buf[self.filled..end]) {
                         Ok(n) => break n,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(e),
+                        Err(e) => {
+                            // The input ends here: what was read before
+                            // the error still goes out, its last line as
+                            // the input's last.
+                            self.err = Some(e);
+                            break 0;
+                        }
                     }
                 };
                 self.filled += n;
@@ -241,7 +271,10 @@ impl<'a, R: Read> Blocks<'a> for BlockReader<R> {
             }
             if self.eof {
                 if self.filled == 0 {
-                    return Ok(None);
+                    return match self.err.take() {
+                        Some(e) => Err(e),
+                        None => Ok(None),
+                    };
                 }
                 return Ok(Some(self.cut(self.filled, true)));
             }
@@ -263,6 +296,12 @@ enum Rec {
         pid: PidTok,
         ts: Option<RawTs>,
         ev: Event,
+    },
+    /// The lines from `start` to the block's end, which the block did not
+    /// look at: it had [`max_recs`] records. The merge gives them to the
+    /// sequential line parser.
+    Rest {
+        start: u32,
     },
     /// An `<unfinished ...>` line whose `<... resumed>` line is later in
     /// the same block, with only other pids' lines in between: the block
@@ -307,6 +346,7 @@ enum Parsed<'a> {
 #[derive(Clone, Copy)]
 struct Cfg {
     max_line: usize,
+    max_recs: usize,
     input: u16,
     fd_paths: bool,
     stat_times: bool,
@@ -760,6 +800,12 @@ fn parse_chunk<'a>(c: Chunk<'a>, cfg: Cfg, scratch: Scratch, bits: &mut Vec<u64>
     let mut start = 0usize;
     #[allow(clippy::while_let_on_iterator)]
     while let Some((end, _)) = lines.next() {
+        if recs.len() >= cfg.max_recs {
+            recs.push(Rec::Rest {
+                start: start as u32,
+            });
+            break;
+        }
         let (s, e) = (start as u32, end as u32);
         let line = &bytes[start..end];
         start = end + 1;
@@ -896,9 +942,14 @@ impl Parser {
             max_line: self.opts.max_line,
             discarding: false,
             eof: false,
+            err: None,
             bytes: 0,
             free: Vec::new(),
-            free_max: 2 * window_len(par_threads(&self.opts)),
+            free_max: window_len(
+                par_threads(&self.opts),
+                self.opts.block_size.max(1),
+                self.opts.read_size.max(1),
+            ),
         };
         self.feed_blocks(rd, sink)
     }
@@ -927,8 +978,23 @@ impl Parser {
             n => n,
         };
         if threads <= 1 {
-            self.feed_slice(data, sink);
-            merged(data.len());
+            // In pieces of whole lines, each told to `merged` when parsed,
+            // so the pages of a mapped input can go as on the parallel path
+            // (told only at the end, a 1.1 GB log was all resident).
+            let mut pos = 0;
+            while pos < data.len() && !self.stopped {
+                let window = (pos + SEQ_PIECE).min(data.len());
+                let end = if window == data.len() {
+                    data.len()
+                } else if let Some(i) = memrchr(b'\n', &data[pos..window]) {
+                    pos + i + 1
+                } else {
+                    memchr(b'\n', &data[window..]).map_or(data.len(), |j| window + j + 1)
+                };
+                self.feed_slice(&data[pos..end], sink);
+                merged(end);
+                pos = end;
+            }
             return;
         }
         let blocks = SliceBlocks {
@@ -950,12 +1016,17 @@ impl Parser {
     ) -> io::Result<()> {
         let cfg = Cfg {
             max_line: self.opts.max_line,
+            max_recs: max_recs(self.opts.block_size.max(1)),
             input: self.opts.input,
             fd_paths: self.opts.fd_paths,
             stat_times: self.opts.stat_times,
         };
         let threads = par_threads(&self.opts);
-        let window = window_len(threads) as u64;
+        let window = window_len(
+            threads,
+            self.opts.block_size.max(1),
+            self.opts.read_size.max(1),
+        ) as u64;
         // One thread fewer than cores: this thread parses too (see
         // `Queue::take`), and a thread per core more than that only made
         // the three time-share two cores (5 interleaved rounds on the bench
@@ -1109,6 +1180,20 @@ impl Parser {
                 Rec::Slow { start, end } => {
                     let last = last_partial && end as usize == bytes.len();
                     self.line(&bytes[start as usize..end as usize], last, sink);
+                }
+                Rec::Rest { start } => {
+                    let rest = &bytes[start as usize..];
+                    let mut from = 0;
+                    for nl in memchr_iter(b'\n', rest) {
+                        if self.stopped {
+                            break;
+                        }
+                        self.line(&rest[from..nl], false, sink);
+                        from = nl + 1;
+                    }
+                    if from < rest.len() && !self.stopped {
+                        self.line(&rest[from..], last_partial, sink);
+                    }
                 }
                 Rec::Fast {
                     start,
@@ -1299,6 +1384,7 @@ mod tests {
         let alphabet = b" \t\r%d.>(<a0:";
         let cfg = Cfg {
             max_line: 200,
+            max_recs: 1024,
             input: 0,
             fd_paths: true,
             stat_times: true,

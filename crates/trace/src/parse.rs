@@ -168,6 +168,12 @@ pub struct InputStats {
     pub initial_pid: Option<u32>,
     /// A read or decompression error that ended this input early.
     pub error: Option<String>,
+    /// Lines whose time is earlier than the time of the line before them
+    /// with one (strace prints lines in time order, so a clock set back or
+    /// files joined out of order); their times are kept as printed.
+    pub time_backwards: u64,
+    /// The first such line: (1-based line, microseconds back).
+    pub first_time_backwards: Option<(u64, u64)>,
 }
 
 /// How many skipped line numbers [`InputStats::first_skips`] keeps.
@@ -436,6 +442,8 @@ pub struct Parser {
     rel_us: i64,
     tod_last: i64,
     tod_days: i64,
+    /// The last line's resolved time (`i64::MIN` before the first).
+    ts_last: i64,
     in_summary: bool,
     /// The columns of the summary table being read (from its header).
     summary_layout: Option<Layout>,
@@ -480,6 +488,7 @@ impl Parser {
             rel_us: 0,
             tod_last: 0,
             tod_days: 0,
+            ts_last: i64::MIN,
             in_summary: false,
             summary_layout: None,
             comms: HashMap::new(),
@@ -544,6 +553,7 @@ impl Parser {
         // search resumes.
         let mut start = 0usize;
         let mut discarding = false;
+        let mut err = None;
         loop {
             if self.stopped {
                 return Ok(());
@@ -561,7 +571,13 @@ impl Parser {
                 match r.read(&mut buf[old..old + chunk]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        // The input ends here; its last bytes are its last
+                        // line, as at the end of the input (the parallel
+                        // path does the same).
+                        err = Some(e);
+                        break 0;
+                    }
                 }
             };
             filled = old + n;
@@ -595,7 +611,10 @@ impl Parser {
             let rest = buf[start..filled].to_vec();
             self.line(&rest, true, sink);
         }
-        Ok(())
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Ends the input: calls still unfinished become events with an unknown
@@ -664,9 +683,18 @@ impl Parser {
             self.carry.clear();
             &joined[..]
         };
+        let (ts_last, backwards) = (self.ts_last, self.stats.time_backwards);
         let res = self.line_inner(line, sink);
         self.join = joined;
         if let Err(reason) = res {
+            // A skipped line's time (often cut short) is not the trace's.
+            self.ts_last = ts_last;
+            if self.stats.time_backwards != backwards {
+                self.stats.time_backwards = backwards;
+                if backwards == 0 {
+                    self.stats.first_time_backwards = None;
+                }
+            }
             let reason = if last && reason != SkipReason::EmptyLine {
                 SkipReason::TruncatedLastLine
             } else {
@@ -1010,7 +1038,27 @@ impl Parser {
     }
 
     /// Turns a timestamp into microseconds, fixing the format on the first.
+    #[inline]
     fn resolve_ts(&mut self, t: RawTs) -> i64 {
+        let t = self.resolve_ts_raw(t);
+        if t < self.ts_last {
+            self.time_backwards(t);
+        }
+        self.ts_last = t;
+        t
+    }
+
+    #[cold]
+    fn time_backwards(&mut self, t: i64) {
+        let st = &mut self.stats;
+        st.time_backwards += 1;
+        if st.first_time_backwards.is_none() {
+            st.first_time_backwards = Some((self.line_no, self.ts_last.abs_diff(t)));
+        }
+    }
+
+    #[inline(always)]
+    fn resolve_ts_raw(&mut self, t: RawTs) -> i64 {
         let det = &mut self.stats.detected;
         match t {
             RawTs::Tod { us, frac } => {

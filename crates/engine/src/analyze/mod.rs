@@ -813,6 +813,11 @@ impl Analyzer {
         }
     }
 
+    /// The pids of the events pushed so far.
+    pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.proc_index.keys().copied()
+    }
+
     /// The command name of `pid` (`strace -Y`), from then on.
     pub fn comm(&mut self, pid: u32, comm: &[u8]) {
         self.comms

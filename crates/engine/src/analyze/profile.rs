@@ -29,6 +29,13 @@ pub struct FileInfo {
     pub format: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Lines whose time is earlier than the line before's (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub time_backwards: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -9,12 +9,16 @@
 //! 2 nothing to analyze (no input is an strace log, all inputs empty or
 //! unreadable, bad arguments).
 
+use crate::progress::{Counters, Watch, WatchOptions};
 use crate::render;
 use anyhow::Result;
 use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
 use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
+use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// The built-in sample: a real `strace -f -ttt -T -y` trace of php-cli 8.2
 /// including the 14 files of a synthetic tree under `open_basedir`, which
@@ -50,6 +54,36 @@ pub struct Args {
     /// analyzed then stops the process with SIGBUS).
     #[arg(long)]
     pub no_mmap: bool,
+    /// With stderr not a terminal, write a one-line status (bytes read,
+    /// events, rate) every SECONDS (default 10) while reading. On a
+    /// terminal, progress is shown anyway.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "10")]
+    pub progress: Option<f64>,
+    /// Warn on stderr when an input that is a pipe or a device (not a
+    /// regular file) gives no new strace event for SECONDS; 0: never.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub stall_warning: f64,
+}
+
+/// SECONDS of a flag as a duration: `None` for 0, a negative number or
+/// one that is not finite.
+fn secs(s: f64) -> Option<std::time::Duration> {
+    (s.is_finite() && s > 0.0).then(|| std::time::Duration::from_secs_f64(s.min(1e9)))
+}
+
+/// Whether `path` (`-`: stdin) is a pipe, a device, a socket or a
+/// terminal rather than a regular file: an input that may never end.
+fn is_stream(path: &std::path::Path) -> bool {
+    let meta = if path.as_os_str() == "-" {
+        use std::os::fd::AsFd;
+        std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+    } else {
+        std::fs::metadata(path)
+    };
+    meta.map(|m| !m.is_file()).unwrap_or(false)
 }
 
 /// Granularity (a power of two, a multiple of any page size) at which the
@@ -67,10 +101,64 @@ enum Input {
 
 struct AnalyzeSink<'a> {
     a: &'a mut Analyzer,
+    counters: &'a Counters,
+    /// From the second input on: the pids of the earlier ones.
+    pids: Option<&'a mut PidCheck>,
+}
+
+/// The pids of the inputs read so far, to refuse a pid that two inputs
+/// have (the same file twice, two captures of one host): the analyzer
+/// keys processes by pid, so they would be merged into one.
+#[derive(Default)]
+struct PidCheck {
+    /// Pid -> index in `Collected::names` of the first input that had it.
+    owner: HashMap<u32, usize>,
+    /// The input being read.
+    input: usize,
+    /// Its pids (added to `owner` when it ends).
+    mine: HashSet<u32>,
+    /// The last event's pid (`u32::MAX` before the first): runs of one
+    /// process's events cost one comparison each.
+    last: u32,
+    /// A pid of this input that an earlier one had: (pid, that input).
+    collision: Option<(u32, usize)>,
+}
+
+impl PidCheck {
+    /// `false` when `pid` belongs to an earlier input.
+    #[inline]
+    fn check(&mut self, pid: u32) -> bool {
+        if pid == self.last {
+            return true;
+        }
+        self.last = pid;
+        if let Some(&first) = self.owner.get(&pid) {
+            self.collision = Some((pid, first));
+            return false;
+        }
+        self.mine.insert(pid);
+        true
+    }
+
+    /// The current input has ended: its pids join the earlier ones'.
+    fn end_input(&mut self, pids: impl Iterator<Item = u32>) {
+        let input = self.input;
+        for pid in pids {
+            self.owner.entry(pid).or_insert(input);
+        }
+        self.mine.clear();
+        self.last = u32::MAX;
+    }
 }
 
 impl Sink for AnalyzeSink<'_> {
     fn event(&mut self, ev: &Event, strings: &Interner) -> bool {
+        self.counters.event();
+        if let Some(c) = &mut self.pids {
+            if !c.check(ev.pid) {
+                return false;
+            }
+        }
         self.a.push(ev, strings);
         true
     }
@@ -85,17 +173,19 @@ impl Sink for AnalyzeSink<'_> {
     }
 }
 
-/// Counts bytes read and ticks a progress bar (only when stderr is a
-/// terminal).
-struct Progress<R> {
+/// Counts bytes read for the [`Watch`] and ticks a progress bar (only
+/// when stderr is a terminal).
+struct Progress<'c, R> {
     inner: R,
     bar: Option<indicatif::ProgressBar>,
     pending: u64,
+    counters: &'c Counters,
 }
 
-impl<R: Read> Read for Progress<R> {
+impl<R: Read> Read for Progress<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        self.counters.bytes.fetch_add(n as u64, Ordering::Relaxed);
         if let Some(b) = &self.bar {
             self.pending += n as u64;
             if self.pending >= 8 << 20 || n == 0 {
@@ -113,6 +203,12 @@ struct Collected {
     info: InputInfo,
     summary: Option<statstorm_trace::Summary>,
     errors: Vec<String>,
+    /// Names of the inputs read, in order.
+    names: Vec<String>,
+    pids: PidCheck,
+    /// Set when two inputs had the same pid: the message; nothing more is
+    /// read and no report is made.
+    refused: Option<String>,
 }
 
 impl Collected {
@@ -123,10 +219,26 @@ impl Collected {
             info: InputInfo::default(),
             summary: None,
             errors: Vec::new(),
+            names: Vec::new(),
+            pids: PidCheck {
+                last: u32::MAX,
+                ..PidCheck::default()
+            },
+            refused: None,
         }
     }
 
-    fn add(&mut self, name: &str, index: usize, input: Input, pid: Option<u32>) {
+    /// Reads one input into the analyzer. `stream`: the input is a pipe or
+    /// a device (the stall guard of `watch` applies).
+    fn add(
+        &mut self,
+        name: &str,
+        index: usize,
+        input: Input,
+        pid: Option<u32>,
+        mut watch: WatchOptions,
+        stream: bool,
+    ) {
         let opts = Options {
             input: index.min(u16::MAX as usize) as u16,
             default_pid: pid,
@@ -137,16 +249,37 @@ impl Collected {
             ..Options::default()
         };
         let mut p = Parser::with_interner(name, opts, std::mem::take(&mut self.strings));
+        // The first input's pids are taken from the analyzer when it ends;
+        // the later ones are checked event by event.
+        let later = !self.names.is_empty();
+        self.pids.input = self.names.len();
+        self.names.push(name.to_string());
+        let counters = Arc::new(Counters::default());
         let mut sink = AnalyzeSink {
             a: &mut self.analyzer,
+            counters: &counters,
+            pids: later.then_some(&mut self.pids),
         };
         let bar = crate::progress::bytes(name);
+        if !stream {
+            watch.stall_after = None;
+        }
+        if bar.is_some() {
+            // The bar shows it.
+            watch.status_every = None;
+        }
+        let total = match &input {
+            Input::Mapped(m) => Some(m.len() as u64),
+            Input::Read(_) => None,
+        };
+        let _watch = Watch::start(name, total, Arc::clone(&counters), watch, bar.clone());
         let res = match input {
             Input::Read(reader) => {
                 let reader = Progress {
                     inner: reader,
                     bar: bar.clone(),
                     pending: 0,
+                    counters: &counters,
                 };
                 p.feed_reader(reader, &mut sink)
             }
@@ -156,6 +289,7 @@ impl Collected {
                 // bounded as on the read path.
                 let mut released = 0usize;
                 let mut merged = |upto: usize| {
+                    counters.bytes.store(upto as u64, Ordering::Relaxed);
                     if let Some(b) = &bar {
                         b.set_position(upto as u64);
                     }
@@ -166,12 +300,35 @@ impl Collected {
                     }
                 };
                 p.feed_slice_par_with(&map, &mut sink, &mut merged);
-                Ok(())
+                match map.shrunk() {
+                    None => Ok(()),
+                    Some(now) => Err(std::io::Error::other(format!(
+                        "the file shrank to {now} bytes while it was read ({} bytes mapped): \
+                         what lay past its new end was read as zeros (--no-mmap reads a file \
+                         that may change)",
+                        map.len()
+                    ))),
+                }
             }
         };
         let (mut st, summary, strings) = p.finish(&mut sink);
         if let Some(b) = bar {
             b.finish_and_clear();
+        }
+        if let Some((pid, first)) = self.pids.collision {
+            self.refused = Some(statstorm_trace::input::pid_collision_message(
+                pid,
+                &self.names[first],
+                name,
+            ));
+            return;
+        }
+        if later {
+            let mine = std::mem::take(&mut self.pids.mine);
+            self.pids.end_input(mine.into_iter());
+        } else {
+            let pids: Vec<u32> = self.analyzer.pids().collect();
+            self.pids.end_input(pids.into_iter());
         }
         self.strings = strings;
         if let Err(e) = res {
@@ -208,7 +365,16 @@ impl Collected {
             skipped: st.skipped,
             format: serde_json::to_value(st.detected).unwrap_or(serde_json::Value::Null),
             error: st.error.clone(),
+            time_backwards: st.time_backwards,
         });
+        if let Some((line, back_us)) = st.first_time_backwards {
+            errln!(
+                "statstorm: warning: {name}: time runs backwards at {} line{} (first at line {line}, {} s before the line above it); per-second counts and spans there follow the times as printed",
+                st.time_backwards,
+                if st.time_backwards == 1 { "" } else { "s" },
+                fmt_secs(back_us),
+            );
+        }
         if st.not_strace() {
             self.errors.push(format!(
                 "{name}: not an strace log ({} lines, none recognized; first at line {})",
@@ -229,13 +395,29 @@ impl Collected {
     }
 }
 
+/// Microseconds as seconds, with the microseconds when under a minute.
+fn fmt_secs(us: u64) -> String {
+    if us < 60_000_000 {
+        format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+    } else {
+        format!("{}", us / 1_000_000)
+    }
+}
+
 pub fn run(args: Args) -> Result<i32> {
     let mut c = Collected::new();
     let mut open_failures = 0usize;
     let mut readable = 0usize;
     if args.sample {
         let r = statstorm_trace::input::decompressed(std::io::BufReader::new(SAMPLE))?;
-        c.add(SAMPLE_NAME, 0, Input::Read(r), None);
+        c.add(
+            SAMPLE_NAME,
+            0,
+            Input::Read(r),
+            None,
+            WatchOptions::default(),
+            false,
+        );
         readable += 1;
     } else {
         let mut files: Vec<PathBuf> = Vec::new();
@@ -253,6 +435,10 @@ pub fn run(args: Args) -> Result<i32> {
                 None => files.push(p.clone()),
             }
         }
+        let watch = WatchOptions {
+            status_every: args.progress.and_then(secs),
+            stall_after: secs(args.stall_warning),
+        };
         for (i, path) in files.iter().enumerate() {
             let name = if path.as_os_str() == "-" {
                 "<stdin>".to_string()
@@ -270,7 +456,18 @@ pub fn run(args: Args) -> Result<i32> {
             match opened {
                 Ok(input) => {
                     readable += 1;
-                    c.add(&name, i, input, statstorm_trace::input::pid_from_name(path));
+                    c.add(
+                        &name,
+                        i,
+                        input,
+                        statstorm_trace::input::pid_from_name(path),
+                        watch,
+                        is_stream(path),
+                    );
+                    if let Some(msg) = &c.refused {
+                        errln!("statstorm: error: {msg}");
+                        return Ok(2);
+                    }
                 }
                 Err(e) => {
                     open_failures += 1;
@@ -285,6 +482,7 @@ pub fn run(args: Args) -> Result<i32> {
         mut info,
         summary,
         errors,
+        ..
     } = c;
     let read_errors = errors.iter().filter(|e| e.contains("read error")).count();
     for e in &errors {

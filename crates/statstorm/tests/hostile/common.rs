@@ -65,3 +65,27 @@ fn run_cmd(c: &mut Command) -> Run {
     assert!(!r.stderr.contains("panicked"), "panic: {}", r.stderr);
     r
 }
+
+/// Runs `statstorm ARGS` in `dir` with `env` added, stdin from `stdin`
+/// when given, and the address space capped at `mib` MiB when given.
+pub fn run_with(
+    dir: &Path,
+    mib: Option<u64>,
+    env: &[(&str, &str)],
+    stdin: Option<std::fs::File>,
+    args: &[&str],
+) -> Run {
+    let mut c = Command::new("timeout");
+    c.arg(HANG_S.to_string());
+    if let Some(mib) = mib {
+        c.arg("prlimit")
+            .arg(format!("--as={}", mib << 20))
+            .arg("--");
+    }
+    c.arg(env!("CARGO_BIN_EXE_statstorm"));
+    c.args(args).current_dir(dir).envs(env.iter().copied());
+    if let Some(f) = stdin {
+        c.stdin(f);
+    }
+    run_cmd(&mut c)
+}
