@@ -247,13 +247,28 @@ impl NfsSetup {
     /// RPCs per group of `groups` (all replayed by one client in time
     /// order) under the recorded options, or the proposed ones.
     pub fn replay(&self, groups: &[&[Op]], proposed: bool) -> Vec<RpcCounts> {
+        self.replay_with(groups, &[], proposed)
+    }
+
+    /// [`NfsSetup::replay`] of the requests' `groups` and the activity
+    /// outside requests (`background`, counted after them), all on one
+    /// client in time order. The warm-up (`--nfs-cache warm`) repeats the
+    /// requests' traffic only: a pool master's calls span the whole
+    /// capture and would move the warm passes back by its length.
+    pub fn replay_with(
+        &self,
+        groups: &[&[Op]],
+        background: &[&[Op]],
+        proposed: bool,
+    ) -> Vec<RpcCounts> {
         let opts = if proposed {
             &self.proposed
         } else {
             &self.recorded
         };
         let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
-        replay_groups_warm(&warm, groups, opts, &self.params, &self.changes)
+        let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
+        replay_groups_warm(&warm, &all, opts, &self.params, &self.changes)
     }
 
     /// The warm-up operations for `ops` (none unless `warm`).

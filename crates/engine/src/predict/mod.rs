@@ -580,9 +580,7 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
         let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
-            let groups: Vec<&[statstorm_trace::op::Op]> =
-                reqs.into_iter().chain(bg.iter().copied()).collect();
-            n.replay(&groups, proposed)
+            n.replay_with(&reqs, &bg, proposed)
         };
         let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
         let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
