@@ -309,14 +309,7 @@ pub const MODELLED: &[&str] = &[
 /// The known option nearest to `option` by edit distance (at most a third
 /// of its length, and at least 1 edit allowed), for "did you mean".
 pub fn suggest(option: &str) -> Option<&'static str> {
-    let limit = (option.len() / 3).max(1);
-    MODELLED
-        .iter()
-        .chain(PASSTHROUGH)
-        .map(|k| (strsim::damerau_levenshtein(option, k), *k))
-        .filter(|&(d, _)| d <= limit)
-        .min()
-        .map(|(_, k)| k)
+    statstorm_trace::suggest::closest(option, MODELLED.iter().chain(PASSTHROUGH).copied())
 }
 
 /// One line of `/proc/mounts`.

@@ -142,12 +142,7 @@ pub const KEYS: &[&str] = &[
 /// The setting of [`KEYS`] nearest to `key` by edit distance (at most a
 /// third of its length), for "did you mean".
 pub fn suggest(key: &str) -> Option<&'static str> {
-    let limit = (key.len() / 3).max(1);
-    KEYS.iter()
-        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
-        .filter(|&(d, _)| d <= limit)
-        .min()
-        .map(|(_, k)| k)
+    statstorm_trace::suggest::closest(key, KEYS.iter().copied())
 }
 
 impl Default for PhpConfig {

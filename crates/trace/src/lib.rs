@@ -26,6 +26,7 @@ pub mod input;
 pub mod op;
 pub mod parse;
 pub mod request;
+pub mod suggest;
 pub mod summary;
 
 /// Entry points for the benchmark examples (`examples/scan_bench.rs`);
