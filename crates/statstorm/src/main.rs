@@ -15,7 +15,6 @@ macro_rules! errln {
 
 mod cmd;
 mod progress;
-mod render;
 
 /// Find, explain, predict and fix metadata-syscall storms of PHP on network storage.
 #[derive(Parser)]

@@ -10,9 +10,9 @@
 //! unreadable, bad arguments).
 
 use crate::progress::{Counters, Watch, WatchOptions};
-use crate::render;
 use anyhow::Result;
 use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
+use statstorm_render as render;
 use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Read, Write};

@@ -216,7 +216,7 @@ pub fn run(args: Args) -> Result<i32> {
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
         }
-        Format::Text => crate::render::predict::text(&mut out, &report)?,
+        Format::Text => statstorm_render::predict::text(&mut out, &report)?,
     }
     out.flush()?;
     Ok(0)

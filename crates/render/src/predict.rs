@@ -1,9 +1,9 @@
 //! `statstorm predict` as text: the settings changed, evidence and notes,
 //! the per-request syscall table, the NFS RPC table and the latency summary.
 
-use anyhow::Result;
 use statstorm_engine::predict::{NfsOut, Report, Side};
 use statstorm_php::lower::CHECKED;
+use std::io::Result;
 use std::io::Write;
 
 /// The whole report as text.

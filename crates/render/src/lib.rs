@@ -1,8 +1,11 @@
-//! Shared table builder: one [`Table`] rendered as aligned text or as a
-//! Markdown table, and unit pickers for human output.
+//! statstorm's renderers: the engine's typed values put into words for
+//! people (text, Markdown). JSON is the values' own serialization. Shared
+//! here: one [`Table`] rendered as aligned text or as a Markdown table, and
+//! unit pickers for human output.
 
 pub mod predict;
 pub mod profile;
+pub mod simulate;
 
 /// Column alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
