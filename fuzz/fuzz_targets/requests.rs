@@ -1,14 +1,13 @@
 //! Fuzzes the requests file reader (`statstorm_sim::requests_file::
 //! load_requests`, `statstorm.requests/1` JSON). The library reads only
 //! from a path, so each input is written to a file of this process first.
-//! It must not panic; a file it accepts has at least one request, and no
-//! CPU step longer than `MAX_MS`, the bound the simulator puts on every
-//! other duration to keep its nanosecond sums from overflowing.
+//! It must not panic, and a file it accepts has at least one request.
+//! (Bounds on the values, e.g. a request's total CPU time, are checked
+//! by the simulator when it starts, not here.)
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use statstorm_sim::requests_file::load_requests;
-use statstorm_sim::{ms_to_ns, Step, MAX_MS};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -32,15 +31,5 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(path, data).unwrap();
     if let Ok(reqs) = load_requests(path) {
         assert!(!reqs.is_empty());
-        for r in &reqs {
-            for s in &r.steps {
-                if let Step::Cpu { ns } = s {
-                    assert!(
-                        *ns <= ms_to_ns(MAX_MS),
-                        "cpu_ms over MAX_MS accepted: {ns} ns"
-                    );
-                }
-            }
-        }
     }
 });
