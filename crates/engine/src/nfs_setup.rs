@@ -86,8 +86,11 @@ impl NfsSetup {
         let mut recorded: Option<MountOptions> = None;
         let mut root = f.nfs_root.as_deref().map(normalize);
         if let Some(p) = &f.mounts_file {
-            let text =
-                std::fs::read_to_string(p).map_err(|e| format!("--mounts {}: {e}", p.display()))?;
+            let text = statstorm_trace::input::read_text_capped(
+                p,
+                statstorm_trace::input::SIDE_FILE_LIMIT,
+            )
+            .map_err(|e| format!("--mounts {}: {e}", p.display()))?;
             let entries = MountOptions::parse_mounts(&text)
                 .map_err(|e| format!("--mounts {}: {e}", p.display()))?;
             if entries.is_empty() {
@@ -312,7 +315,8 @@ fn prefixes(ops: &[&Op]) -> Vec<String> {
 
 /// Reads a `/proc/mounts` copy and returns its NFS entries.
 pub fn read_mounts(p: &Path) -> Result<Vec<statstorm_nfs::mount::MountEntry>, String> {
-    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let text = statstorm_trace::input::read_text_capped(p, statstorm_trace::input::SIDE_FILE_LIMIT)
+        .map_err(|e| format!("{}: {e}", p.display()))?;
     MountOptions::parse_mounts(&text).map_err(|e| format!("{}: {e}", p.display()))
 }
 

@@ -108,8 +108,6 @@ pub enum ConfigError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: larger than {limit} bytes: not a settings file")]
-    TooLarge { path: String, limit: u64 },
     #[error("{origin}: unknown setting {key:?}{}: the model uses {}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default(), KEYS.join(", "))]
     Unknown {
         origin: String,
@@ -472,28 +470,14 @@ pub fn php_info_pairs(text: &str, origin: &str) -> Vec<Pair> {
 
 /// Largest settings file read (php.ini, `php -i` output): real ones are a
 /// few hundred KiB at most; anything bigger is not one (`/dev/zero`).
-pub const MAX_SETTINGS_FILE: u64 = 16 << 20;
+pub const MAX_SETTINGS_FILE: u64 = statstorm_trace::input::SIDE_FILE_LIMIT;
 
 /// Reads a settings file of at most [`MAX_SETTINGS_FILE`] bytes.
 pub fn read(path: &Path) -> Result<String, ConfigError> {
-    use std::io::Read;
-    let io = |e| ConfigError::Io {
+    statstorm_trace::input::read_text_capped(path, MAX_SETTINGS_FILE).map_err(|e| ConfigError::Io {
         path: path.display().to_string(),
         source: e,
-    };
-    let mut b = Vec::new();
-    std::fs::File::open(path)
-        .map_err(io)?
-        .take(MAX_SETTINGS_FILE + 1)
-        .read_to_end(&mut b)
-        .map_err(io)?;
-    if b.len() as u64 > MAX_SETTINGS_FILE {
-        return Err(ConfigError::TooLarge {
-            path: path.display().to_string(),
-            limit: MAX_SETTINGS_FILE,
-        });
-    }
-    Ok(String::from_utf8_lossy(&b).into_owned())
+    })
 }
 
 #[cfg(test)]

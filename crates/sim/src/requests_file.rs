@@ -65,13 +65,21 @@ enum FileStep {
     },
 }
 
-/// Reads a `statstorm.requests/1` file.
+/// Largest requests file read: 1 GiB (about 5M requests). The file is
+/// parsed as it is read, so an input that is no JSON (`/dev/zero`) fails at
+/// its first byte, and one that never ends stops at the cap.
+pub const MAX_REQUESTS_FILE: u64 = 1 << 30;
+
+/// Reads a `statstorm.requests/1` file (at most [`MAX_REQUESTS_FILE`]
+/// bytes).
 pub fn load_requests(path: &Path) -> Result<Vec<RequestSpec>, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FileError::Io {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| FileError::Io {
         path: path.to_path_buf(),
         source: e,
     })?;
-    let f: RequestsFile = serde_json::from_str(&text).map_err(|e| FileError::Parse {
+    let reader = std::io::BufReader::new(file.take(MAX_REQUESTS_FILE));
+    let f: RequestsFile = serde_json::from_reader(reader).map_err(|e| FileError::Parse {
         path: path.to_path_buf(),
         message: format!("line {} column {}: {e}", e.line(), e.column()),
     })?;

@@ -455,3 +455,23 @@ pub fn release(map: &Mapped, range: std::ops::Range<usize>) {
         )
     };
 }
+
+/// Reads a side file (a scenario, a php.ini, a `/proc/mounts` copy) of at
+/// most `limit` bytes as text (invalid UTF-8 replaced); a larger one is an
+/// `InvalidData` error naming the limit, not an allocation that grows
+/// until it fails (`/dev/zero` given as a php.ini).
+pub fn read_text_capped(path: &Path, limit: u64) -> io::Result<String> {
+    let mut b = Vec::new();
+    File::open(path)?.take(limit + 1).read_to_end(&mut b)?;
+    if b.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes: not a settings or scenario file"),
+        ));
+    }
+    Ok(String::from_utf8_lossy(&b).into_owned())
+}
+
+/// The cap of [`read_text_capped`] for settings, mounts and scenario files:
+/// real ones are a few hundred KiB at most.
+pub const SIDE_FILE_LIMIT: u64 = 16 << 20;

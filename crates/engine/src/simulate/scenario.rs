@@ -155,10 +155,12 @@ pub struct Scenario {
 impl Scenario {
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
+        let text =
+            statstorm_trace::input::read_text_capped(path, statstorm_trace::input::SIDE_FILE_LIMIT)
+                .map_err(|e| ScenarioError::Io {
+                    path: path.to_path_buf(),
+                    source: e,
+                })?;
         Scenario::parse(&text, path)
     }
 

@@ -6,4 +6,5 @@
 
 mod common;
 mod reader;
+mod side_files;
 mod sim_nfs;
