@@ -121,7 +121,7 @@ pub fn opcache_off_note(
 }
 
 /// The note for a prediction completed from a reference capture
-/// ([`crate::lift::lift_with_reference`]): which requests took their PHP
+/// ([`statstorm_php::lift_with_reference`]): which requests took their PHP
 /// operations from it and which were left as lifted (those still undercount
 /// what caches hid). Request numbers are those of the report (requests in
 /// time order).

@@ -2,7 +2,7 @@
 //! [--stall-ms MS] [--reproducible]`
 //!
 //! Loads a scenario (docs/simulator.md), runs the discrete-event simulator
-//! once and renders the same [`Report`] as text (with an explanation of the
+//! once and renders the same [`statstorm_sim::Report`] as text (with an explanation of the
 //! stalls) or JSON (`statstorm.simulate/1`).
 //!
 //! Exit codes: 0 simulated; 2 the scenario could not be read or is invalid.
