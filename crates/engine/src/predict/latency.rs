@@ -28,8 +28,6 @@ use statstorm_sim::{
     Transport,
 };
 use statstorm_trace::op::Op;
-use statstorm_trace::request::Requests;
-use statstorm_trace::Trace;
 
 /// Cost of a filesystem call that sends no RPC, in microseconds: a cached
 /// `stat()` measured on the development machine (Linux 6.18, ext4):
@@ -363,13 +361,14 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
     })
 }
 
-/// Simulates both sides. `preds` in the PHP model's order; the returned
-/// per-request vectors follow it.
+/// Simulates both sides. `preds` in the PHP model's order, `recorded_ops`
+/// each request's recorded calls in the same order
+/// ([`crate::capture::Recorded::requests`]); the returned per-request
+/// vectors follow it.
 pub fn compute(
     a: &SimOptions,
     n: &NfsSetup,
-    trace: &Trace,
-    split: &Requests,
+    recorded_ops: &[Vec<Op>],
     preds: &[RequestPrediction],
 ) -> Result<Computed> {
     let q = a.quick()?;
@@ -387,7 +386,6 @@ pub fn compute(
             .to_string(),
     ];
     // CPU time: recorded wall time minus recorded filesystem call time.
-    let recorded_ops = statstorm_php::lift::request_ops(trace, split);
     let (mut timed, mut untimed) = (0u64, 0u64);
     let cpu_us: Vec<u64> = preds
         .iter()

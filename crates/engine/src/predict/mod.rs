@@ -601,7 +601,7 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
     let lat = match &nfs {
         Some(n) => {
             stage("simulating latency");
-            Some(latency::compute(&args.sim, n, &trace, &split, &preds)?)
+            Some(latency::compute(&args.sim, n, &rec.requests, &preds)?)
         }
         None => None,
     };
