@@ -936,6 +936,45 @@ fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
         .collect()
 }
 
+/// PHP's opcache.revalidate_freq when not set, seconds.
+const DEFAULT_REVALIDATE_FREQ_S: i64 = 2;
+
+/// The longest time, whole seconds of PHP's request_time, from the last
+/// compile or validation of the pool's first compiled script (the first
+/// request's entry script, which every request of the application runs)
+/// to a php-fpm request that ran PHP (made some call) but neither
+/// validated nor compiled it: OPcache skips a script's validation while
+/// `request_time <= validated_at + revalidate_freq`
+/// (ZendAccelerator.c validate_timestamp_and_record: `revalidate >=
+/// ZCG(request_time)`), so revalidate_freq is at least this. `None`
+/// without such a request. php-cli processes have an OPcache each and are
+/// left out.
+fn unvalidated_gap_s(reqs: &[WorkRequest], app_stats: &HashSet<String>) -> Option<i64> {
+    let mut order: Vec<&WorkRequest> = reqs.iter().filter(|r| !r.cli).collect();
+    order.sort_by_key(|r| r.request_time_us);
+    let mut entry: Option<&str> = None;
+    let mut last: Option<i64> = None;
+    let mut gap: Option<i64> = None;
+    for r in order {
+        let sec = r.request_time_us.div_euclid(1_000_000);
+        if entry.is_none() {
+            entry = r.compiled().next();
+        }
+        let Some(e) = entry else { continue };
+        let validated = r.ops.iter().any(|o| match &o.kind {
+            PhpOpKind::Compile { path, .. } => path == e,
+            PhpOpKind::Revalidate { path, .. } => path == e && !app_stats.contains(path),
+            _ => false,
+        });
+        if validated {
+            last = Some(sec);
+        } else if let (Some(l), false) = (last, r.ops.is_empty()) {
+            gap = gap.max(Some(sec - l));
+        }
+    }
+    gap
+}
+
 /// Scripts "validated" in nearly every request while most cached scripts
 /// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by the
 /// application itself (filemtime of a config file), not by OPcache.
@@ -1683,6 +1722,7 @@ fn evidence(
             }
         }
     }
+    let unvalidated_s = unvalidated_gap_s(reqs, &app_stats);
     let fresh = fresh_scripts(reqs, mtimes);
     let rc = recompiles(reqs, &fresh);
     let recompiled = if rc.opcache_off() { rc.again } else { 0 };
@@ -1782,11 +1822,30 @@ fn evidence(
                     .push(("opcache.revalidate_freq".into(), "0".into()));
             }
         }
+        if let Some(l) = unvalidated_s.filter(|&l| l > DEFAULT_REVALIDATE_FREQ_S) {
+            ev.notes.push(format!(
+                "a request did not validate the entry script {l} s after its last validation: revalidate_freq >= {l}"
+            ));
+            ev.inferred
+                .push(("opcache.revalidate_freq".into(), l.to_string()));
+        }
     } else if compiles_total > 0 && recompiled == 0 && reqs.len() > 1 {
-        ev.notes.push(
-            "no script was validated: validate_timestamps=0, or every request fell inside the revalidate_freq window"
-                .into(),
-        );
+        match unvalidated_s.filter(|&l| l > DEFAULT_REVALIDATE_FREQ_S) {
+            // PHP's default window would have validated: either no
+            // validation at all or a longer window. The smallest window
+            // that fits is taken; both give the same "before"
+            Some(l) => {
+                ev.notes.push(format!(
+                    "no script was validated, although a request ran {l} s after the entry script's compile: validate_timestamps=0 or revalidate_freq >= {l} (taken: revalidate_freq={l}; state opcache.validate_timestamps=0 if that is the setting)"
+                ));
+                ev.inferred
+                    .push(("opcache.revalidate_freq".into(), l.to_string()));
+            }
+            None => ev.notes.push(
+                "no script was validated: validate_timestamps=0, or every request fell inside the revalidate_freq window"
+                    .into(),
+            ),
+        }
     }
     if repeated_chain_in_request > 0 && short_walks > 0 {
         ev.realpath_partial = true;
