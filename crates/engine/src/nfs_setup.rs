@@ -14,14 +14,16 @@ use std::path::Path;
 /// Command-line inputs (all optional).
 #[derive(Clone, Debug, Default)]
 pub struct NfsFlags {
-    /// `--from-mount OPTS`: the options the trace ran under.
+    /// `--from-mount OPTS`: the options the trace ran under (every root).
     pub from_mount: Option<String>,
     /// `--mounts FILE`: a copy of `/proc/mounts` of the recording machine.
     pub mounts_file: Option<std::path::PathBuf>,
-    /// `--mount OPTS`: proposed options, applied over the recorded ones.
-    pub mount: Option<String>,
-    /// `--nfs-root PATH`.
-    pub nfs_root: Option<String>,
+    /// `--mount OPTS` (every root) or `--mount DIR:OPTS` (the root DIR):
+    /// proposed options, applied over the recorded ones, in order.
+    pub mount: Vec<String>,
+    /// `--nfs-root DIR[:OPTS]` (repeatable): a directory on NFS, with the
+    /// options it was recorded under (over `--from-mount`).
+    pub nfs_root: Vec<String>,
     /// `--delegations on|off`.
     pub delegations: bool,
     /// `--server-change EPOCH:PATH` (repeatable).
@@ -31,12 +33,23 @@ pub struct NfsFlags {
     pub warm: bool,
 }
 
-/// Everything the NFS model needs for a before/after prediction.
+/// One NFS mount: its root, its options as recorded and as proposed, and
+/// the client model's parameters. Each mount has a client of its own
+/// (caches, RPC transport), as the kernel keeps them per superblock.
 #[derive(Clone, Debug)]
-pub struct NfsSetup {
+pub struct Mount {
+    pub root: String,
     pub recorded: MountOptions,
     pub proposed: MountOptions,
     pub params: ClientParams,
+}
+
+/// Everything the NFS model needs for a before/after prediction.
+#[derive(Clone, Debug)]
+pub struct NfsSetup {
+    /// The mounts, busiest first (most traced calls under the root). Each
+    /// call goes to the mount of the longest root it lies under.
+    pub mounts: Vec<Mount>,
     pub changes: Vec<ServerChange>,
     /// Warm the client with the capture's read-side operations first
     /// ([`statstorm_nfs::warmup_ops`], [`statstorm_nfs::client::WARM_PASSES`] passes).
@@ -69,120 +82,260 @@ pub fn rpc_map(c: &RpcCounts) -> BTreeMap<String, u64> {
     m
 }
 
+/// `DIR:OPTS` split at the first `:` when the value starts with `/`
+/// (a root and its options), else `None`.
+fn root_and_options(v: &str) -> Option<(String, &str)> {
+    if !v.starts_with('/') {
+        return None;
+    }
+    match v.split_once(':') {
+        Some((d, o)) => Some((normalize(d), o)),
+        None => Some((normalize(v), "")),
+    }
+}
+
+/// The index of the root of `roots` that `path` lies under (the longest).
+fn root_of(roots: &[&str], path: &str) -> Option<usize> {
+    roots
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| under(path, r))
+        .max_by_key(|(_, r)| r.len())
+        .map(|(i, _)| i)
+}
+
 impl NfsSetup {
     /// Builds the setup from the flags; `Ok(None)` when no NFS flag was
-    /// given (the report then has no RPC columns). `ops` helps pick the
-    /// NFS root among several NFS mounts.
+    /// given (the report then has no RPC columns). `ops` (the traced
+    /// calls) pick the NFS roots among the NFS mounts of `--mounts`, and
+    /// a setup whose roots hold none of them is an error naming where the
+    /// traced paths are.
     pub fn from_flags(f: &NfsFlags, ops: &[&Op]) -> Result<Option<NfsSetup>, String> {
         let any = f.from_mount.is_some()
             || f.mounts_file.is_some()
-            || f.mount.is_some()
-            || f.nfs_root.is_some()
+            || !f.mount.is_empty()
+            || !f.nfs_root.is_empty()
             || !f.server_changes.is_empty();
         if !any {
             return Ok(None);
         }
         let mut notes = Vec::new();
-        let mut recorded: Option<MountOptions> = None;
-        let mut root = f.nfs_root.as_deref().map(normalize);
-        if let Some(p) = &f.mounts_file {
-            let text = statstorm_trace::input::read_text_capped(
-                p,
-                statstorm_trace::input::SIDE_FILE_LIMIT,
-            )
-            .map_err(|e| format!("--mounts {}: {e}", p.display()))?;
-            let entries = MountOptions::parse_mounts(&text)
-                .map_err(|e| format!("--mounts {}: {e}", p.display()))?;
-            if entries.is_empty() {
-                return Err(format!("--mounts {}: no nfs or nfs4 line", p.display()));
-            }
-            // the entry for --nfs-root, else the one most trace paths use
-            let pick = match &root {
-                Some(r) => entries.iter().find(|e| normalize(&e.target) == *r),
-                None => entries.iter().max_by_key(|e| {
-                    let t = normalize(&e.target);
-                    ops.iter()
-                        .filter(|o| o.path == t || o.path.starts_with(&format!("{t}/")))
-                        .count()
-                }),
-            };
-            let e = pick.ok_or_else(|| {
-                format!(
-                    "--mounts {}: no NFS mount at {}",
-                    p.display(),
-                    root.as_deref().unwrap_or("?")
-                )
+        // the roots given, each with the options stated for it
+        let mut given: Vec<(String, Option<MountOptions>)> = Vec::new();
+        for v in &f.nfs_root {
+            let (dir, o) = root_and_options(v).ok_or_else(|| {
+                format!("--nfs-root {v}: expected an absolute directory, DIR or DIR:OPTS")
             })?;
-            root = Some(normalize(&e.target));
-            recorded = Some(e.options.clone());
-            notes.push(format!(
-                "recorded NFS mount from {}: {} on {}",
-                p.display(),
-                e.source,
-                e.target
-            ));
+            if given.iter().any(|(d, _)| *d == dir) {
+                return Err(format!("--nfs-root {dir} given twice"));
+            }
+            let o = if o.is_empty() {
+                None
+            } else {
+                Some(MountOptions::parse_strict(o).map_err(|e| format!("--nfs-root {dir}: {e}"))?)
+            };
+            given.push((dir, o));
         }
-        if let Some(o) = &f.from_mount {
-            let o = MountOptions::parse_strict(o).map_err(|e| format!("--from-mount: {e}"))?;
-            recorded = Some(match recorded {
-                Some(r) => r.overlay(&o),
-                None => o,
+        let entries = match &f.mounts_file {
+            Some(p) => {
+                let e = read_mounts(p).map_err(|e| format!("--mounts {e}"))?;
+                if e.is_empty() {
+                    return Err(format!("--mounts {}: no nfs or nfs4 line", p.display()));
+                }
+                e
+            }
+            None => Vec::new(),
+        };
+        // (root, recorded options from the mounts file)
+        let mut roots: Vec<(String, Option<MountOptions>)> = Vec::new();
+        if !given.is_empty() {
+            for (dir, _) in &given {
+                let e = entries.iter().find(|e| normalize(&e.target) == *dir);
+                if f.mounts_file.is_some() && e.is_none() {
+                    return Err(format!(
+                        "--mounts {}: no NFS mount at {dir}",
+                        f.mounts_file
+                            .as_ref()
+                            .map_or(String::new(), |p| p.display().to_string())
+                    ));
+                }
+                roots.push((dir.clone(), e.map(|e| e.options.clone())));
+            }
+        } else if !entries.is_empty() {
+            // every NFS mount the trace uses (all of them for no calls)
+            let targets: Vec<String> = entries.iter().map(|e| normalize(&e.target)).collect();
+            let refs: Vec<&str> = targets.iter().map(String::as_str).collect();
+            let mut used = vec![0usize; entries.len()];
+            for o in ops {
+                if let Some(i) = root_of(&refs, &o.path) {
+                    used[i] += 1;
+                }
+            }
+            for (i, e) in entries.iter().enumerate() {
+                if ops.is_empty() || used[i] > 0 {
+                    roots.push((targets[i].clone(), Some(e.options.clone())));
+                }
+            }
+            if roots.is_empty() {
+                return Err(format!(
+                    "no traced path is under an NFS mount of --mounts ({}); the traced paths are under {}",
+                    targets.join(", "),
+                    prefixes(ops).join(", ")
+                ));
+            }
+        } else {
+            return Err("which paths are on NFS? give --nfs-root PATH (or --mounts FILE)".into());
+        }
+        for e in &entries {
+            if roots.iter().any(|(r, _)| *r == normalize(&e.target)) {
+                notes.push(format!(
+                    "recorded NFS mount from {}: {} on {}",
+                    f.mounts_file
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string()),
+                    e.source,
+                    e.target
+                ));
+            }
+        }
+        let from = match &f.from_mount {
+            Some(o) => {
+                Some(MountOptions::parse_strict(o).map_err(|e| format!("--from-mount: {e}"))?)
+            }
+            None => None,
+        };
+        let mut mounts: Vec<Mount> = Vec::new();
+        let mut defaulted = false;
+        for (root, file) in roots {
+            let stated = given
+                .iter()
+                .find(|(d, _)| *d == root)
+                .and_then(|(_, o)| o.clone());
+            let mut recorded = file.clone();
+            for o in [from.clone(), stated].into_iter().flatten() {
+                recorded = Some(match recorded {
+                    Some(r) => r.overlay(&o),
+                    None => o,
+                });
+            }
+            let recorded = recorded.unwrap_or_else(|| {
+                defaulted = true;
+                MountOptions::default()
+            });
+            let mut params = ClientParams::new(&root);
+            params.delegations = f.delegations;
+            mounts.push(Mount {
+                proposed: recorded.clone(),
+                recorded,
+                params,
+                root,
             });
         }
-        let recorded = match recorded {
-            Some(r) => r,
-            None => {
-                notes.push(
-                    "recorded mount options not given (--from-mount/--mounts): kernel defaults assumed"
-                        .into(),
-                );
-                MountOptions::default()
+        if defaulted {
+            notes.push(
+                "recorded mount options not given (--from-mount/--mounts): kernel defaults assumed"
+                    .into(),
+            );
+        }
+        // proposed: each --mount over every root, or over the one it names
+        let root_list = mounts
+            .iter()
+            .map(|m| m.root.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        for v in &f.mount {
+            match root_and_options(v) {
+                Some((dir, o)) => {
+                    let m = mounts.iter_mut().find(|m| m.root == dir).ok_or_else(|| {
+                        format!("--mount {v}: {dir} is not an NFS root (the roots: {root_list})")
+                    })?;
+                    let o = MountOptions::parse_strict(o).map_err(|e| format!("--mount: {e}"))?;
+                    m.proposed = m.proposed.overlay(&o);
+                }
+                None => {
+                    let o = MountOptions::parse_strict(v).map_err(|e| format!("--mount: {e}"))?;
+                    for m in &mut mounts {
+                        m.proposed = m.proposed.overlay(&o);
+                    }
+                }
             }
-        };
-        let root = root.ok_or_else(|| {
-            "which paths are on NFS? give --nfs-root PATH (or --mounts FILE)".to_string()
-        })?;
-        if !ops.is_empty() && !ops.iter().any(|o| under(&o.path, &root)) {
+        }
+        // every traced call to the mount of its root; none: an error
+        let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
+        let mut used = vec![0usize; mounts.len()];
+        for o in ops {
+            if let Some(i) = root_of(&refs, &o.path) {
+                used[i] += 1;
+            }
+        }
+        if !ops.is_empty() && used.iter().all(|&n| n == 0) {
             return Err(format!(
-                "no traced path is under the NFS root {root}; the traced paths are under {}",
+                "no traced path is under the NFS root{} {}; the traced paths are under {}",
+                if mounts.len() > 1 { "s" } else { "" },
+                refs.join(", "),
                 prefixes(ops).join(", ")
             ));
         }
-        let proposed = match &f.mount {
-            Some(o) => {
-                let o = MountOptions::parse_strict(o).map_err(|e| format!("--mount: {e}"))?;
-                recorded.overlay(&o)
-            }
-            None => recorded.clone(),
-        };
-        for (what, o) in [("recorded", &recorded), ("proposed", &proposed)] {
-            if !o.unknown.is_empty() {
-                notes.push(format!(
-                    "{what} mount options not modelled (unknown): {}",
-                    o.unknown
-                        .iter()
-                        .map(|(k, v)| match v {
-                            Some(v) => format!("{k}={v}"),
-                            None => k.clone(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(",")
-                ));
-            }
-            let h = o.hypothetical();
-            if !h.is_empty() {
-                notes.push(format!(
-                    "{what} mount uses HYPOTHETICAL options (2013 RFC patches, not in Linux): {}",
-                    h.join(",")
-                ));
+        if !ops.is_empty() {
+            for (m, &n) in mounts.iter().zip(&used) {
+                if n == 0 {
+                    notes.push(format!(
+                        "NFS root {}: no traced call under it (its mount makes no RPC)",
+                        m.root
+                    ));
+                }
             }
         }
-        let mut params = ClientParams::new(&root);
-        params.delegations = f.delegations;
+        // busiest first (stable: the order given for equal counts)
+        let mut order: Vec<usize> = (0..mounts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(used[i]));
+        let mut slots: Vec<Option<Mount>> = mounts.into_iter().map(Some).collect();
+        let mounts: Vec<Mount> = order.iter().filter_map(|&i| slots[i].take()).collect();
+        let several = mounts.len() > 1;
+        for m in &mounts {
+            let on = if several {
+                format!(" on {}", m.root)
+            } else {
+                String::new()
+            };
+            for (what, o) in [("recorded", &m.recorded), ("proposed", &m.proposed)] {
+                if !o.unknown.is_empty() {
+                    notes.push(format!(
+                        "{what} mount options{on} not modelled (unknown): {}",
+                        o.unknown
+                            .iter()
+                            .map(|(k, v)| match v {
+                                Some(v) => format!("{k}={v}"),
+                                None => k.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ));
+                }
+                let h = o.hypothetical();
+                if !h.is_empty() {
+                    notes.push(format!(
+                        "{what} mount{on} uses HYPOTHETICAL options (2013 RFC patches, not in Linux): {}",
+                        h.join(",")
+                    ));
+                }
+            }
+        }
+        let p0 = &mounts[0].params;
         notes.push(format!(
-            "NFS model: root {root}, client kernel {}.{}, NFSv4 read delegations {} (--delegations)",
-            params.kernel.0,
-            params.kernel.1,
+            "NFS model: {} {}, client kernel {}.{}, NFSv4 read delegations {} (--delegations)",
+            if several { "roots" } else { "root" },
+            if several {
+                mounts
+                    .iter()
+                    .map(|m| format!("{} (a client of its own)", m.root))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            } else {
+                mounts[0].root.clone()
+            },
+            p0.kernel.0,
+            p0.kernel.1,
             if f.delegations {
                 "granted by the server"
             } else {
@@ -206,6 +359,7 @@ impl NfsSetup {
         let first = ops.iter().map(|o| o.t_us).min();
         let last = ops.iter().map(|o| o.t_us).max();
         let secs = |us: i64| format!("{:.6}", us as f64 / 1e6);
+        let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
         for s in &f.server_changes {
             let c = ServerChange::parse(s).map_err(|e| format!("--server-change: {e}"))?;
             // Outside the calls' time span the change comes before every call
@@ -228,50 +382,94 @@ impl NfsSetup {
                     ));
                 }
             }
+            if several && root_of(&refs, &c.path).is_none() {
+                notes.push(format!(
+                    "--server-change {s}: not under any NFS root ({}): no client sees it",
+                    refs.join(", ")
+                ));
+            }
             changes.push(c);
         }
         Ok(Some(NfsSetup {
-            recorded,
-            proposed,
-            params,
+            mounts,
             changes,
             warm: f.warm,
             notes,
         }))
     }
 
+    /// The only mount, when there is one (the latency simulation models
+    /// one RPC transport).
+    pub fn single(&self) -> Option<&Mount> {
+        match self.mounts.as_slice() {
+            [m] => Some(m),
+            _ => None,
+        }
+    }
+
     /// RPC counts per request: `before` ops under the recorded options,
-    /// `after` ops under the proposed ones; each on one client, requests
-    /// merged by time.
+    /// `after` ops under the proposed ones; each on one client per mount,
+    /// requests merged by time.
     pub fn predict(&self, before: &[&[Op]], after: &[&[Op]]) -> (Vec<RpcCounts>, Vec<RpcCounts>) {
         (self.replay(before, false), self.replay(after, true))
     }
 
-    /// RPCs per group of `groups` (all replayed by one client in time
-    /// order) under the recorded options, or the proposed ones.
+    /// RPCs per group of `groups` (all replayed in time order, one client
+    /// per mount) under the recorded options, or the proposed ones.
     pub fn replay(&self, groups: &[&[Op]], proposed: bool) -> Vec<RpcCounts> {
         self.replay_with(groups, &[], proposed)
     }
 
     /// [`NfsSetup::replay`] of the requests' `groups` and the activity
-    /// outside requests (`background`, counted after them), all on one
-    /// client in time order. The warm-up (`--nfs-cache warm`) repeats the
-    /// requests' traffic only: a pool master's calls span the whole
-    /// capture and would move the warm passes back by its length.
+    /// outside requests (`background`, counted after them), all in time
+    /// order. The warm-up (`--nfs-cache warm`) repeats the requests'
+    /// traffic only: a pool master's calls span the whole capture and
+    /// would move the warm passes back by its length. With several
+    /// mounts each call goes to the client of its root (the longest), and
+    /// a group's counts are the sum over the mounts.
     pub fn replay_with(
         &self,
         groups: &[&[Op]],
         background: &[&[Op]],
         proposed: bool,
     ) -> Vec<RpcCounts> {
-        let opts = if proposed {
-            &self.proposed
-        } else {
-            &self.recorded
-        };
-        let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
-        let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
-        replay_groups_warm(&warm, &all, opts, &self.params, &self.changes)
+        fn opts(m: &Mount, proposed: bool) -> &MountOptions {
+            if proposed {
+                &m.proposed
+            } else {
+                &m.recorded
+            }
+        }
+        if let Some(m) = self.single() {
+            let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
+            let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
+            return replay_groups_warm(&warm, &all, opts(m, proposed), &m.params, &self.changes);
+        }
+        let refs: Vec<&str> = self.mounts.iter().map(|m| m.root.as_str()).collect();
+        let mut total = vec![RpcCounts::default(); groups.len() + background.len()];
+        for (i, m) in self.mounts.iter().enumerate() {
+            let part = |g: &[Op]| -> Vec<Op> {
+                g.iter()
+                    .filter(|o| root_of(&refs, &o.path) == Some(i))
+                    .cloned()
+                    .collect()
+            };
+            let gs: Vec<Vec<Op>> = groups.iter().map(|g| part(g)).collect();
+            let bs: Vec<Vec<Op>> = background.iter().map(|g| part(g)).collect();
+            let warm = self.warmup(gs.iter().flatten());
+            let all: Vec<&[Op]> = gs.iter().chain(&bs).map(Vec::as_slice).collect();
+            let changes: Vec<ServerChange> = self
+                .changes
+                .iter()
+                .filter(|c| root_of(&refs, &c.path) == Some(i))
+                .cloned()
+                .collect();
+            let r = replay_groups_warm(&warm, &all, opts(m, proposed), &m.params, &changes);
+            for (t, c) in total.iter_mut().zip(&r) {
+                t.merge(c);
+            }
+        }
+        total
     }
 
     /// The warm-up operations for `ops` (none unless `warm`).
@@ -335,13 +533,14 @@ mod tests {
     fn proposed_overlays_recorded_and_notes_hypothetical() {
         let f = NfsFlags {
             from_mount: Some("vers=3,noatime".into()),
-            mount: Some("noaccesscheck,sloppycto=3".into()),
-            nfs_root: Some("/var/www/".into()),
+            mount: vec!["noaccesscheck,sloppycto=3".into()],
+            nfs_root: vec!["/var/www/".into()],
             ..NfsFlags::default()
         };
         let s = NfsSetup::from_flags(&f, &[]).unwrap().unwrap();
-        assert_eq!(s.params.nfs_root, "/var/www");
-        assert!(s.proposed.noaccesscheck && !s.recorded.noaccesscheck);
+        let m = s.single().unwrap();
+        assert_eq!(m.params.nfs_root, "/var/www");
+        assert!(m.proposed.noaccesscheck && !m.recorded.noaccesscheck);
         assert!(s.notes.iter().any(|n| n.contains("HYPOTHETICAL")));
         assert!(s.notes.iter().any(|n| n.contains("not granted")));
     }
@@ -357,14 +556,14 @@ mod tests {
             .contains("--nfs-root"));
         let f = NfsFlags {
             from_mount: Some("vers=7".into()),
-            nfs_root: Some("/m".into()),
+            nfs_root: vec!["/m".into()],
             ..NfsFlags::default()
         };
         assert!(NfsSetup::from_flags(&f, &[])
             .unwrap_err()
             .contains("'vers'"));
         let f = NfsFlags {
-            nfs_root: Some("/m".into()),
+            nfs_root: vec!["/m".into()],
             server_changes: vec!["abc:/m/x".into()],
             ..NfsFlags::default()
         };
@@ -402,8 +601,9 @@ mod tests {
             ..NfsFlags::default()
         };
         let s = NfsSetup::from_flags(&f, &[&op]).unwrap().unwrap();
-        assert_eq!(s.params.nfs_root, "/mnt/b");
-        assert_eq!(s.recorded.vers().as_str(), "4.1");
+        assert_eq!(s.mounts.len(), 1);
+        assert_eq!(s.mounts[0].params.nfs_root, "/mnt/b");
+        assert_eq!(s.mounts[0].recorded.vers().as_str(), "4.1");
         assert_eq!(read_mounts(&p).unwrap().len(), 2);
         std::fs::remove_dir_all(&dir).ok();
     }

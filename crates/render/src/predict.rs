@@ -95,15 +95,32 @@ fn check_warning(out: &mut impl Write, c: &statstorm_engine::check::BeforeCheck)
 
 /// NFS RPCs per request, before and after, next to the syscall table.
 fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
-    writeln!(
-        out,
-        "\nNFS RPCs (root {}, kernel {}, delegations {}): before = {} | after = {}",
-        n.nfs_root,
-        n.kernel,
-        if n.delegations { "on" } else { "off" },
-        n.recorded_mount,
-        n.proposed_mount
-    )?;
+    if n.mounts.len() > 1 {
+        writeln!(
+            out,
+            "\nNFS RPCs (kernel {}, delegations {}; summed over {} mounts, one client each):",
+            n.kernel,
+            if n.delegations { "on" } else { "off" },
+            n.mounts.len()
+        )?;
+        for m in &n.mounts {
+            writeln!(
+                out,
+                "  root {}: before = {} | after = {}",
+                m.root, m.recorded_mount, m.proposed_mount
+            )?;
+        }
+    } else {
+        writeln!(
+            out,
+            "\nNFS RPCs (root {}, kernel {}, delegations {}): before = {} | after = {}",
+            n.nfs_root,
+            n.kernel,
+            if n.delegations { "on" } else { "off" },
+            n.recorded_mount,
+            n.proposed_mount
+        )?;
+    }
     let ops = ["GETATTR", "LOOKUP", "ACCESS", "READ", "OPEN", "CLOSE"];
     let short = |k: &'static str| -> &'static str {
         match k {

@@ -59,3 +59,68 @@ fn an_nfs_root_no_traced_path_is_under_is_an_error_listing_the_paths() {
         "{e}"
     );
 }
+
+fn predict_json(args: &[&str]) -> serde_json::Value {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .arg("predict")
+        .arg(fixture("fpm-filecheck-rf2"))
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Two NFS roots are two mounts with a client each: every request's RPCs
+/// are the sum of what each root alone gives (fpm-filecheck: code under www/, data
+/// under data/ of the lab tree), and `--mount DIR:OPTS` changes one
+/// mount only. Before, `--nfs-root` took one directory.
+#[test]
+fn several_nfs_roots_are_mounts_with_a_client_each() {
+    let www = "/tmp/statstorm-lab/www:vers=3";
+    let data = "/tmp/statstorm-lab/data:vers=3";
+    let both = predict_json(&[
+        "--nfs-root",
+        www,
+        "--nfs-root",
+        data,
+        "--mount",
+        "/tmp/statstorm-lab/data:actimeo=600",
+    ]);
+    let a = predict_json(&["--nfs-root", www]);
+    let b = predict_json(&["--nfs-root", data, "--mount", "actimeo=600"]);
+    let mounts = both["nfs"]["mounts"].as_array().expect("nfs.mounts");
+    assert_eq!(mounts.len(), 2, "{}", both["nfs"]);
+    // busiest first: filecheck makes more calls on data than on code
+    assert_eq!(
+        mounts[0]["root"], "/tmp/statstorm-lab/data",
+        "busiest first"
+    );
+    let reqs = |v: &serde_json::Value| v["requests"].as_array().unwrap().clone();
+    let (rb, ra, rd) = (reqs(&both), reqs(&a), reqs(&b));
+    let mut data_rpcs = 0;
+    for side in ["before", "after"] {
+        for (i, q) in rb.iter().enumerate() {
+            for (op, n) in q[side]["rpc"].as_object().unwrap() {
+                let x = ra[i][side]["rpc"][op].as_u64().unwrap_or(0);
+                let y = rd[i][side]["rpc"][op].as_u64().unwrap_or(0);
+                data_rpcs += y;
+                assert_eq!(n.as_u64().unwrap(), x + y, "request {i} {side} {op}");
+            }
+        }
+    }
+    assert!(
+        data_rpcs > 0,
+        "the data root saw no RPC: not a test of the sum"
+    );
+    assert_eq!(
+        both["latency"]["simulated"], false,
+        "one transport per mount is not simulated"
+    );
+}

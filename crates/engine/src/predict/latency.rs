@@ -19,7 +19,7 @@
 
 use super::Report;
 use super::{Error, Result};
-use crate::nfs_setup::NfsSetup;
+use crate::nfs_setup::{Mount, NfsSetup};
 use serde::Serialize;
 use statstorm_nfs::{replay_warm, MountOptions, Vers};
 use statstorm_php::RequestPrediction;
@@ -276,14 +276,19 @@ fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
 /// The RPC names the NFS model charges to each op of each request, in the
 /// requests' op order (`groups` replayed together on one client, as the
 /// RPC counts are).
-fn rpcs_per_op(groups: &[&[Op]], opts: &MountOptions, n: &NfsSetup) -> Vec<Vec<Vec<&'static str>>> {
+fn rpcs_per_op(
+    groups: &[&[Op]],
+    opts: &MountOptions,
+    n: &NfsSetup,
+    m: &Mount,
+) -> Vec<Vec<Vec<&'static str>>> {
     let mut all: Vec<Op> = Vec::new();
     let mut owner: Vec<(usize, usize)> = Vec::new();
     for (g, ops) in groups.iter().enumerate() {
         all.extend(ops.iter().cloned());
         owner.extend((0..ops.len()).map(|j| (g, j)));
     }
-    let r = replay_warm(&n.warmup(&all), &all, opts, &n.params, &n.changes);
+    let r = replay_warm(&n.warmup(&all), &all, opts, &m.params, &n.changes);
     let mut out: Vec<Vec<Vec<&'static str>>> =
         groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
     for rpc in &r.rpcs {
@@ -361,13 +366,15 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
     })
 }
 
-/// Simulates both sides. `preds` in the PHP model's order, `recorded_ops`
+/// Simulates both sides on the one mount `m` of `n` (one RPC transport).
+/// `preds` in the PHP model's order, `recorded_ops`
 /// each request's recorded calls in the same order
 /// ([`crate::capture::Recorded::requests`]); the returned per-request
 /// vectors follow it.
 pub fn compute(
     a: &SimOptions,
     n: &NfsSetup,
+    m: &Mount,
     recorded_ops: &[Vec<Op>],
     preds: &[RequestPrediction],
 ) -> Result<Computed> {
@@ -470,8 +477,8 @@ pub fn compute(
         op_us: LOCAL_OP_US,
         ..LocalFs::default()
     };
-    let (tb, sb) = transport(&n.recorded, a.slots);
-    let (ta, sa) = transport(&n.proposed, a.slots);
+    let (tb, sb) = transport(&m.recorded, a.slots);
+    let (ta, sa) = transport(&m.proposed, a.slots);
     let flag = |f: &str, given: bool| {
         if given {
             format!("({f})")
@@ -533,8 +540,8 @@ pub fn compute(
                 }
             })
             .collect();
-        let opts = if after { &n.proposed } else { &n.recorded };
-        let per_op = rpcs_per_op(&groups, opts, n);
+        let opts = if after { &m.proposed } else { &m.recorded };
+        let per_op = rpcs_per_op(&groups, opts, n, m);
         let mut calls = (0u64, 0u64);
         let specs: Vec<RequestSpec> = preds
             .iter()

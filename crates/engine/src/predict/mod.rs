@@ -112,11 +112,14 @@ pub struct NfsOptions {
     /// A copy of /proc/mounts of the recording machine (recorded options
     /// and, unless --nfs-root, the NFS root).
     pub mounts: Option<PathBuf>,
-    /// Proposed NFS mount options, applied over the recorded ones
+    /// Proposed NFS mount options, applied over the recorded ones in
+    /// order: `OPTS` for every root, `DIR:OPTS` for the root DIR
     /// (default: same as recorded).
-    pub mount: Option<String>,
-    /// Which paths are on NFS (default: from --mounts).
-    pub nfs_root: Option<String>,
+    pub mount: Vec<String>,
+    /// Which paths are on NFS: `DIR` or `DIR:OPTS` (the options DIR was
+    /// recorded under), one per mount (default: the NFS mounts of --mounts
+    /// that the trace uses).
+    pub nfs_root: Vec<String>,
     /// Whether the NFS server grants NFSv4 read delegations (Linux nfsd
     /// does; many NAS and cloud services do not).
     pub delegations: bool,
@@ -295,11 +298,27 @@ pub struct ReferenceOut {
 
 #[derive(Serialize)]
 pub struct NfsOut {
+    /// The busiest mount's root and options (the only one's, with one).
     pub nfs_root: String,
     pub recorded_mount: String,
     pub proposed_mount: String,
     pub delegations: bool,
     pub kernel: String,
+    /// Every mount, busiest first (present with several).
+    #[serde(skip_serializing_if = "one_mount")]
+    pub mounts: Vec<MountOut>,
+}
+
+/// One NFS mount of a prediction.
+#[derive(Serialize)]
+pub struct MountOut {
+    pub root: String,
+    pub recorded_mount: String,
+    pub proposed_mount: String,
+}
+
+fn one_mount(m: &[MountOut]) -> bool {
+    m.len() <= 1
 }
 
 /// The recorded settings and where they came from (docs of
@@ -598,10 +617,10 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
             background: r[preds.len()..].to_vec(),
         }
     });
-    let lat = match &nfs {
-        Some(n) => {
+    let lat = match nfs.as_ref().and_then(|n| n.single().map(|m| (n, m))) {
+        Some((n, m)) => {
             stage("simulating latency");
-            Some(latency::compute(&args.sim, n, &rec.requests, &preds)?)
+            Some(latency::compute(&args.sim, n, m, &rec.requests, &preds)?)
         }
         None => None,
     };
@@ -645,7 +664,16 @@ pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Re
     }
     match lat {
         Some(c) => latency::attach(&mut report, &starts, c),
-        None => report.latency = Some(latency::not_simulated(&args.sim)),
+        None => {
+            let mut o = latency::not_simulated(&args.sim);
+            if nfs.as_ref().is_some_and(|n| n.mounts.len() > 1) {
+                o.reason = Some(
+                    "latency is not simulated: several NFS roots, and the simulator models one RPC transport (one mount); give one --nfs-root for the latency columns"
+                        .into(),
+                );
+            }
+            report.latency = Some(o);
+        }
     }
     Ok(report)
 }
@@ -781,11 +809,21 @@ fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
     r.totals.before.rpc = Some(crate::nfs_setup::rpc_map(&tb));
     r.totals.after.rpc = Some(crate::nfs_setup::rpc_map(&ta));
     r.totals.recorded.rpc = Some(crate::nfs_setup::rpc_map(&tr));
+    let m0 = &n.mounts[0];
     r.nfs = Some(NfsOut {
-        nfs_root: n.params.nfs_root.clone(),
-        recorded_mount: n.recorded.render(),
-        proposed_mount: n.proposed.render(),
-        delegations: n.params.delegations,
-        kernel: format!("{}.{}", n.params.kernel.0, n.params.kernel.1),
+        nfs_root: m0.root.clone(),
+        recorded_mount: m0.recorded.render(),
+        proposed_mount: m0.proposed.render(),
+        delegations: m0.params.delegations,
+        kernel: format!("{}.{}", m0.params.kernel.0, m0.params.kernel.1),
+        mounts: n
+            .mounts
+            .iter()
+            .map(|m| MountOut {
+                root: m.root.clone(),
+                recorded_mount: m.recorded.render(),
+                proposed_mount: m.proposed.render(),
+            })
+            .collect(),
     });
 }

@@ -100,12 +100,16 @@ pub struct NfsArgs {
     #[arg(long = "mounts", value_name = "FILE")]
     pub mounts: Option<PathBuf>,
     /// Proposed NFS mount options, applied over the recorded ones
-    /// (default: same as recorded).
-    #[arg(long = "mount", value_name = "OPTS")]
-    pub mount: Option<String>,
-    /// Which paths are on NFS (default: from --mounts).
-    #[arg(long = "nfs-root", value_name = "PATH")]
-    pub nfs_root: Option<String>,
+    /// (default: same as recorded). OPTS applies to every NFS root;
+    /// DIR:OPTS to the root DIR only (repeatable, applied in order).
+    #[arg(long = "mount", value_name = "[DIR:]OPTS")]
+    pub mount: Vec<String>,
+    /// A directory on NFS, with the options it was recorded under after a
+    /// colon (over --from-mount); one per mount, each with a client of its
+    /// own (repeatable; default: the NFS mounts of --mounts that the trace
+    /// uses).
+    #[arg(long = "nfs-root", value_name = "DIR[:OPTS]")]
+    pub nfs_root: Vec<String>,
     /// Whether the NFS server grants NFSv4 read delegations (Linux nfsd
     /// does; many NAS and cloud services do not).
     #[arg(long = "delegations", value_enum, default_value_t = OnOff::Off)]
