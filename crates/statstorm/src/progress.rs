@@ -7,27 +7,32 @@
 //! (the stall guard of [`Watch`]).
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a command reading an input publishes for its [`Watch`].
-#[derive(Default)]
-pub struct Counters {
-    /// Input bytes read (or merged, for a mapped input).
-    pub bytes: AtomicU64,
-    /// Events parsed.
-    pub events: AtomicU64,
+pub use statstorm_trace::input::Counters;
+
+/// SECONDS of a flag as a duration: `None` for 0, a negative number or
+/// one that is not finite.
+pub fn secs(s: f64) -> Option<std::time::Duration> {
+    (s.is_finite() && s > 0.0).then(|| std::time::Duration::from_secs_f64(s.min(1e9)))
 }
 
-impl Counters {
-    /// Counts one event. Only the reading thread writes: a plain load and
-    /// store, no locked add per event.
-    #[inline]
-    pub fn event(&self) {
-        let n = self.events.load(Ordering::Relaxed);
-        self.events.store(n + 1, Ordering::Relaxed);
-    }
+/// Whether `path` (`-`: stdin) is a pipe, a device, a socket or a
+/// terminal rather than a regular file: an input that may never end.
+pub fn is_stream(path: &std::path::Path) -> bool {
+    let meta = if path.as_os_str() == "-" {
+        use std::os::fd::AsFd;
+        std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+    } else {
+        std::fs::metadata(path)
+    };
+    meta.map(|m| !m.is_file()).unwrap_or(false)
 }
 
 /// When a [`Watch`] speaks.

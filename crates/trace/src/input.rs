@@ -475,3 +475,40 @@ pub fn read_text_capped(path: &Path, limit: u64) -> io::Result<String> {
 /// The cap of [`read_text_capped`] for settings, mounts and scenario files:
 /// real ones are a few hundred KiB at most.
 pub const SIDE_FILE_LIMIT: u64 = 16 << 20;
+
+/// What a reader publishes while it reads an input, for a progress line
+/// or a stall guard watching from another thread.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Input bytes read (or merged, for a mapped input).
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// Events parsed.
+    pub events: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    /// Counts one event. Only the reading thread writes: a plain load and
+    /// store, no locked add per event.
+    #[inline]
+    pub fn event(&self) {
+        use std::sync::atomic::Ordering;
+        let n = self.events.load(Ordering::Relaxed);
+        self.events.store(n + 1, Ordering::Relaxed);
+    }
+}
+
+/// A reader that adds the bytes it reads to [`Counters::bytes`].
+pub struct Counted<'c, R> {
+    pub inner: R,
+    pub counters: &'c Counters,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counters
+            .bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}

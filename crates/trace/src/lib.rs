@@ -202,6 +202,13 @@ pub fn read_bytes_with(name: &str, data: &[u8], opts: Options) -> Trace {
 /// same file twice, two captures of one host) are refused with
 /// [`Error::PidCollision`]: merged, their processes would be one.
 pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
+    read_paths_counted(paths, &input::Counters::default())
+}
+
+/// [`read_paths`], publishing the bytes read and the events parsed in
+/// `counters` as it goes (for a progress line or a stall guard on
+/// another thread).
+pub fn read_paths_counted(paths: &[PathBuf], counters: &input::Counters) -> Result<Trace, Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in paths {
         match input::expand_prefix(p) {
@@ -221,9 +228,16 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
             default_pid: input::pid_from_name(path),
             ..Options::default()
         };
-        let r = input::open(path)?;
+        let r = input::Counted {
+            inner: input::open(path)?,
+            counters,
+        };
         let mut p = Parser::with_interner(&name, opts, std::mem::take(&mut t.strings));
-        let res = p.feed_reader(r, &mut sink);
+        let mut counted = CountedSink {
+            inner: &mut sink,
+            counters,
+        };
+        let res = p.feed_reader(r, &mut counted);
         let line = p.stats().lines;
         let (st, summary, strings) = p.finish(&mut sink);
         t.strings = strings;
@@ -248,6 +262,31 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
     }
     t.sort();
     Ok(t)
+}
+
+/// A sink that counts the events it passes on.
+struct CountedSink<'a, S> {
+    inner: &'a mut S,
+    counters: &'a input::Counters,
+}
+
+impl<S: Sink> Sink for CountedSink<'_, S> {
+    fn event(&mut self, ev: &Event, strings: &Interner) -> bool {
+        self.counters.event();
+        self.inner.event(ev, strings)
+    }
+    fn signal(&mut self, sig: &Signal<'_>) {
+        self.inner.signal(sig)
+    }
+    fn exit(&mut self, exit: &Exit) {
+        self.inner.exit(exit)
+    }
+    fn skip(&mut self, line: u64, reason: SkipReason) {
+        self.inner.skip(line, reason)
+    }
+    fn comm(&mut self, pid: u32, comm: &[u8]) {
+        self.inner.comm(pid, comm)
+    }
 }
 
 /// Reads one path; see [`read_paths`].

@@ -55,6 +55,9 @@ pub enum Error {
     },
 }
 
+/// The name of the first stage [`predict`] reports: reading the traces.
+pub const READING: &str = "reading traces";
+
 /// `Result` of this module.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -102,6 +105,9 @@ pub struct PredictOptions {
     pub nfs: NfsOptions,
     /// The simulator's parameters for the latency columns (with NFS).
     pub sim: SimOptions,
+    /// Bytes and events read so far from the traces, published as they
+    /// are read (for a status line or a stall guard on another thread).
+    pub read: std::sync::Arc<statstorm_trace::input::Counters>,
 }
 
 /// The NFS inputs of a prediction.
@@ -461,11 +467,14 @@ fn secs(us: i64) -> f64 {
 /// name as it starts (progress for long runs).
 pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
     // load
-    stage("reading traces");
-    let trace = statstorm_trace::read_paths(&args.traces).map_err(|source| Error::Input {
-        what: "reading traces".into(),
-        source,
-    })?;
+    stage(READING);
+    let trace =
+        statstorm_trace::read_paths_counted(&args.traces, &args.read).map_err(|source| {
+            Error::Input {
+                what: "reading traces".into(),
+                source,
+            }
+        })?;
     if trace.events.is_empty() {
         return Err(Error::NoEvents {
             files: args

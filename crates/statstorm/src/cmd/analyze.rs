@@ -9,7 +9,7 @@
 //! 2 nothing to analyze (no input is an strace log, all inputs empty or
 //! unreadable, bad arguments).
 
-use crate::progress::{Counters, Watch, WatchOptions};
+use crate::progress::{is_stream, secs, Counters, Watch, WatchOptions};
 use anyhow::Result;
 use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
 use statstorm_render as render;
@@ -63,27 +63,6 @@ pub struct Args {
     /// regular file) gives no new strace event for SECONDS; 0: never.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub stall_warning: f64,
-}
-
-/// SECONDS of a flag as a duration: `None` for 0, a negative number or
-/// one that is not finite.
-fn secs(s: f64) -> Option<std::time::Duration> {
-    (s.is_finite() && s > 0.0).then(|| std::time::Duration::from_secs_f64(s.min(1e9)))
-}
-
-/// Whether `path` (`-`: stdin) is a pipe, a device, a socket or a
-/// terminal rather than a regular file: an input that may never end.
-fn is_stream(path: &std::path::Path) -> bool {
-    let meta = if path.as_os_str() == "-" {
-        use std::os::fd::AsFd;
-        std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .and_then(|fd| std::fs::File::from(fd).metadata())
-    } else {
-        std::fs::metadata(path)
-    };
-    meta.map(|m| !m.is_file()).unwrap_or(false)
 }
 
 /// Granularity (a power of two, a multiple of any page size) at which the

@@ -9,10 +9,12 @@
 //! Exit codes: 0 predicted; 2 bad arguments, unreadable input or a
 //! malformed setting.
 
+use crate::progress::{is_stream, secs, Watch, WatchOptions};
 use anyhow::Result;
 use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions, SimOptions};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -53,6 +55,14 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// With stderr not a terminal, write a one-line status (bytes read,
+    /// events, rate) every SECONDS (default 10) while reading the traces.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "10")]
+    pub progress: Option<f64>,
+    /// Warn on stderr when a trace that is a pipe or a device (not a
+    /// regular file) gives no new strace event for SECONDS; 0: never.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub stall_warning: f64,
     /// A reference capture of the same application, recorded with OPcache and
     /// the realpath cache off (`opcache.enable=0 realpath_cache_size=0`, or
     /// open_basedir set), e.g. a few requests on one staging pool: it shows
@@ -203,15 +213,33 @@ impl From<Args> for PredictOptions {
                 iops: s.iops,
                 burst: s.burst,
             },
+            read: Default::default(),
         }
     }
 }
 
 pub fn run(args: Args) -> Result<i32> {
     let format = args.format;
+    // the stall guard for traces that are pipes or devices, and status
+    // lines when asked (a spinner names the stages on a terminal)
+    let stream = args.traces.iter().any(|p| is_stream(p));
+    let watch = WatchOptions {
+        status_every: args
+            .progress
+            .and_then(secs)
+            .filter(|_| !std::io::stderr().is_terminal()),
+        stall_after: secs(args.stall_warning).filter(|_| stream),
+    };
     let opts = PredictOptions::from(args);
     let stages = crate::progress::Stages::new("predict");
-    let report = statstorm_engine::predict::predict(&opts, &mut |s| stages.stage(s))?;
+    // watching the reading only: the watch stops at the next stage
+    let mut reading = Watch::start("traces", None, Arc::clone(&opts.read), watch, None);
+    let report = statstorm_engine::predict::predict(&opts, &mut |s| {
+        if s != statstorm_engine::predict::READING {
+            reading = None;
+        }
+        stages.stage(s)
+    })?;
     drop(stages);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

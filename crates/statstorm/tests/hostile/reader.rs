@@ -301,3 +301,49 @@ fn stalled_pipe_warns_then_reads_on_with_status_lines() {
     let j = json(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(j["input"]["events"], 150);
 }
+
+/// Case 10 for predict: a trace that is a pipe which stalls gets the same
+/// warning, status lines come when asked, and the prediction is made once
+/// the input ends (predict read it silently before).
+#[test]
+fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("live");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (mut child, _guard) = spawn(
+        dir.path(),
+        &[
+            "predict",
+            "--format",
+            "json",
+            "--stall-warning",
+            "1",
+            "--progress",
+            "0.2",
+            "live",
+        ],
+        120,
+    );
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    w.write_all(&log(100, 100)).unwrap();
+    w.flush().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (found, text) = wait_for(&mut err, "statstorm: traces: ");
+    assert!(found, "{text}");
+    let (found, text) = wait_for(&mut err, "no new strace event");
+    assert!(found, "{text}");
+    assert!(
+        text.contains("statstorm: warning: traces: no new strace event for 1 s"),
+        "{text}"
+    );
+    w.write_all(&log(50, 100)).unwrap();
+    drop(w);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let j = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(j["schema"], "statstorm.predict/1");
+}
