@@ -1,11 +1,58 @@
 //! statstorm's renderers: the engine's typed values put into words for
-//! people (text, Markdown). JSON is the values' own serialization. Shared
+//! people (text, Markdown) and written as JSON (the values' own
+//! serialization, with the sentences of the findings added). Every
+//! command's result goes out through one interface, [`Export`]. Shared
 //! here: one [`Table`] rendered as aligned text or as a Markdown table, and
 //! unit pickers for human output.
 
+pub mod findings;
 pub mod predict;
 pub mod profile;
 pub mod simulate;
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+}
+
+impl Format {
+    /// The name the command line uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Markdown => "md",
+            Format::Json => "json",
+        }
+    }
+}
+
+/// A command's result, written out in one of its formats.
+pub trait Export {
+    /// The formats it can be written in.
+    const FORMATS: &'static [Format];
+    /// Writes it in `format` (one of [`Export::FORMATS`]; another is an
+    /// `InvalidInput` error).
+    fn export(&self, format: Format, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+}
+
+/// The error for a format a result cannot be written in.
+fn unsupported(what: &str, f: Format, formats: &[Format]) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "{what} is written as {}, not {}",
+            formats
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(" or "),
+            f.name()
+        ),
+    )
+}
 
 /// Column alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -256,3 +256,17 @@ fn latency(out: &mut impl Write, r: &Report) -> Result<()> {
     }
     Ok(())
 }
+
+impl crate::Export for Report {
+    const FORMATS: &'static [crate::Format] = &[crate::Format::Text, crate::Format::Json];
+    fn export(&self, format: crate::Format, out: &mut dyn Write) -> Result<()> {
+        match format {
+            crate::Format::Text => text(&mut &mut *out, self),
+            crate::Format::Json => {
+                serde_json::to_writer_pretty(&mut *out, self)?;
+                writeln!(out)
+            }
+            f => Err(crate::unsupported("predict's report", f, Self::FORMATS)),
+        }
+    }
+}

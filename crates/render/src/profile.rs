@@ -69,7 +69,7 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
             blocks: p
                 .findings
                 .iter()
-                .map(|f| Block::Line(format!("- {}", f.text)))
+                .map(|f| Block::Line(format!("- {}", crate::findings::text(f))))
                 .collect(),
         });
     }
@@ -362,4 +362,57 @@ pub fn markdown(p: &Profile, top: usize) -> String {
         }
     }
     s
+}
+
+/// `analyze`'s profile with the number of rows its tables show.
+pub struct View<'a> {
+    pub profile: &'a Profile,
+    pub top: usize,
+}
+
+/// A finding as JSON: its typed value and its sentence.
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    #[serde(flatten)]
+    finding: &'a statstorm_engine::analyze::Finding,
+    text: String,
+}
+
+/// The profile as JSON: its own fields, then the findings with their text.
+#[derive(serde::Serialize)]
+struct ProfileJson<'a> {
+    #[serde(flatten)]
+    profile: &'a Profile,
+    findings: Vec<FindingJson<'a>>,
+}
+
+impl super::Export for View<'_> {
+    const FORMATS: &'static [super::Format] = &[
+        super::Format::Text,
+        super::Format::Markdown,
+        super::Format::Json,
+    ];
+    fn export(&self, format: super::Format, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match format {
+            super::Format::Text => out.write_all(text(self.profile, self.top).as_bytes()),
+            super::Format::Markdown => out.write_all(markdown(self.profile, self.top).as_bytes()),
+            // streamed: no copy of the whole document in memory
+            super::Format::Json => {
+                let doc = ProfileJson {
+                    profile: self.profile,
+                    findings: self
+                        .profile
+                        .findings
+                        .iter()
+                        .map(|f| FindingJson {
+                            finding: f,
+                            text: crate::findings::text(f),
+                        })
+                        .collect(),
+                };
+                serde_json::to_writer(&mut *out, &doc)?;
+                out.write_all(b"\n")
+            }
+        }
+    }
 }

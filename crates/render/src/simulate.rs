@@ -410,3 +410,23 @@ fn words(c: &Cause) -> String {
         ),
     }
 }
+
+/// `simulate`'s result: the scenario and the simulator's report.
+pub struct View<'a> {
+    pub scenario: &'a Scenario,
+    pub report: &'a Report,
+}
+
+impl crate::Export for View<'_> {
+    const FORMATS: &'static [crate::Format] = &[crate::Format::Text, crate::Format::Json];
+    fn export(&self, format: crate::Format, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match format {
+            crate::Format::Text => out.write_all(text(self.scenario, self.report).as_bytes()),
+            crate::Format::Json => {
+                serde_json::to_writer_pretty(&mut *out, self.report)?;
+                out.write_all(b"\n")
+            }
+            f => Err(crate::unsupported("simulate's report", f, Self::FORMATS)),
+        }
+    }
+}

@@ -209,6 +209,10 @@ pub struct Profile {
     pub realpath: Realpath,
     pub timeseries: TimeSeries,
     pub bursts: Vec<Burst>,
+    /// Typed findings; the JSON exporter (`statstorm_render`) writes them
+    /// with their sentence, so the profile's own serialization leaves them
+    /// out.
+    #[serde(skip)]
     pub findings: Vec<Finding>,
 }
 

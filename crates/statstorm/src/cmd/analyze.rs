@@ -11,6 +11,7 @@
 
 use crate::progress::{is_stream, secs, Counters, Watch, WatchOptions};
 use anyhow::Result;
+use render::Export;
 use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
 use statstorm_render as render;
 use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
@@ -27,21 +28,14 @@ pub const SAMPLE: &[u8] =
     include_bytes!("../../../../tests/fixtures/strace/cli-open-basedir.strace.gz");
 pub const SAMPLE_NAME: &str = "sample (php-cli, include tree under open_basedir, built in)";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Md,
-}
-
 #[derive(clap::Args)]
 pub struct Args {
     /// strace logs (`-` or none for stdin; .gz/.zst by content; a `strace
     /// -ff -o PREFIX` prefix reads every PREFIX.PID file).
     pub traces: Vec<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, default_value = "text", value_parser = super::format_parser::<render::profile::View<'static>>())]
+    pub format: render::Format,
     /// Rows in each top-N table (paths, dirs, walked files; text also
     /// limits processes and requests).
     #[arg(long, default_value_t = 20)]
@@ -506,15 +500,13 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(2);
     }
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let res = match args.format {
-        // Streamed: no copy of the whole document in memory.
-        Format::Json => serde_json::to_writer(&mut stdout, &profile)
-            .map_err(std::io::Error::from)
-            .and_then(|_| stdout.write_all(b"\n")),
-        Format::Text => stdout.write_all(render::profile::text(&profile, args.top).as_bytes()),
-        Format::Md => stdout.write_all(render::profile::markdown(&profile, args.top).as_bytes()),
-    }
-    .and_then(|_| stdout.flush());
+    let view = render::profile::View {
+        profile: &profile,
+        top: args.top,
+    };
+    let res = view
+        .export(args.format, &mut stdout)
+        .and_then(|_| stdout.flush());
     if let Err(e) = res {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e.into());

@@ -12,15 +12,10 @@
 use crate::progress::{is_stream, secs, Watch, WatchOptions};
 use anyhow::Result;
 use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions, SimOptions};
+use statstorm_render::Export;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -53,8 +48,8 @@ pub struct Args {
     #[arg(long = "from-php-info", value_name = "FILE")]
     pub from_php_info: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, default_value = "text", value_parser = super::format_parser::<statstorm_engine::predict::Report>())]
+    pub format: statstorm_render::Format,
     /// With stderr not a terminal, write a one-line status (bytes read,
     /// events, rate) every SECONDS (default 10) while reading the traces.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "10")]
@@ -243,13 +238,7 @@ pub fn run(args: Args) -> Result<i32> {
     drop(stages);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        Format::Text => statstorm_render::predict::text(&mut out, &report)?,
-    }
+    report.export(format, &mut out)?;
     out.flush()?;
     Ok(0)
 }

@@ -12,19 +12,13 @@ use statstorm_engine::simulate::scenario::Scenario;
 use statstorm_sim::simulate_requests;
 use std::path::PathBuf;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Scenario file (TOML; see scenarios/ and docs/simulator.md).
     pub scenario: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long, default_value = "text", value_parser = super::format_parser::<statstorm_render::simulate::View<'static>>())]
+    pub format: statstorm_render::Format,
     /// RNG seed (default: the scenario's `seed`, else 1).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -66,15 +60,17 @@ pub fn run(args: Args) -> Result<i32> {
     if !args.reproducible {
         report.engine.wall_ms = Some((wall_ms * 1000.0).round() / 1000.0);
     }
-    let out = match args.format {
-        Format::Json => {
-            serde_json::to_string_pretty(&report).context("serializing the report")? + "\n"
-        }
-        Format::Text => statstorm_render::simulate::text(&sc, &report),
-    };
+    use statstorm_render::Export;
     use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(out.as_bytes()) {
+    let view = statstorm_render::simulate::View {
+        scenario: &sc,
+        report: &report,
+    };
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    if let Err(e) = view
+        .export(args.format, &mut stdout)
+        .and_then(|_| stdout.flush())
+    {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return Err(e).context("writing the report");
         }

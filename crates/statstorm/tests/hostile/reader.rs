@@ -343,7 +343,12 @@ fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
     w.write_all(&log(50, 100)).unwrap();
     drop(w);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let j = json(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(j["schema"], "statstorm.predict/1");
 }
