@@ -21,7 +21,14 @@
 //! [`Parser::feed_slice_par`]): blocks are then borrowed slices of it, so
 //! nothing is read or copied on the calling thread.
 
-use super::*;
+use super::{
+    find_resumed, name_len, split_prefix, Decoder, Options, Parser, PidTok, RawTs, Sink, PRE_COMM,
+};
+use crate::args;
+use crate::event::{Errno, Event, Interner, PathId, Ret};
+use memchr::{memchr, memchr_iter, memrchr};
+use std::collections::HashMap;
+use std::io::{self, Read};
 use std::ops::Deref;
 
 /// A block's bytes: a buffer of its own (the reader path) or a slice of an
@@ -1279,6 +1286,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::TodCache;
     use crate::testutil::xorshift;
     use std::io::Write;
 

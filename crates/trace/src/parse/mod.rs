@@ -11,12 +11,11 @@
 use crate::args::{self, ArgList};
 use crate::event::{Errno, Event, Flags, Interner, Kind, PathId, Ret};
 use crate::summary::{Layout, Summary, SummaryRow};
-use memchr::{memchr, memchr_iter, memrchr};
+use memchr::{memchr, memchr_iter};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read};
 
-#[path = "par.rs"]
 mod par;
 
 /// Why a line was not turned into a record.
