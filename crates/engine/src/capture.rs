@@ -5,8 +5,8 @@
 //! shell writing into the tree), which shares the client's caches with the
 //! requests and so must reach the NFS model in time order too.
 
+use statstorm_php::request::Requests;
 use statstorm_trace::op::{Normalizer, Op};
-use statstorm_trace::request::Requests;
 use statstorm_trace::Trace;
 use std::collections::BTreeMap;
 

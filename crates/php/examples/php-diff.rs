@@ -2,9 +2,9 @@
 //! request of a capture side by side (a debugging aid for the model).
 //! usage: cargo run -p statstorm-php --example php-diff -- CAPTURE.strace.gz REQUEST [key=value ...]
 
+use statstorm_php::request::split_requests;
 use statstorm_php::PhpConfig;
 use statstorm_trace::op::OpKind;
-use statstorm_trace::request::split_requests;
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();

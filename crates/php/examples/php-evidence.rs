@@ -7,7 +7,7 @@ fn main() {
         .nth(1)
         .expect("usage: php-evidence CAPTURE");
     let trace = statstorm_trace::read_path(p.as_ref()).expect("read");
-    let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+    let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
     let w = statstorm_php::lift(&trace, &reqs);
     for n in &w.evidence.notes {
         println!("note: {n}");

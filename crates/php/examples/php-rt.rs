@@ -3,8 +3,8 @@
 //! usage: cargo run -p statstorm-php --example php-rt -- CAPTURE [key=value ...]
 
 use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::request::split_requests;
 use statstorm_php::PhpConfig;
-use statstorm_trace::request::split_requests;
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();

@@ -7,8 +7,8 @@
 //! configurations).
 //! usage: cargo run -p statstorm-php --release --example php-timing -- CAPTURE...
 
+use statstorm_php::request::split_requests;
 use statstorm_trace::op::OpKind;
-use statstorm_trace::request::split_requests;
 
 fn main() {
     let paths: Vec<String> = std::env::args().skip(1).collect();

@@ -22,7 +22,10 @@
 //! inferred settings give (the model's own misses on the applications are
 //! within 1%).
 
-use super::*;
+use crate::config::PhpConfig;
+use crate::paths::is_script;
+use crate::workload::Workload;
+use statstorm_trace::op::{Op, OpKind};
 
 /// Budgets searched: up to 1 GiB.
 const MAX_BUDGET_KIB: u64 = 1 << 20;
@@ -79,7 +82,7 @@ type Cand = (u64, bool, bool, Option<u64>, Option<u64>);
 /// the recorded requests `real` (the trace's calls per request, as
 /// `request_ops` gives them) and adds them to the evidence.
 pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
-    let Ok((base, _)) = crate::predict::inferred_config(w) else {
+    let Ok((base, _)) = inferred_config(w) else {
         return;
     };
     if !base.realpath_cache_enabled() {
@@ -196,7 +199,7 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
     if !w.evidence.opcache_hash_full {
         return;
     }
-    let Ok((base, _)) = crate::predict::inferred_config(w) else {
+    let Ok((base, _)) = inferred_config(w) else {
         return;
     };
     let sub = Workload {
@@ -250,6 +253,19 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
             sub.requests.len()
         )),
     }
+}
+
+/// The recorded settings: PHP's defaults with what the trace says on top.
+pub fn inferred_config(w: &Workload) -> Result<(PhpConfig, Vec<String>), crate::ConfigError> {
+    let mut c = PhpConfig::default();
+    let flags: Vec<String> = w
+        .evidence
+        .inferred
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    c.apply_flags(&flags)?;
+    Ok((c, flags))
 }
 
 #[cfg(test)]

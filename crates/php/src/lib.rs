@@ -8,14 +8,44 @@ pub mod config;
 pub mod file_cache;
 
 pub use config::{ConfigError, PhpConfig};
+pub mod infer;
 pub mod lift;
 pub mod lower;
+pub mod opcache;
+pub mod paths;
 pub mod realpath;
+pub mod request;
 pub mod workload;
 
-pub use lift::{lift, lift_with_reference, ReferenceError};
+pub use lift::ReferenceError;
 pub use lower::{count_by_syscall, lower};
 pub use workload::{PhpOp, PhpOpKind, ReferenceUse, WorkRequest, Workload};
 pub mod predict;
 
 pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestPrediction};
+
+/// Lifts every request of a split trace into a [`Workload`]
+/// ([`lift::lift_parts`]), then infers the settings only trial lowerings
+/// show ([`infer`]: OPcache's hash table size, the realpath cache's budget
+/// and TTL).
+pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
+    let (mut w, real) = lift::lift_parts(trace, requests);
+    infer::infer_accel_hash(&mut w, &real);
+    infer::infer_realpath_settings(&mut w, &real);
+    w
+}
+
+/// [`lift()`] completed from a reference capture
+/// ([`lift::lift_with_reference_parts`]), then the settings inference.
+pub fn lift_with_reference(
+    trace: &statstorm_trace::Trace,
+    requests: &crate::request::Requests,
+    reference: &Workload,
+) -> Result<(Workload, ReferenceUse), ReferenceError> {
+    let (mut w, used, real) = lift::lift_with_reference_parts(trace, requests, reference)?;
+    if let Some(real) = real {
+        infer::infer_accel_hash(&mut w, &real);
+        infer::infer_realpath_settings(&mut w, &real);
+    }
+    Ok((w, used))
+}

@@ -11,7 +11,7 @@
 
 use crate::config::PhpConfig;
 use crate::file_cache::Disk;
-use crate::lift::parent;
+use crate::paths::parent;
 use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
@@ -263,7 +263,7 @@ impl Ctx<'_> {
     /// The path `p` names once the known symlinks are followed
     /// (`tsrm_realpath_r`, absolute link targets, R53).
     fn realpath_of(&self, p: &str) -> String {
-        crate::lift::follow_links(self.links, p)
+        crate::realpath::resolved(self.links, p)
     }
 
     /// A failed include_path candidate: one lstat, nothing cached (R50).
@@ -858,7 +858,7 @@ fn opcache_startup(cx: &mut Ctx, lock_dir: &str) -> String {
         file_cache_startup(cx);
     }
     let dir = lock_dir.trim_end_matches('/');
-    let path = format!("{dir}/{}XXXXXX", crate::lift::OPCACHE_LOCK_PREFIX);
+    let path = format!("{dir}/{}XXXXXX", crate::opcache::OPCACHE_LOCK_PREFIX);
     cx.create(&path);
     cx.emit(OpKind::Unlink, &path, 0, None);
     path
@@ -1031,7 +1031,7 @@ fn lower_op(
                         *lock_path = opcache_startup(cx, LOCKFILE_PATH);
                         *opcache_started = true;
                     }
-                    cx.opcache_entry = Some(crate::lift::entry_getcwd(&r.ops).cloned());
+                    cx.opcache_entry = Some(crate::opcache::entry_getcwd(&r.ops).cloned());
                 }
                 // the entry script: two resolutions (php-fpm and php-cli,
                 // measured with realpath_cache_size=0)

@@ -3,9 +3,9 @@
 
 use crate::config::PhpConfig;
 use crate::lower::lower;
+use crate::request::Requests;
 use crate::workload::{WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
-use statstorm_trace::request::Requests;
 use statstorm_trace::Trace;
 use std::collections::BTreeMap;
 
@@ -65,7 +65,7 @@ pub fn predict_ops(
     recorded: &PhpConfig,
     proposed: &PhpConfig,
 ) -> (Vec<Op>, Vec<Op>) {
-    let w = crate::lift::lift(trace, requests);
+    let w = crate::lift(trace, requests);
     let mut b = Vec::new();
     let mut a = Vec::new();
     for r in predict_workload(&w, recorded, proposed) {
@@ -75,15 +75,4 @@ pub fn predict_ops(
     (b, a)
 }
 
-/// The recorded settings: PHP's defaults with what the trace says on top.
-pub fn inferred_config(w: &Workload) -> Result<(PhpConfig, Vec<String>), crate::ConfigError> {
-    let mut c = PhpConfig::default();
-    let flags: Vec<String> = w
-        .evidence
-        .inferred
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    c.apply_flags(&flags)?;
-    Ok((c, flags))
-}
+pub use crate::infer::inferred_config;

@@ -18,7 +18,7 @@
 //! runs out mid-walk keeps the top directories and loses the leaf
 //! (measured, same test).
 
-use crate::lift::parent;
+use crate::paths::parent;
 use std::collections::BTreeMap;
 
 /// `sizeof(realpath_cache_bucket)` on x86-64 (measured, see above).

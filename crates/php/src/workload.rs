@@ -276,10 +276,7 @@ fn is_zero(v: &u64) -> bool {
 /// `F_SETLK` with `F_UNLCK`, seen in every capture). Each costs its
 /// median `-T` plus what separates a call's end from the worker's next
 /// call (under strace, its stops: the median over the requests' workers).
-pub fn lock_latency(
-    trace: &statstorm_trace::Trace,
-    requests: &statstorm_trace::request::Requests,
-) -> u64 {
+pub fn lock_latency(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> u64 {
     use statstorm_trace::Kind;
     let pids: std::collections::HashSet<u32> = requests.requests.iter().map(|r| r.pid).collect();
     let mut prev_end: std::collections::HashMap<u32, i64> = Default::default();
@@ -351,7 +348,7 @@ impl Workload {
 }
 
 /// How a capture was completed from a reference capture
-/// ([`crate::lift::lift_with_reference`]): a short capture of the same
+/// ([`crate::lift_with_reference`]): a short capture of the same
 /// application with OPcache and the realpath cache off, whose requests show
 /// every include, its kind and every `*_once` repeat.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

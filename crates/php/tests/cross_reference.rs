@@ -18,7 +18,7 @@
 mod common;
 use common::*;
 use statstorm_php::lower::count_by_syscall;
-use statstorm_trace::request::{split_requests, Requests};
+use statstorm_php::request::{split_requests, Requests};
 use statstorm_trace::Trace;
 
 /// Requests of asserted triples that are not asserted, with the reason

@@ -119,7 +119,7 @@ fn file_cache_alone_is_found_lifted_and_lowered() {
         // the .bin's opens, reads, mkdirs and closes, the entry script's
         // getcwd, per request as recorded
         let trace = statstorm_trace::read_path(&c.path).unwrap();
-        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
         let real = statstorm_php::lift::request_ops(&trace, &reqs);
         // (the lab workloads; WordPress and MediaWiki round-trip within
         // 1% of the checked calls, roundtrip.rs)

@@ -30,7 +30,7 @@ fn fresh_script_is_compiled_until_the_protection_window_passes() {
     let (rf0, fup0) = (find("fpm-fresh-rf0"), find("fpm-fresh-rf0-fup0"));
     let real = |c: &Capture| {
         let t = statstorm_trace::read_path(&c.path).unwrap();
-        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        let r = statstorm_php::request::split_requests(&t.events, &t.strings);
         let w = statstorm_php::lift(&t, &r);
         (m0_opens(&statstorm_php::lift::request_ops(&t, &r)), w)
     };
@@ -104,7 +104,7 @@ fn changed_script_is_compiled_again_by_its_validation() {
             .find(|c| c.name == name)
             .unwrap_or_else(|| panic!("{name}"));
         let t = statstorm_trace::read_path(&c.path).unwrap();
-        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        let r = statstorm_php::request::split_requests(&t.events, &t.strings);
         let w = statstorm_php::lift(&t, &r);
         let real = opens(&statstorm_php::lift::request_ops(&t, &r));
         let mut want = vec![0; real.len()];
@@ -130,7 +130,7 @@ fn changed_script_is_compiled_again_by_its_validation() {
     let load_change = |n: &str| {
         let c = caps.iter().find(|c| c.name == n).unwrap();
         let t = statstorm_trace::read_path(&c.path).unwrap();
-        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        let r = statstorm_php::request::split_requests(&t.events, &t.strings);
         (
             c,
             statstorm_php::lift(&t, &r),

@@ -52,9 +52,9 @@
 mod common;
 
 use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::request::split_requests;
 use statstorm_php::workload::{PhpOpKind, Workload};
 use statstorm_php::{predict_workload, PhpConfig};
-use statstorm_trace::request::split_requests;
 use statstorm_trace::{Event, Interner, Kind, Ret, Trace};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -64,7 +64,7 @@ fn cli_opcache_calls_are_opcaches() {
     let find = |n: &str| capture(&caps, n);
     let real_counts = |c: &Capture| -> Counts {
         let trace = statstorm_trace::read_path(&c.path).unwrap();
-        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
         let ops = statstorm_php::lift::request_ops(&trace, &reqs);
         assert_eq!(ops.len(), 1, "{}: one php-cli process", c.name);
         let m = count_by_syscall(&ops[0]);
@@ -174,7 +174,7 @@ fn file_override_answers_for_cached_scripts() {
     let find = |n: &str| capture(&caps, n);
     let script_access = |c: &Capture| -> usize {
         let trace = statstorm_trace::read_path(&c.path).unwrap();
-        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
         statstorm_php::lift::request_ops(&trace, &reqs)
             .iter()
             .flatten()

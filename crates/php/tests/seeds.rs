@@ -110,7 +110,7 @@ fn seed003_real_php() {
     for (name, basedir) in [("fpm-tree-nooc", false), ("fpm-tree-obd", true)] {
         let c = get(name);
         let trace = statstorm_trace::read_path(&c.path).unwrap();
-        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
         let real = statstorm_php::lift::request_ops(&trace, &reqs);
         let w = statstorm_php::lift(&trace, &reqs);
         let model = lower(&w, &c.config);
@@ -228,7 +228,7 @@ fn seed000_real(name: &str) {
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("capture {name}"));
     let trace = statstorm_trace::read_path(&c.path).unwrap();
-    let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+    let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
     let real = statstorm_php::lift::request_ops(&trace, &reqs);
     let w = statstorm_php::lift(&trace, &reqs);
     let model = lower(&w, &c.config);

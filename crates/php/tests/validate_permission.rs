@@ -40,7 +40,7 @@ fn permission_checks_are_inferred_lifted_and_lowered() {
         // php-cli does not check its entry script: a run with no cached
         // include (the file check) shows nothing to infer from
         let trace = statstorm_trace::read_path(&c.path).unwrap();
-        let reqs = statstorm_trace::request::split_requests(&trace.events, &trace.strings);
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
         let shown = statstorm_php::lift::request_ops(&trace, &reqs)
             .iter()
             .flatten()

@@ -42,7 +42,7 @@ fn predict_json(args: &[&str]) -> Value {
 /// The real per-request counts of a capture, computed with the library.
 fn real_counts(name: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
     let t = statstorm_trace::read_path(&fixture(name)).unwrap();
-    let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+    let r = statstorm_php::request::split_requests(&t.events, &t.strings);
     statstorm_php::lift::request_ops(&t, &r)
         .iter()
         .map(|o| statstorm_php::count_by_syscall(o))
@@ -202,7 +202,7 @@ fn a_small_realpath_cache_is_inferred_and_its_fix_predicted() {
     };
     let real = |name: &str| -> u64 {
         let t = statstorm_trace::read_path(&fixture(name).with_extension("zst")).unwrap();
-        let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+        let r = statstorm_php::request::split_requests(&t.events, &t.strings);
         statstorm_php::lift::request_ops(&t, &r)
             .iter()
             .map(|o| {

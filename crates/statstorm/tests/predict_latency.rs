@@ -370,7 +370,7 @@ fn free_rpcs_leave_the_recorded_cpu_time() {
     let (trace, _) = lab_run("fpm_nooc-series");
     let v = predict_json("fpm_nooc-series", &["--rtt", "0", "--server-latency", "0"]);
     let t = statstorm_trace::read_path(std::path::Path::new(&trace)).unwrap();
-    let split = statstorm_trace::request::split_requests(&t.events, &t.strings);
+    let split = statstorm_php::request::split_requests(&t.events, &t.strings);
     let fs_ms: Vec<f64> = statstorm_php::lift::request_ops(&t, &split)
         .iter()
         .map(|ops| ops.iter().filter_map(|o| o.dur_us).sum::<u64>() as f64 / 1e3)

@@ -21,7 +21,7 @@ fn path(name: &str) -> String {
 /// The real per-request counts of a capture, computed with the library.
 fn real_counts(name: &str) -> Vec<BTreeMap<String, u64>> {
     let t = statstorm_trace::read_path(&fixture(name)).unwrap();
-    let r = statstorm_trace::request::split_requests(&t.events, &t.strings);
+    let r = statstorm_php::request::split_requests(&t.events, &t.strings);
     statstorm_php::lift::request_ops(&t, &r)
         .iter()
         .map(|o| statstorm_php::count_by_syscall(o))

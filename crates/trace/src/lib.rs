@@ -25,7 +25,6 @@ pub mod event;
 pub mod input;
 pub mod op;
 pub mod parse;
-pub mod request;
 pub mod suggest;
 pub mod summary;
 

@@ -2,7 +2,7 @@
 //! realpath walk summaries, bursts, requests.
 
 use super::*;
-use statstorm_trace::request::RequestMode;
+use statstorm_php::request::RequestMode;
 
 fn names_map(v: impl IntoIterator<Item = (u32, u64)>, strings: &Interner) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();

@@ -15,8 +15,8 @@ pub use findings::Finding;
 pub use profile::*;
 
 use rayon::prelude::*;
+use statstorm_php::request::{Plan, Splitter, UnitId};
 use statstorm_trace::event::FastHash;
-use statstorm_trace::request::{Plan, Splitter, UnitId};
 use statstorm_trace::{Event, Flags, Interner, Kind, PathId};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -854,7 +854,7 @@ impl Analyzer {
 mod tests {
     use super::build::top_sorted;
     use super::*;
-    use statstorm_trace::request::RequestMode;
+    use statstorm_php::request::RequestMode;
     use statstorm_trace::{Errno, Ret};
 
     pub(crate) struct B {
@@ -1174,7 +1174,7 @@ mod tests {
             b.push(pid, names[k], Some(&path), 0, err);
         }
         let p = b.profile();
-        let r = statstorm_trace::request::split_requests(&b.ev, &b.s);
+        let r = statstorm_php::request::split_requests(&b.ev, &b.s);
         assert_eq!(p.request_split.mode, RequestMode::Fpm);
         assert!(r.requests.len() > 100, "{}", r.requests.len());
         assert_eq!(p.requests.len(), r.requests.len());

@@ -3,7 +3,7 @@
 
 use super::findings::{self, Finding};
 use serde::Serialize;
-use statstorm_trace::request::{RequestKind, RequestMode};
+use statstorm_php::request::{RequestKind, RequestMode};
 use statstorm_trace::Kind;
 use std::collections::BTreeMap;
 

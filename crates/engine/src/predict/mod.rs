@@ -12,8 +12,8 @@
 
 use serde::Serialize;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::request::split_requests;
 use statstorm_php::{predict_workload_with, PhpConfig, RequestPrediction, Workload};
-use statstorm_trace::request::split_requests;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

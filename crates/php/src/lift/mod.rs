@@ -28,21 +28,20 @@
 //! Requests whose work caches hid take it from a fuller request of the same
 //! script (`templates`) or from a complete reference capture (`reference`).
 
+use crate::request::{RequestKind, Requests};
 use crate::workload::{
     call_latencies, Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest,
     Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
-use statstorm_trace::request::{RequestKind, Requests};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-mod budget;
 mod permission;
 mod reference;
 mod templates;
 
-pub use reference::{lift_with_reference, ReferenceError};
+pub use reference::{lift_with_reference_parts, ReferenceError};
 use templates::{apply_templates, take_template_by, Fit};
 
 /// The start of the evidence note of an incomplete capture.
@@ -58,59 +57,12 @@ const SQLITE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
 /// The system time zone database ext/date reads (Debian's PHP).
 const TZDIR: &str = "/usr/share/zoneinfo/";
 
-/// The path `p` names once the symlinks in `links` (link -> absolute
-/// target) are followed, component by component (`tsrm_realpath_r`, R53).
-pub(crate) fn follow_links(links: &BTreeMap<String, String>, p: &str) -> String {
-    crate::realpath::resolved(links, p)
-}
-
-/// File name endings PHP applications include.
-const SCRIPT_EXT: &[&str] = &[
-    ".php", ".inc", ".module", ".phtml", ".install", ".theme", ".profile", ".engine",
-];
-
-pub fn is_script(p: &str) -> bool {
-    SCRIPT_EXT.iter().any(|e| p.ends_with(e))
-}
-
-/// The path `tsrm_realpath_r` looks at after `p` (R53): drop the last
-/// component and any `.` components before it. `None` at the root, which
-/// is never lstat'ed.
-pub fn parent(p: &str) -> Option<&str> {
-    let p = p.trim_end_matches('/');
-    let i = p.rfind('/')?;
-    // empty components (`a//b`) are skipped
-    let mut q = p[..i].trim_end_matches('/');
-    loop {
-        if let Some(s) = q.strip_suffix("/.") {
-            q = s;
-        } else if let Some(s) = q.strip_suffix("/..") {
-            // `a/b/..` is resolved by resolving `a/b` and dropping its last
-            // component (measured: `/v/composer/../w` walks `/v/composer/../w`,
-            // `/v/composer`, `/v`, ...)
-            q = s;
-            break;
-        } else {
-            break;
-        }
-    }
-    if q.is_empty() {
-        None
-    } else {
-        Some(q)
-    }
-}
-
-fn basename(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
+pub use crate::opcache::{entry_getcwd, OPCACHE_LOCK_PREFIX};
+use crate::paths::{basename, is_ancestor};
+pub use crate::paths::{is_script, parent};
 
 /// Lexical normalization (one definition, shared with the other model).
 pub use statstorm_trace::op::normalize_path as normalize;
-
-fn is_ancestor(dir: &str, p: &str) -> bool {
-    p.len() > dir.len() && p.starts_with(dir) && p.as_bytes()[dir.len()] == b'/'
-}
 
 #[derive(Debug, Clone)]
 struct Chain {
@@ -308,7 +260,7 @@ impl Lifter {
         let mut pr = Vec::new();
         let mut name = None;
         // the check's VCWD_REALPATH walks the real path (R59)
-        let real = follow_links(&self.links, p);
+        let real = crate::realpath::resolved(&self.links, p);
         while let Some(c) = self.pending.last() {
             let real_walk = self.root_basedir && c.resolved == real;
             if (c.ok || c.walked) && pr.is_empty() && (c.path == p || c.resolved == p || real_walk)
@@ -838,12 +790,6 @@ pub fn lift_request(
     (l.out, facts, l.links)
 }
 
-/// The file name OPcache gives its lock file: `mkstemp` of
-/// `<opcache.lockfile_path>/.ZendSem.XXXXXX` (php-src
-/// ext/opcache/zend_shared_alloc.c `zend_shared_alloc_create_lock`,
-/// `SEM_FILENAME_PREFIX`).
-pub const OPCACHE_LOCK_PREFIX: &str = ".ZendSem.";
-
 /// `openat(<dir>/.ZendSem.XXXXXX, O_RDWR|O_CREAT|O_EXCL)`: `mkstemp`
 /// creating OPcache's lock file.
 fn is_opcache_lock_create(o: &Op) -> bool {
@@ -853,24 +799,6 @@ fn is_opcache_lock_create(o: &Op) -> bool {
         && o.flags & CREATE == CREATE
         && basename(&o.path).starts_with(OPCACHE_LOCK_PREFIX)
         && basename(&o.path).len() == OPCACHE_LOCK_PREFIX.len() + 6
-}
-
-/// Whether the entry script of a php-cli request was named relative to the
-/// working directory: PHP's own `getcwd` follows its open at once (measured:
-/// `php tree.php` and `php ./tree.php` show it, `php /abs/tree.php` makes no
-/// `getcwd` at all).
-/// Returns that `getcwd`.
-pub fn entry_getcwd(ops: &[PhpOp]) -> Option<&Op> {
-    let i = ops
-        .iter()
-        .position(|o| matches!(o.kind, PhpOpKind::Compile { via: Via::Main, .. }))?;
-    match ops.get(i + 1) {
-        Some(PhpOp {
-            kind: PhpOpKind::Raw { op },
-            ..
-        }) if op.kind == OpKind::Getcwd => Some(op),
-        _ => None,
-    }
 }
 
 /// With OPcache on in a php-cli process, the entry script's compile shows
@@ -1466,14 +1394,16 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
     out
 }
 
-/// Lifts every request of a trace into a [`Workload`].
-pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
+/// Lifts every request of a trace into a [`Workload`], with each request's
+/// recorded calls (what the settings inference of [`crate::infer`] checks
+/// its trials against). [`crate::lift()`] runs both.
+pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
     let (mut reqs, evidence, links, file_cache) = lift_requests(trace, requests);
     let mtimes = script_mtimes(trace);
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
     let real = request_ops(trace, requests);
-    let mut w = Workload {
+    let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
         evidence,
@@ -1483,9 +1413,7 @@ pub fn lift(trace: &Trace, requests: &Requests) -> Workload {
         latency_us: call_latencies(real.iter().flatten()),
         lock_us: crate::workload::lock_latency(trace, requests),
     };
-    budget::infer_accel_hash(&mut w, &real);
-    budget::infer_realpath_settings(&mut w, &real);
-    w
+    (w, real)
 }
 
 /// A request served by a php-fpm worker (by accept or FastCGI header read).

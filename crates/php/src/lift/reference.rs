@@ -2,7 +2,7 @@
 //! capture of the same application (`statstorm predict --reference`).
 
 use super::*;
-use statstorm_trace::request::RequestMode;
+use crate::request::RequestMode;
 use std::borrow::Cow;
 
 /// Why a reference capture cannot complete a capture.
@@ -61,11 +61,18 @@ impl std::error::Error for ReferenceError {}
 /// marked complete when every request that ran PHP was completed. A capture
 /// complete by itself is lifted as [`lift`] does and the reference is not
 /// used (`capture_complete`).
-pub fn lift_with_reference(
+/// Each request's recorded calls, in the order of the split.
+pub type RecordedCalls = Vec<Vec<Op>>;
+
+/// Returns the workload, how the reference was used, and the requests'
+/// recorded calls for the settings inference of [`crate::infer`] (`None`
+/// for a capture complete by itself, which it does not need);
+/// [`crate::lift_with_reference`] runs both.
+pub fn lift_with_reference_parts(
     trace: &Trace,
     requests: &Requests,
     reference: &Workload,
-) -> Result<(Workload, ReferenceUse), ReferenceError> {
+) -> Result<(Workload, ReferenceUse, Option<RecordedCalls>), ReferenceError> {
     if !reference.evidence.complete {
         return Err(ReferenceError::Incomplete);
     }
@@ -104,6 +111,7 @@ pub fn lift_with_reference(
                 capture_complete: true,
                 ..Default::default()
             },
+            None,
         ));
     }
     script_facts(&mut reqs, &script_mtimes(trace));
@@ -198,7 +206,7 @@ pub fn lift_with_reference(
         evidence.complete = true;
     }
     let real = request_ops(trace, requests);
-    let mut w = Workload {
+    let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
         evidence,
@@ -208,9 +216,7 @@ pub fn lift_with_reference(
         latency_us: call_latencies(real.iter().flatten()),
         lock_us: crate::workload::lock_latency(trace, requests),
     };
-    super::budget::infer_accel_hash(&mut w, &real);
-    super::budget::infer_realpath_settings(&mut w, &real);
-    Ok((w, used))
+    Ok((w, used, Some(real)))
 }
 
 /// What a complete reference says about each script (R52: include_once

@@ -6,9 +6,9 @@
 pub mod harness;
 
 use statstorm_php::lower::{count_by_syscall, CHECKED};
+use statstorm_php::request::split_requests;
 use statstorm_php::PhpConfig;
 use statstorm_trace::op::Op;
-use statstorm_trace::request::split_requests;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -42,8 +42,8 @@
 //! event, memory bounded by pids and requests); [`split_requests`] is the
 //! batch form built on it.
 
-use crate::event::{Event, FastHash, Flags, Interner, Kind, PathId, Ret};
 use serde::Serialize;
+use statstorm_trace::event::{Event, FastHash, Flags, Interner, Kind, PathId, Ret};
 use std::collections::{HashMap, HashSet};
 
 /// How the trace was split.
@@ -330,7 +330,7 @@ const NEWFD_NAMES: &[&str] = &[
 /// [`Splitter::push`], then call [`Splitter::finish`].
 ///
 /// ```
-/// use statstorm_trace::request::{Splitter, RequestMode};
+/// use statstorm_php::request::{RequestMode, Splitter};
 /// let sp = Splitter::new();
 /// let plan = sp.finish();
 /// assert_eq!(plan.mode, RequestMode::Whole);
@@ -380,7 +380,7 @@ fn end_of(ev: &Event) -> Option<i64> {
 }
 
 fn basename(p: &[u8]) -> &[u8] {
-    match memchr::memrchr(b'/', p) {
+    match p.iter().rposition(|&b| b == b'/') {
         Some(i) => &p[i + 1..],
         None => p,
     }
@@ -882,14 +882,21 @@ fn max_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Flags, Kind};
+    use statstorm_trace::event::{Flags, Kind};
 
     /// The fd table answers as a plain map of fd to use would, for small,
     /// large and negative fds, across inserts, removes and exec's
     /// forgetting.
     #[test]
     fn fd_table_equals_a_map() {
-        let mut next = crate::testutil::xorshift(99);
+        // xorshift64: a fixed pseudo-random sequence
+        let mut x: u64 = 99;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
         let mut t = FdTable::default();
         let mut m: HashMap<i32, FdUse> = HashMap::new();
         for _ in 0..200_000 {
