@@ -15,12 +15,15 @@
 //!   provenance (stated, inferred from the trace, or PHP's default assumed).
 //! - [`predict`]: a capture under another php.ini and other mount options
 //!   -> [`predict::Report`] (per request: modelled before and after,
-//!   recorded, RPCs, latency), or a typed [`predict::Error`].
+//!   recorded, RPCs, latency), or a typed [`predict::Error`]. A
+//!   [`predict::Capture`] is read, split, lifted and lowered under its
+//!   recorded settings once; each [`predict::Change`] predicted on it
+//!   lowers the proposed side and replays each side once.
 //! - [`check`]: the modelled "before" against the recorded calls.
 //! - [`simulate`]: scenario files and the causes of a simulated run.
 //!
 //! ```
-//! use statstorm_engine::predict::{predict, PredictOptions};
+//! use statstorm_engine::predict::{predict, Capture, Change, PredictOptions};
 //!
 //! // a php-cli run that stats and opens one script
 //! let dir = std::env::temp_dir().join(format!("statstorm-engine-doc-{}", std::process::id()));
@@ -43,6 +46,17 @@
 //! assert_eq!(report.requests.len(), 1);
 //! // the recorded calls of the request, as the trace shows them
 //! assert_eq!(report.requests[0].recorded.get("openat"), 1);
+//!
+//! // one capture, several changes: read and lifted once
+//! let capture = Capture::load(&opts, &mut |_stage| {})?;
+//! for php in ["opcache.enable=0", "realpath_cache_size=0"] {
+//!     let change = Change {
+//!         php: vec![php.into()],
+//!         ..Change::default()
+//!     };
+//!     let r = capture.predict(&change, &mut |_stage| {})?;
+//!     assert_eq!(r.requests[0].before.by_syscall, report.requests[0].before.by_syscall);
+//! }
 //! std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -13,7 +13,7 @@
 use serde::Serialize;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::request::split_requests;
-use statstorm_php::{predict_workload_with, PhpConfig, RequestPrediction, Workload};
+use statstorm_php::{PhpConfig, RequestPrediction, Workload};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -233,8 +233,9 @@ pub struct Settings {
     pub provenance: BTreeMap<String, crate::settings::Provenance>,
 }
 
+/// One setting the change moves, as the report lists it.
 #[derive(Serialize)]
-pub struct Change {
+pub struct SettingChange {
     pub key: String,
     pub from: String,
     pub to: String,
@@ -248,7 +249,7 @@ pub struct Report {
     pub split: String,
     pub recorded: Settings,
     pub proposed: Settings,
-    pub changes: Vec<Change>,
+    pub changes: Vec<SettingChange>,
     pub evidence: Vec<String>,
     pub notes: Vec<String>,
     pub requests: Vec<RequestOut>,
@@ -463,244 +464,343 @@ fn secs(us: i64) -> f64 {
     us as f64 / 1e6
 }
 
-/// Predicts `args`: see the module docs. `stage` is told each stage's
-/// name as it starts (progress for long runs).
+/// A capture read once, for any number of predictions
+/// ([`Capture::predict`]): its requests and the calls each recorded, the
+/// activity outside requests, the lifted workload (completed from the
+/// reference capture, if any), the settings it was recorded under with
+/// their provenance, and every request lowered under them (the "before"
+/// side, the same for every change). The trace itself is not kept.
+pub struct Capture {
+    inputs: Vec<String>,
+    split_note: String,
+    rec: crate::capture::Recorded,
+    w: Workload,
+    /// The reference workload, how its completeness was known, its use.
+    reference: Option<(Workload, String, statstorm_php::ReferenceUse)>,
+    reference_files: Vec<String>,
+    recorded: crate::settings::Recorded,
+    source: String,
+    /// Notes about the capture itself (skipped lines, the reference, the
+    /// recorded settings); a prediction's own notes follow them.
+    notes: Vec<String>,
+    /// Each request lowered under the recorded settings.
+    before: Vec<Vec<statstorm_trace::op::Op>>,
+    /// The NFS side as recorded (`mount`, the proposal, is ignored here).
+    nfs: NfsOptions,
+}
+
+/// A change to predict on a [`Capture`]: proposed php settings, storage
+/// call times, mount options and the simulator's parameters.
+#[derive(Clone, Debug, Default)]
+pub struct Change {
+    /// Proposed settings, applied on top of the recorded ones.
+    pub php: Vec<String>,
+    /// A php.ini whose settings are proposed (before `php`).
+    pub php_ini: Option<PathBuf>,
+    /// The proposed storage's time per call of one kind
+    /// ([`PredictOptions::call_latency`]).
+    pub call_latency: Vec<String>,
+    /// Proposed mount options: `OPTS` for every root, `DIR:OPTS` for one.
+    pub mount: Vec<String>,
+    /// The simulator's parameters for the latency columns.
+    pub sim: SimOptions,
+}
+
+impl Change {
+    /// The change `args` asks for.
+    pub fn of(args: &PredictOptions) -> Change {
+        Change {
+            php: args.php.clone(),
+            php_ini: args.php_ini.clone(),
+            call_latency: args.call_latency.clone(),
+            mount: args.nfs.mount.clone(),
+            sim: args.sim.clone(),
+        }
+    }
+}
+
+/// Predicts `args`: [`Capture::load`], then [`Capture::predict`] of the
+/// change it asks for. `stage` is told each stage's name as it starts
+/// (progress for long runs).
 pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
-    // load
-    stage(READING);
-    let trace =
-        statstorm_trace::read_paths_counted(&args.traces, &args.read).map_err(|source| {
-            Error::Input {
-                what: "reading traces".into(),
-                source,
-            }
-        })?;
-    if trace.events.is_empty() {
-        return Err(Error::NoEvents {
-            files: args
-                .traces
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    let mut notes = Vec::new();
-    if trace.skipped() > 0 {
-        notes.push(format!(
-            "{} input lines were not strace events and were skipped",
-            trace.skipped()
-        ));
-    }
-    stage("splitting requests");
-    let split = split_requests(&trace.events, &trace.strings);
-    let rec = crate::capture::Recorded::of(&trace, &split);
-    // lift (completed from the reference capture, if any)
-    stage("lifting to PHP operations");
-    let mut reference = None;
-    let w = if args.reference.is_empty() {
-        statstorm_php::lift(&trace, &split)
-    } else {
-        let (rw, complete_from) = reference_workload(args, &mut notes)?;
-        let (w, used) = statstorm_php::lift_with_reference(&trace, &split, &rw).map_err(|e| {
-            Error::Reference {
+    Capture::load(args, stage)?.predict(&Change::of(args), stage)
+}
+
+impl Capture {
+    /// Reads, splits and lifts the capture of `args` and lowers it under the
+    /// settings it was recorded under (the proposal in `args` is not used).
+    pub fn load(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Capture> {
+        stage(READING);
+        let trace =
+            statstorm_trace::read_paths_counted(&args.traces, &args.read).map_err(|source| {
+                Error::Input {
+                    what: "reading traces".into(),
+                    source,
+                }
+            })?;
+        if trace.events.is_empty() {
+            return Err(Error::NoEvents {
                 files: args
-                    .reference
+                    .traces
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
-                why: e.to_string(),
-            }
-        })?;
-        reference = Some((rw, complete_from, used));
-        w
-    };
-    if let Some(p) = &args.workload_out {
-        let write = |source| Error::Write {
-            path: p.display().to_string(),
-            source,
-        };
-        let f = std::fs::File::create(p).map_err(write)?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)
-            .map_err(|e| write(std::io::Error::from(e)))?;
-    }
-    // settings
-    let (recorded_settings, source) = recorded_config(args, &w, &mut notes)?;
-    let recorded = recorded_settings.config.clone();
-    let mut proposed = recorded.clone();
-    if let Some(p) = &args.php_ini {
-        notes.extend(proposed.apply_ini_file(p)?);
-    }
-    notes.extend(proposed.apply_flags(&args.php)?);
-    // what a capture made with caches on cannot show: a lower bound, unless
-    // the reference completed every request
-    notes.extend(notes::hidden_work_notes(&w, &recorded, &proposed));
-    if let Some((rw, _, used)) = &reference {
-        notes.push(notes::reference_note(&w, rw, used));
-    }
-    notes.extend(notes::file_cache_note(&w, &proposed));
-    notes.extend(notes::opcache_off_note(&w, &recorded, &proposed));
-    // lower
-    stage("lowering under both php.ini settings");
-    let latency =
-        call_latency::call_latencies_of(&args.call_latency).map_err(Error::CallLatency)?;
-    let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
-    for (k, &us) in &latency {
-        let name = k
-            .syscall_name(statstorm_trace::Flags::default())
-            .to_string();
-        call_latency_us.entry(name).or_insert(LatencyPair {
-            recorded: w.latency_us.get(k).copied(),
-            proposed: us,
-        });
-    }
-    if !call_latency_us.is_empty() {
-        let what: Vec<String> = call_latency_us
-            .iter()
-            .map(|(n, l)| match l.recorded {
-                Some(r) => format!("{n} {} us (capture: {r} us)", l.proposed),
-                None => format!("{n} {} us (the capture has no -T durations)", l.proposed),
-            })
-            .collect();
-        notes.push(format!(
-            "after: calls take {} each; every call moves the request's later operations by the difference, and a worker busy past its next request's arrival starts it late; OPcache's stores (compiles, renewed stamps) reach the other workers when their calls end (R64's race)",
-            what.join(", ")
-        ));
-    }
-    let preds = predict_workload_with(&w, &recorded, &proposed, &latency);
-    let completed: std::collections::HashSet<usize> = reference
-        .as_ref()
-        .map(|(_, _, u)| u.completed.iter().copied().collect())
-        .unwrap_or_default();
-    let templated = preds
-        .iter()
-        .enumerate()
-        .filter(|(i, p)| p.from_template && !completed.contains(i))
-        .count();
-    if templated > 0 {
-        let (who, its, they) = if templated == 1 {
-            ("1 request".to_string(), "its", "it is")
-        } else {
-            (format!("{templated} requests"), "their", "they are")
-        };
-        notes.push(format!(
-            "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
-        ));
-    }
-    // NFS: RPCs per request, before and after (statstorm-nfs)
-    let flags = crate::nfs_setup::NfsFlags {
-        from_mount: args.nfs.from_mount.clone(),
-        mounts_file: args.nfs.mounts.clone(),
-        mount: args.nfs.mount.clone(),
-        nfs_root: args.nfs.nfs_root.clone(),
-        delegations: args.nfs.delegations,
-        server_changes: args.nfs.server_change.clone(),
-        warm: args.nfs.nfs_cache == NfsCache::Warm,
-    };
-    let all_ops: Vec<&statstorm_trace::op::Op> =
-        preds.iter().flat_map(|p| p.before.iter()).collect();
-    let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
-    let rpcs = nfs.as_ref().map(|n| {
-        stage("NFS client model");
-        notes.extend(n.notes.iter().cloned());
-        // every side replays the background activity too, in time order
-        let bg: Vec<&[statstorm_trace::op::Op]> =
-            rec.background.iter().map(|b| b.ops.as_slice()).collect();
-        let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
-            n.replay_with(&reqs, &bg, proposed)
-        };
-        let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
-        let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
-        let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
-        // the order `build` uses for the requests; background after them
-        let mut order: Vec<usize> = (0..preds.len()).collect();
-        order.sort_by_key(|&i| (preds[i].start_us, i));
-        let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
-            order.iter().map(|&i| v[i]).collect()
-        };
-        NfsRpcs {
-            before: pick(&b),
-            after: pick(&a),
-            recorded: pick(&r),
-            background: r[preds.len()..].to_vec(),
+            });
         }
-    });
-    let lat = match nfs.as_ref().and_then(|n| n.single().map(|m| (n, m))) {
-        Some((n, m)) => {
-            stage("simulating latency");
-            Some(latency::compute(&args.sim, n, m, &rec.requests, &preds)?)
+        let mut notes = Vec::new();
+        if trace.skipped() > 0 {
+            notes.push(format!(
+                "{} input lines were not strace events and were skipped",
+                trace.skipped()
+            ));
         }
-        None => None,
-    };
-    let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
-    let mut from_reference = vec![false; preds.len()];
-    if let Some((_, _, used)) = &reference {
-        for &i in &used.completed {
-            from_reference[i] = true;
-        }
-    }
-    let mut report = build(
-        args,
-        &split.note,
-        &w,
-        recorded,
-        source,
-        &recorded_settings.provenance,
-        proposed,
-        preds,
-        &rec,
-        &from_reference,
-        notes,
-    );
-    report.call_latency_us = call_latency_us;
-    report.reference = reference.map(|(rw, complete_from, used)| ReferenceOut {
-        files: args
+        stage("splitting requests");
+        let split = split_requests(&trace.events, &trace.strings);
+        let rec = crate::capture::Recorded::of(&trace, &split);
+        // lift (completed from the reference capture, if any)
+        stage("lifting to PHP operations");
+        let reference_files: Vec<String> = args
             .reference
             .iter()
             .map(|p| p.display().to_string())
-            .collect(),
-        requests: rw.requests.len(),
-        complete: rw.evidence.complete,
-        complete_from,
-        capture_complete: used.capture_complete,
-        completed_requests: used.completed.len(),
-        unmatched_requests: used.unmatched.len(),
-        no_reference_requests: used.no_reference.len(),
-    });
-    if let (Some(n), Some(r)) = (&nfs, &rpcs) {
-        attach_rpcs(&mut report, n, r);
-    }
-    match lat {
-        Some(c) => latency::attach(&mut report, &starts, c),
-        None => {
-            let mut o = latency::not_simulated(&args.sim);
-            if nfs.as_ref().is_some_and(|n| n.mounts.len() > 1) {
-                o.reason = Some(
-                    "latency is not simulated: several NFS roots, and the simulator models one RPC transport (one mount); give one --nfs-root for the latency columns"
-                        .into(),
-                );
-            }
-            report.latency = Some(o);
+            .collect();
+        let mut reference = None;
+        let w = if args.reference.is_empty() {
+            statstorm_php::lift(&trace, &split)
+        } else {
+            let (rw, complete_from) = reference_workload(args, &mut notes)?;
+            let (w, used) =
+                statstorm_php::lift_with_reference(&trace, &split, &rw).map_err(|e| {
+                    Error::Reference {
+                        files: reference_files.join(", "),
+                        why: e.to_string(),
+                    }
+                })?;
+            reference = Some((rw, complete_from, used));
+            w
+        };
+        drop(trace);
+        if let Some(p) = &args.workload_out {
+            let write = |source| Error::Write {
+                path: p.display().to_string(),
+                source,
+            };
+            let f = std::fs::File::create(p).map_err(write)?;
+            serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)
+                .map_err(|e| write(std::io::Error::from(e)))?;
         }
+        let (recorded, source) = recorded_config(args, &w, &mut notes)?;
+        stage("lowering under the recorded settings");
+        let before = statstorm_php::lower(&w, &recorded.config);
+        Ok(Capture {
+            inputs: args
+                .traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            split_note: split.note.clone(),
+            rec,
+            w,
+            reference,
+            reference_files,
+            recorded,
+            source,
+            notes,
+            before,
+            nfs: args.nfs.clone(),
+        })
     }
-    Ok(report)
+
+    /// The settings the capture was recorded under.
+    pub fn recorded_settings(&self) -> &PhpConfig {
+        &self.recorded.config
+    }
+
+    /// Predicts `change` on this capture: the proposed side lowered, every
+    /// side replayed once by the NFS model, latency simulated.
+    pub fn predict(&self, change: &Change, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
+        let cap = self;
+        let w = &cap.w;
+        let mut notes = cap.notes.clone();
+        let recorded = cap.recorded.config.clone();
+        let mut proposed = recorded.clone();
+        if let Some(p) = &change.php_ini {
+            notes.extend(proposed.apply_ini_file(p)?);
+        }
+        notes.extend(proposed.apply_flags(&change.php)?);
+        // what a capture made with caches on cannot show: a lower bound,
+        // unless the reference completed every request
+        notes.extend(notes::hidden_work_notes(w, &recorded, &proposed));
+        if let Some((rw, _, used)) = &cap.reference {
+            notes.push(notes::reference_note(w, rw, used));
+        }
+        notes.extend(notes::file_cache_note(w, &proposed));
+        notes.extend(notes::opcache_off_note(w, &recorded, &proposed));
+        // lower
+        stage("lowering under the proposed settings");
+        let latency =
+            call_latency::call_latencies_of(&change.call_latency).map_err(Error::CallLatency)?;
+        let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
+        for (k, &us) in &latency {
+            let name = k
+                .syscall_name(statstorm_trace::Flags::default())
+                .to_string();
+            call_latency_us.entry(name).or_insert(LatencyPair {
+                recorded: w.latency_us.get(k).copied(),
+                proposed: us,
+            });
+        }
+        if !call_latency_us.is_empty() {
+            let what: Vec<String> = call_latency_us
+                .iter()
+                .map(|(n, l)| match l.recorded {
+                    Some(r) => format!("{n} {} us (capture: {r} us)", l.proposed),
+                    None => format!("{n} {} us (the capture has no -T durations)", l.proposed),
+                })
+                .collect();
+            notes.push(format!(
+                "after: calls take {} each; every call moves the request's later operations by the difference, and a worker busy past its next request's arrival starts it late; OPcache's stores (compiles, renewed stamps) reach the other workers when their calls end (R64's race)",
+                what.join(", ")
+            ));
+        }
+        let after = statstorm_php::lower::lower_with(w, &proposed, &latency);
+        let preds: Vec<RequestPrediction> = w
+            .requests
+            .iter()
+            .zip(cap.before.iter().zip(after))
+            .map(|(r, (b, a))| RequestPrediction {
+                pid: r.pid,
+                start_us: r.start_us,
+                end_us: r.end_us,
+                script: r.script.clone(),
+                from_template: r.from_template,
+                before: b.clone(),
+                after: a,
+            })
+            .collect();
+        let completed: std::collections::HashSet<usize> = cap
+            .reference
+            .as_ref()
+            .map(|(_, _, u)| u.completed.iter().copied().collect())
+            .unwrap_or_default();
+        let templated = preds
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| p.from_template && !completed.contains(i))
+            .count();
+        if templated > 0 {
+            let (who, its, they) = if templated == 1 {
+                ("1 request".to_string(), "its", "it is")
+            } else {
+                (format!("{templated} requests"), "their", "they are")
+            };
+            notes.push(format!(
+                "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
+            ));
+        }
+        // NFS: RPCs per request, before and after (statstorm-nfs)
+        let flags = crate::nfs_setup::NfsFlags {
+            from_mount: cap.nfs.from_mount.clone(),
+            mounts_file: cap.nfs.mounts.clone(),
+            mount: change.mount.clone(),
+            nfs_root: cap.nfs.nfs_root.clone(),
+            delegations: cap.nfs.delegations,
+            server_changes: cap.nfs.server_change.clone(),
+            warm: cap.nfs.nfs_cache == NfsCache::Warm,
+        };
+        let all_ops: Vec<&statstorm_trace::op::Op> =
+            preds.iter().flat_map(|p| p.before.iter()).collect();
+        let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
+        let rec = &cap.rec;
+        let rpcs = nfs.as_ref().map(|n| {
+            stage("NFS client model");
+            notes.extend(n.notes.iter().cloned());
+            // every side replays the background activity too, in time order
+            let bg: Vec<&[statstorm_trace::op::Op]> =
+                rec.background.iter().map(|b| b.ops.as_slice()).collect();
+            let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
+                n.replay_with(&reqs, &bg, proposed)
+            };
+            let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
+            let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
+            let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
+            // the order `build` uses for the requests; background after them
+            let mut order: Vec<usize> = (0..preds.len()).collect();
+            order.sort_by_key(|&i| (preds[i].start_us, i));
+            let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
+                order.iter().map(|&i| v[i]).collect()
+            };
+            NfsRpcs {
+                before: pick(&b),
+                after: pick(&a),
+                recorded: pick(&r),
+                background: r[preds.len()..].to_vec(),
+            }
+        });
+        let lat = match nfs.as_ref().and_then(|n| n.single().map(|m| (n, m))) {
+            Some((n, m)) => {
+                stage("simulating latency");
+                Some(latency::compute(&change.sim, n, m, &rec.requests, &preds)?)
+            }
+            None => None,
+        };
+        let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
+        let mut from_reference = vec![false; preds.len()];
+        if let Some((_, _, used)) = &cap.reference {
+            for &i in &used.completed {
+                from_reference[i] = true;
+            }
+        }
+        let mut report = build(cap, recorded, proposed, preds, &from_reference, notes);
+        report.call_latency_us = call_latency_us;
+        report.reference = cap
+            .reference
+            .as_ref()
+            .map(|(rw, complete_from, used)| ReferenceOut {
+                files: cap.reference_files.clone(),
+                requests: rw.requests.len(),
+                complete: rw.evidence.complete,
+                complete_from: complete_from.clone(),
+                capture_complete: used.capture_complete,
+                completed_requests: used.completed.len(),
+                unmatched_requests: used.unmatched.len(),
+                no_reference_requests: used.no_reference.len(),
+            });
+        if let (Some(n), Some(r)) = (&nfs, &rpcs) {
+            attach_rpcs(&mut report, n, r);
+        }
+        match lat {
+            Some(c) => latency::attach(&mut report, &starts, c),
+            None => {
+                let mut o = latency::not_simulated(&change.sim);
+                if nfs.as_ref().is_some_and(|n| n.mounts.len() > 1) {
+                    o.reason = Some(
+                        "latency is not simulated: several NFS roots, and the simulator models one RPC transport (one mount); give one --nfs-root for the latency columns"
+                            .into(),
+                    );
+                }
+                report.latency = Some(o);
+            }
+        }
+        Ok(report)
+    }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn build(
-    args: &PredictOptions,
-    split_note: &str,
-    w: &Workload,
+    cap: &Capture,
     recorded: PhpConfig,
-    source: String,
-    provenance: &BTreeMap<&'static str, crate::settings::Provenance>,
     proposed: PhpConfig,
     preds: Vec<RequestPrediction>,
-    rec: &crate::capture::Recorded,
     from_reference: &[bool],
     notes: Vec<String>,
 ) -> Report {
+    let (w, rec, source, provenance) = (
+        &cap.w,
+        &cap.rec,
+        cap.source.clone(),
+        &cap.recorded.provenance,
+    );
     let mut order: Vec<usize> = (0..preds.len()).collect();
     order.sort_by_key(|&i| (preds[i].start_us, i));
     let mut totals = Totals {
@@ -744,16 +844,12 @@ fn build(
     let changes = recorded
         .diff(&proposed)
         .into_iter()
-        .map(|(key, from, to)| Change { key, from, to })
+        .map(|(key, from, to)| SettingChange { key, from, to })
         .collect();
     Report {
         schema: "statstorm.predict/1",
-        inputs: args
-            .traces
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
-        split: split_note.to_string(),
+        inputs: cap.inputs.clone(),
+        split: cap.split_note.clone(),
         recorded: Settings {
             source,
             settings: settings_map(&recorded),
