@@ -230,6 +230,28 @@ struct Lifter {
 }
 
 impl Lifter {
+    /// The name through a symlink under which the request just resolved
+    /// `path` (the last resolution among its recent operations).
+    fn linked_name_of(&self, path: &str) -> Option<String> {
+        self.out.iter().rev().take(16).find_map(|o| match &o.kind {
+            PhpOpKind::Resolve { path: n, .. }
+                if n != path && crate::realpath::resolved(&self.links, n) == path =>
+            {
+                Some(n.clone())
+            }
+            _ => None,
+        })
+    }
+
+    /// `p` is a journal, WAL or shared-memory file of a database
+    /// libsqlite3 walked root-first.
+    fn sqlite_side_file(&self, p: &str) -> bool {
+        ["-journal", "-wal", "-shm"].iter().any(|x| {
+            p.strip_suffix(x)
+                .is_some_and(|db| self.root_first.contains(db))
+        })
+    }
+
     fn push(&mut self, t_us: i64, kind: PhpOpKind) {
         self.push_timed(t_us, None, kind);
     }
@@ -532,6 +554,14 @@ impl Lifter {
         match op.kind {
             OpKind::Open if op.ok() && readonly && is_script(&op.path) => {
                 let ((resolves, probes), resolve_as) = self.take_named(&op.path, true);
+                // an include whose name the realpath cache knew (no walk)
+                // right after the application resolved the same script
+                // under a name through a link: that name (WordPress reads
+                // a theme pattern's header by its /var/lib name, then
+                // includes it by the same: fpm-wordpress-fc, where only a
+                // name that is not the script's path misses OPcache's keys
+                // of a script loaded from the file cache)
+                let resolve_as = resolve_as.or_else(|| self.linked_name_of(&op.path));
                 self.flush();
                 for p in &probes {
                     self.probe_target.insert(p.clone(), op.path.clone());
@@ -589,8 +619,14 @@ impl Lifter {
             // libsqlite3's own `stat`s of a database it walked root-first
             // (unixOpen, journal and WAL checks): not PHP's file functions,
             // no open_basedir check (measured: fpm-mediawiki-obd shows the
-            // check walks only before PHP's first stat of each database)
-            OpKind::Stat if self.root_first.contains(&op.path) => {
+            // check walks only before PHP's first stat of each database),
+            // and of its journal and WAL files beside it (the database's
+            // name with `-journal`, `-wal` or `-shm`, sqlite3.c
+            // hasHotJournal / unixOpenSharedMemory: fpm-mediawiki-obd makes
+            // no check walk before them either)
+            OpKind::Stat
+                if self.root_first.contains(&op.path) || self.sqlite_side_file(&op.path) =>
+            {
                 self.flush();
                 let t = op.t_us;
                 self.push(t, PhpOpKind::Raw { op });
