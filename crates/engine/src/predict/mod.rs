@@ -523,7 +523,10 @@ impl Change {
 /// change it asks for. `stage` is told each stage's name as it starts
 /// (progress for long runs).
 pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
-    Capture::load(args, stage)?.predict(&Change::of(args), stage)
+    let mut cap = Capture::load(args, stage)?;
+    // one change: the report takes the "before" side (no copy)
+    let before = std::mem::take(&mut cap.before);
+    cap.predict_with(&Change::of(args), Some(before), stage)
 }
 
 impl Capture {
@@ -620,7 +623,19 @@ impl Capture {
     /// Predicts `change` on this capture: the proposed side lowered, every
     /// side replayed once by the NFS model, latency simulated.
     pub fn predict(&self, change: &Change, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
+        self.predict_with(change, None, stage)
+    }
+
+    /// [`Capture::predict`] with the "before" side given (taken out of the
+    /// capture by a caller that predicts one change), else copied.
+    fn predict_with(
+        &self,
+        change: &Change,
+        before: Option<Vec<Vec<statstorm_trace::op::Op>>>,
+        stage: &mut dyn FnMut(&'static str),
+    ) -> Result<Report> {
         let cap = self;
+        let before = before.unwrap_or_else(|| cap.before.clone());
         let w = &cap.w;
         let mut notes = cap.notes.clone();
         let recorded = cap.recorded.config.clone();
@@ -668,14 +683,14 @@ impl Capture {
         let preds: Vec<RequestPrediction> = w
             .requests
             .iter()
-            .zip(cap.before.iter().zip(after))
+            .zip(before.into_iter().zip(after))
             .map(|(r, (b, a))| RequestPrediction {
                 pid: r.pid,
                 start_us: r.start_us,
                 end_us: r.end_us,
                 script: r.script.clone(),
                 from_template: r.from_template,
-                before: b.clone(),
+                before: b,
                 after: a,
             })
             .collect();

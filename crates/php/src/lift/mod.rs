@@ -1366,25 +1366,39 @@ fn script_of(ops: &[PhpOp]) -> Option<String> {
 
 /// Normalized ops of each request of a split trace, in time order.
 pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
+    // which request each event belongs to (an event listed by several
+    // requests goes to each), so that only the requests' calls are kept
+    let mut owner: Vec<u32> = vec![u32::MAX; trace.events.len()];
+    let mut more: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (r, q) in requests.requests.iter().enumerate() {
+        for &e in &q.events {
+            match owner.get_mut(e as usize) {
+                Some(o) if *o == u32::MAX => *o = r as u32,
+                Some(_) => more.entry(e).or_default().push(r as u32),
+                None => {}
+            }
+        }
+    }
+    let mut out: Vec<Vec<Op>> = vec![Vec::new(); requests.requests.len()];
     let mut norm = Normalizer::new();
-    let ops: Vec<Option<Op>> = trace
-        .events
-        .iter()
-        .map(|e| norm.push(e, &trace.strings))
-        .collect();
-    requests
-        .requests
-        .iter()
-        .map(|r| {
-            let mut v: Vec<Op> = r
-                .events
-                .iter()
-                .filter_map(|&i| ops[i as usize].clone())
-                .collect();
-            v.sort_by_key(|o| o.t_us);
-            v
-        })
-        .collect()
+    for (i, e) in trace.events.iter().enumerate() {
+        let Some(op) = norm.push(e, &trace.strings) else {
+            continue;
+        };
+        if owner[i] == u32::MAX {
+            continue;
+        }
+        if let Some(rs) = more.get(&(i as u32)) {
+            for &r in rs {
+                out[r as usize].push(op.clone());
+            }
+        }
+        out[owner[i] as usize].push(op);
+    }
+    for v in &mut out {
+        v.sort_by_key(|o| o.t_us);
+    }
+    out
 }
 
 /// Scripts' modification times the trace shows (stat structs printed
