@@ -46,7 +46,8 @@ impl RequestSpec {
         let mut steps = Vec::with_capacity(2 * n as usize + 1);
         let mut spent = 0;
         for i in 0..n {
-            let c = cpu_ns * (i as u64 + 1) / chunks - spent;
+            // (in u128: cpu_ns * (i + 1) overflows u64 for hours of CPU)
+            let c = (cpu_ns as u128 * (i as u128 + 1) / chunks as u128) as u64 - spent;
             spent += c;
             if c > 0 {
                 steps.push(Step::Cpu { ns: c });
@@ -85,6 +86,24 @@ impl RequestSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interleaved_does_not_overflow_on_huge_cpu_times() {
+        // cpu_ms = 1e15 in a scenario saturates to u64::MAX ns
+        let r = RequestSpec::interleaved(u64::MAX, 3, &["GETATTR".into()], false, false);
+        let cpu: u128 = r
+            .steps
+            .iter()
+            .map(|s| {
+                if let Step::Cpu { ns } = s {
+                    *ns as u128
+                } else {
+                    0
+                }
+            })
+            .sum();
+        assert_eq!(cpu, u64::MAX as u128);
+    }
 
     #[test]
     fn interleaved_spreads_cpu_exactly() {

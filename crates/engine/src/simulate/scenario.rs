@@ -33,6 +33,10 @@ use statstorm_sim::{
 };
 use std::path::{Path, PathBuf};
 
+/// The most RPC names one request of an `opcache_includes` workload holds
+/// (includes x RPCs per stat).
+const MAX_RPCS: u64 = 10_000_000;
+
 /// Which filesystem answers the timestamp checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -167,6 +171,16 @@ impl Scenario {
     /// Parses scenario text; `path` names it in messages and anchors a
     /// relative requests file.
     pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(text, path, &load_requests)
+    }
+
+    /// [`Scenario::parse`] with the requests file of a `kind = "file"`
+    /// workload read by `load` (a fuzzer gives one that reads nothing).
+    pub fn parse_with(
+        text: &str,
+        path: &Path,
+        load: &dyn Fn(&Path) -> Result<Vec<RequestSpec>, ScenarioError>,
+    ) -> Result<Scenario, ScenarioError> {
         let f: File = toml::from_str(text).map_err(|e| ScenarioError::Parse {
             path: path.to_path_buf(),
             message: e.to_string(),
@@ -196,6 +210,13 @@ impl Scenario {
                         "workload.includes must be at most 1000000, got {includes}"
                     )));
                 }
+                // the request's steps hold every include's RPC names
+                if (*includes as u64).saturating_mul(rpcs.len().max(1) as u64) > MAX_RPCS {
+                    return Err(invalid(format!(
+                        "workload.includes x workload.rpcs must be at most {MAX_RPCS}, got {includes} x {}",
+                        rpcs.len()
+                    )));
+                }
                 if *fs == Fs::Nfs && rpcs.is_empty() && *validate_timestamps {
                     return Err(invalid(
                         "workload.rpcs: name the RPCs of one stat() on NFS, e.g. [\"GETATTR\"]"
@@ -220,7 +241,7 @@ impl Scenario {
             }
             Workload::File { file } => {
                 let p = path.parent().unwrap_or(Path::new(".")).join(file);
-                load_requests(&p)?
+                load(&p)?
             }
         };
         let params = Params {
@@ -258,6 +279,30 @@ mod tests {
             .to_string();
         assert!(e.starts_with("s.toml: "), "{e}");
         assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn a_request_too_large_to_hold_is_refused() {
+        let t = r#"
+name = "x"
+duration_s = 10
+[arrivals]
+kind = "poisson"
+rate_per_s = 1
+[workload]
+kind = "opcache_includes"
+cpu_ms = 1e15
+includes = 1000000
+revalidate_freq_s = 0
+rpcs = ["GETATTR", "ACCESS", "LOOKUP", "GETATTR", "ACCESS", "LOOKUP", "GETATTR", "ACCESS", "LOOKUP", "GETATTR", "ACCESS"]
+[pool]
+max_children = 2
+listen_backlog = 1
+"#;
+        let e = Scenario::parse(t, Path::new("s.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.includes x workload.rpcs"), "{e}");
     }
 
     #[test]
