@@ -21,6 +21,12 @@
 //!   header read, or at the worker's last event. The
 //!   events a worker makes before its first request (startup) belong to no
 //!   request, nor do the master's.
+//! - **An HTTP server running PHP in its processes** (Apache httpd's
+//!   prefork children with mod_php). A child accepts with
+//!   `accept4(listen_fd, ..., SOCK_CLOEXEC)` (APR), where PHP's FastCGI
+//!   SAPIs call `accept`; one request per accepted connection, kind
+//!   [`RequestKind::HttpdAccept`], split as a php-fpm worker's otherwise
+//!   (measured: `apache2 -X` with libphp8.2, tests/fixtures/httpd).
 //! - **php-cli.** One process is one request: a pid together with the
 //!   children it creates (`clone`, `clone3`, `fork`, `vfork` returning the
 //!   child's pid), except children that `execve` something else: such a
@@ -75,8 +81,14 @@ pub type Mode = RequestMode;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestKind {
-    /// `accept`/`accept4` returned the connection fd.
+    /// `accept` returned the connection fd (PHP's FastCGI SAPIs, php-fpm
+    /// among them, call `accept`: main/fastcgi.c `fcgi_accept_request`).
     FpmAccept,
+    /// `accept4` returned the connection fd: a server that runs PHP in its
+    /// own processes, one request per connection (Apache httpd's prefork
+    /// children with mod_php: APR accepts with `accept4(..., SOCK_CLOEXEC)`;
+    /// measured, `apache2 -X` with libphp8.2).
+    HttpdAccept,
     /// No accept visible: the first 8-byte read of the FastCGI header.
     FpmHeaderRead,
     /// A php-cli process (with its non-exec'ing children).
@@ -180,6 +192,8 @@ enum Start {
     /// shutdown, `= ? ERESTARTSYS`): the worker is idle, in no request.
     Idle,
     Accept,
+    /// `accept4`: an HTTP server running PHP (see [`RequestKind::HttpdAccept`]).
+    Accept4,
     HeaderRead,
 }
 
@@ -538,7 +552,12 @@ impl Splitter {
                 if let Some(fd) = returned_fd(ev) {
                     let st = &mut self.pids[si];
                     st.fds.insert(fd, FdUse::Conn);
-                    boundary = Some((Start::Accept, end_of(ev)));
+                    let start = if ev.kind == Kind::Accept4 {
+                        Start::Accept4
+                    } else {
+                        Start::Accept
+                    };
+                    boundary = Some((start, end_of(ev)));
                 } else {
                     boundary = Some((Start::Idle, ev.ts_us));
                 }
@@ -724,7 +743,7 @@ impl Splitter {
         let fpm = self
             .units
             .iter()
-            .any(|u| matches!(u.start, Start::Accept | Start::HeaderRead));
+            .any(|u| matches!(u.start, Start::Accept | Start::Accept4 | Start::HeaderRead));
         let mode;
         let note;
         // Process trees: the root of each pid (creation order guarantees no
@@ -769,16 +788,40 @@ impl Splitter {
                     pid: u.pid,
                     start_us: u.start_us,
                     end_us: u.end_us,
-                    kind: if u.start == Start::Accept {
-                        RequestKind::FpmAccept
-                    } else {
-                        RequestKind::FpmHeaderRead
+                    kind: match u.start {
+                        Start::Accept => RequestKind::FpmAccept,
+                        Start::Accept4 => RequestKind::HttpdAccept,
+                        _ => RequestKind::FpmHeaderRead,
                     },
                     events: u.events,
                     first_event: u.first_event,
                 });
             }
             let fpm_requests = reqs.len();
+            let httpd = reqs
+                .iter()
+                .filter(|r| r.kind == RequestKind::HttpdAccept)
+                .count();
+            // who served the connections: php-fpm (FastCGI), an HTTP
+            // server running PHP in its processes, or both
+            let served = match httpd {
+                0 => format!(
+                    "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read)",
+                    plural(fpm_requests, "request"),
+                    plural(workers, "worker")
+                ),
+                n if n == fpm_requests => format!(
+                    "an HTTP server running PHP in its processes (Apache httpd with mod_php: accept4, where PHP's FastCGI calls accept): {} in {}, one per accepted connection",
+                    plural(fpm_requests, "request"),
+                    plural(workers, "process")
+                ),
+                n => format!(
+                    "php-fpm and an HTTP server running PHP (accept4: Apache httpd with mod_php): {} in {}, {} of them one per FastCGI connection, {n} one per accepted HTTP connection",
+                    plural(fpm_requests, "request"),
+                    plural(workers, "worker"),
+                    fpm_requests - n
+                ),
+            };
             let (cli, other) = self.cli_requests(
                 &root_of,
                 |root| !pools.contains(&root),
@@ -789,9 +832,7 @@ impl Splitter {
             if cli.requests == 0 {
                 mode = RequestMode::Fpm;
                 note = format!(
-                    "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read); {} events outside requests (master, worker startup, idle at exit)",
-                    plural(fpm_requests, "request"),
-                    plural(workers, "worker"),
+                    "{served}; {} events outside requests (master, worker startup, idle at exit)",
                     head_events + other
                 );
             } else {

@@ -1466,9 +1466,15 @@ pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>
     (w, real)
 }
 
-/// A request served by a php-fpm worker (by accept or FastCGI header read).
+/// A request served by a worker of a pool (php-fpm, by accept or FastCGI
+/// header read; or an HTTP server's process running PHP, Apache's prefork
+/// children with mod_php): a process that serves request after request,
+/// its OPcache shared with the pool's other processes.
 fn is_fpm(k: RequestKind) -> bool {
-    matches!(k, RequestKind::FpmAccept | RequestKind::FpmHeaderRead)
+    matches!(
+        k,
+        RequestKind::FpmAccept | RequestKind::FpmHeaderRead | RequestKind::HttpdAccept
+    )
 }
 
 /// A php-fpm worker went through OPcache's file cache for the same script
