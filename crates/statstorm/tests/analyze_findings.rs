@@ -2,22 +2,12 @@
 //! figures behind it (`evidence`), and the JSON exporter adds the sentence
 //! the text report prints.
 
-use assert_cmd::Command;
+mod common;
+
 use serde_json::Value;
 
 fn analyze(args: &[&str]) -> String {
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg("analyze")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::run("analyze", args)
 }
 
 #[test]

@@ -6,30 +6,15 @@
 //! httpd-capture.sh: `apache2 -X` with libphp8.2, OPcache off, one index
 //! request then four of the lab's tree.php).
 
-use assert_cmd::Command;
-use serde_json::Value;
-use std::path::PathBuf;
+mod common;
 
-fn capture() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/httpd/httpd-tree-nooc.strace.gz")
-}
+use serde_json::Value;
 
 fn json(cmd: &str, args: &[&str]) -> Value {
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg(cmd)
-        .arg(capture())
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let trace = common::fixtures("httpd").join("httpd-tree-nooc.strace.gz");
+    let mut all = vec![trace.display().to_string()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    common::json(cmd, &all)
 }
 
 #[test]

@@ -3,32 +3,17 @@
 //! capture warns; with a wrong one stated, predict shows both counts and
 //! warns, naming the settings to check.
 
-use assert_cmd::Command;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn fixtures(sub: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(sub)
-}
+use common::fixtures;
+use serde_json::Value;
+use std::path::Path;
 
 fn predict(trace: &Path, args: &[String], format: &str) -> String {
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg("predict")
-        .arg(trace)
-        .args(args)
-        .args(["--format", format])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        trace.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let mut all = vec![trace.display().to_string()];
+    all.extend(args.iter().cloned());
+    all.extend(["--format".to_string(), format.to_string()]);
+    common::run("predict", &all)
 }
 
 /// Every capture of the harness (tests/fixtures/php and php-vt0) with the

@@ -3,6 +3,8 @@
 //! traced path is under (once all-zero RPC tables without a word). Each is
 //! exit 2 with a message saying what to change.
 
+mod common;
+
 use assert_cmd::Command;
 use std::path::PathBuf;
 
@@ -61,20 +63,9 @@ fn an_nfs_root_no_traced_path_is_under_is_an_error_listing_the_paths() {
 }
 
 fn predict_json(args: &[&str]) -> serde_json::Value {
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg("predict")
-        .arg(fixture("fpm-filecheck-rf2"))
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut all = vec![fixture("fpm-filecheck-rf2")];
+    all.extend(args.iter().map(|s| s.to_string()));
+    common::json("predict", &all)
 }
 
 /// Two NFS roots are two mounts with a client each: every request's RPCs

@@ -7,7 +7,8 @@
 //! `-nooc` without it (OPcache off in both), `-rcs16k` with a 16K realpath
 //! cache. No setting is stated by hand.
 
-use assert_cmd::Command;
+mod common;
+
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -29,19 +30,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn predict(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg("predict")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::json("predict", args)
 }
 
 /// Per request and checked syscall, the predicted `after` of `from` under

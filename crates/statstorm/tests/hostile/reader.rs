@@ -250,19 +250,34 @@ fn dev_zero_gets_a_stall_warning() {
     assert!(text.contains("pipe or a device"), "{text}");
 }
 
+/// A fifo `live` in `dir`, a `statstorm ARGS...` reading it (ARGS name
+/// it `live`) with stderr piped, and the fifo's writing end.
+fn on_fifo(
+    dir: &std::path::Path,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::thread::JoinHandle<()>,
+    std::fs::File,
+) {
+    let fifo = dir.join("live");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let (child, guard) = spawn(dir, args, 120);
+    let w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    (child, guard, w)
+}
+
 /// Case 10: `--progress` writes status lines to a stderr that is not a
 /// terminal; a pipe that stalls gets the warning, and what comes after it
 /// is still read.
 #[test]
 fn stalled_pipe_warns_then_reads_on_with_status_lines() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("live");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
-    let (mut child, _guard) = spawn(
+    let (mut child, _guard, mut w) = on_fifo(
         dir.path(),
         &[
             "analyze",
@@ -274,9 +289,7 @@ fn stalled_pipe_warns_then_reads_on_with_status_lines() {
             "0.2",
             "live",
         ],
-        120,
     );
-    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     w.write_all(&log(100, 100)).unwrap();
     w.flush().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
@@ -308,13 +321,7 @@ fn stalled_pipe_warns_then_reads_on_with_status_lines() {
 #[test]
 fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("live");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
-    let (mut child, _guard) = spawn(
+    let (mut child, _guard, mut w) = on_fifo(
         dir.path(),
         &[
             "predict",
@@ -326,9 +333,7 @@ fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
             "0.2",
             "live",
         ],
-        120,
     );
-    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     w.write_all(&log(100, 100)).unwrap();
     w.flush().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
