@@ -43,18 +43,23 @@ pub fn predict_workload_with(
     w.requests
         .iter()
         .zip(before.into_iter().zip(after))
-        .map(
-            |(r, (b, a)): (&WorkRequest, (Vec<Op>, Vec<Op>))| RequestPrediction {
-                pid: r.pid,
-                start_us: r.start_us,
-                end_us: r.end_us,
-                script: r.script.clone(),
-                from_template: r.from_template,
-                before: b,
-                after: a,
-            },
-        )
+        .map(|(r, (b, a))| RequestPrediction::of(r, b, a))
         .collect()
+}
+
+impl RequestPrediction {
+    /// Request `r` lowered as `before` and as `after`.
+    pub fn of(r: &WorkRequest, before: Vec<Op>, after: Vec<Op>) -> Self {
+        RequestPrediction {
+            pid: r.pid,
+            start_us: r.start_us,
+            end_us: r.end_us,
+            script: r.script.clone(),
+            from_template: r.from_template,
+            before,
+            after,
+        }
+    }
 }
 
 /// Lifts the trace and returns every request's ops before and after, in

@@ -684,15 +684,7 @@ impl Capture {
             .requests
             .iter()
             .zip(before.into_iter().zip(after))
-            .map(|(r, (b, a))| RequestPrediction {
-                pid: r.pid,
-                start_us: r.start_us,
-                end_us: r.end_us,
-                script: r.script.clone(),
-                from_template: r.from_template,
-                before: b,
-                after: a,
-            })
+            .map(|(r, (b, a))| RequestPrediction::of(r, b, a))
             .collect();
         let completed: std::collections::HashSet<usize> = cap
             .reference
