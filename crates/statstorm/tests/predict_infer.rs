@@ -153,3 +153,35 @@ fn opcache_off_from_a_capture_under_validate_timestamps_0() {
         );
     }
 }
+
+/// opcache.revalidate_path=1 shows as cached scripts opened again without
+/// being read, the same script more than once (R62): inferred from the two
+/// tree captures made with it, and from no capture made without it (a
+/// script loaded from OPcache's file cache is opened so once, by the
+/// first worker that uses it under another name: fpm-wordpress-fc).
+#[test]
+fn revalidate_path_is_inferred_only_where_it_was_set() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/php");
+    let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
+    let mut inferred = Vec::new();
+    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
+        let m: Value = serde_json::from_str(line).unwrap();
+        let name = m["name"].as_str().unwrap();
+        let set = m["config"]["opcache.revalidate_path"] == "1";
+        let p = predict(&[&fixture(name)]);
+        let got = p["recorded"]["settings"]["opcache.revalidate_path"] == "1";
+        if got {
+            inferred.push(name.to_string());
+            assert!(
+                set,
+                "{name}: revalidate_path=1 inferred, recorded without it"
+            );
+            assert_eq!(
+                p["recorded"]["provenance"]["opcache.revalidate_path"]["from"], "inferred",
+                "{name}"
+            );
+            assert_eq!(p["before_check"]["requests_beyond"], 0, "{name}");
+        }
+    }
+    assert_eq!(inferred, ["fpm-tree-rpath1", "fpm-tree-rpath1-vp"]);
+}

@@ -1831,6 +1831,30 @@ fn evidence(
             ),
         }
     }
+    // A cached script opened without being read (open, fstat, close) is
+    // OPcache resolving an include's name by the script's real path
+    // (R62). A script loaded from the file cache is keyed by its real path
+    // only, so its first use under another name does that once in the
+    // pool, and the name becomes a key; the same script opened so again
+    // means every include resolves that way: opcache.revalidate_path=1
+    // (measured: fpm-tree-rpath1, t/d1/d2/d3/d4/m0.php three times in one
+    // request).
+    let mut unread: HashMap<&str, u32> = HashMap::new();
+    for r in reqs.iter().filter(|r| !r.cli) {
+        for o in &r.ops {
+            if let PhpOpKind::Compile { path, reads: 0, .. } = &o.kind {
+                *unread.entry(path).or_default() += 1;
+            }
+        }
+    }
+    let again = unread.values().filter(|&&n| n >= 2).count();
+    if again > 0 && recompiled == 0 {
+        ev.notes.push(format!(
+            "{again} cached scripts were opened again without being read, more than once each: OPcache resolves every include by the script's real path (opcache.revalidate_path=1, R62)"
+        ));
+        ev.inferred
+            .push(("opcache.revalidate_path".into(), "1".into()));
+    }
     if repeated_chain_in_request > 0 && short_walks > 0 {
         ev.realpath_partial = true;
         ev.notes.push(format!(
