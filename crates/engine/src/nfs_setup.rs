@@ -446,18 +446,21 @@ impl NfsSetup {
             return replay_groups_warm(&warm, &all, opts(m, proposed), &m.params, &self.changes);
         }
         let refs: Vec<&str> = self.mounts.iter().map(|m| m.root.as_str()).collect();
-        let mut total = vec![RpcCounts::default(); groups.len() + background.len()];
-        for (i, m) in self.mounts.iter().enumerate() {
-            let part = |g: &[Op]| -> Vec<Op> {
-                g.iter()
-                    .filter(|o| root_of(&refs, &o.path) == Some(i))
-                    .cloned()
-                    .collect()
-            };
-            let gs: Vec<Vec<Op>> = groups.iter().map(|g| part(g)).collect();
-            let bs: Vec<Vec<Op>> = background.iter().map(|g| part(g)).collect();
-            let warm = self.warmup(gs.iter().flatten());
-            let all: Vec<&[Op]> = gs.iter().chain(&bs).map(Vec::as_slice).collect();
+        // each group's calls split by mount in one pass: parts[mount][group]
+        let n = self.mounts.len();
+        let all_groups: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
+        let mut parts: Vec<Vec<Vec<Op>>> = vec![vec![Vec::new(); all_groups.len()]; n];
+        for (g, ops) in all_groups.iter().enumerate() {
+            for o in ops.iter() {
+                if let Some(i) = root_of(&refs, &o.path) {
+                    parts[i][g].push(o.clone());
+                }
+            }
+        }
+        let mut total = vec![RpcCounts::default(); all_groups.len()];
+        for (i, (m, part)) in self.mounts.iter().zip(&parts).enumerate() {
+            let warm = self.warmup(part[..groups.len()].iter().flatten());
+            let all: Vec<&[Op]> = part.iter().map(Vec::as_slice).collect();
             let changes: Vec<ServerChange> = self
                 .changes
                 .iter()
@@ -584,18 +587,7 @@ mod tests {
              srv:/ /mnt/b nfs4 rw,vers=4.1,noatime 0 0\n",
         )
         .unwrap();
-        let op = Op {
-            t_us: 0,
-            dur_us: None,
-            pid: 1,
-            uid: 0,
-            kind: statstorm_trace::op::OpKind::Stat,
-            path: "/mnt/b/x.php".into(),
-            path2: None,
-            flags: 0,
-            errno: None,
-            bytes: 0,
-        };
+        let op = Op::new(0, 1, statstorm_trace::op::OpKind::Stat, "/mnt/b/x.php");
         let f = NfsFlags {
             mounts_file: Some(p.clone()),
             ..NfsFlags::default()

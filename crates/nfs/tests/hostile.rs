@@ -6,16 +6,8 @@ use statstorm_trace::op::{Op, OpKind};
 
 fn op(t_s: f64, kind: OpKind, path: &str) -> Op {
     Op {
-        t_us: (t_s * 1e6) as i64,
-        dur_us: None,
-        pid: 7,
         uid: 33,
-        kind,
-        path: path.to_string(),
-        path2: None,
-        flags: 0,
-        errno: None,
-        bytes: 0,
+        ..Op::new((t_s * 1e6) as i64, 7, kind, path)
     }
 }
 

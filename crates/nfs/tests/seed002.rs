@@ -46,16 +46,9 @@ const INCLUDES: usize = 215;
 
 fn op(t_s: f64, kind: OpKind, path: &str, bytes: u64) -> Op {
     Op {
-        t_us: (t_s * 1e6).round() as i64,
-        dur_us: None,
-        pid: 4242,
         uid: 33,
-        kind,
-        path: path.to_string(),
-        path2: None,
-        flags: 0,
-        errno: None,
         bytes,
+        ..Op::new((t_s * 1e6).round() as i64, 4242, kind, path)
     }
 }
 

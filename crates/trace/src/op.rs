@@ -137,6 +137,23 @@ pub struct Op {
 }
 
 impl Op {
+    /// A successful call of `kind` on `path` by `pid` at `t_us`, with no
+    /// duration, flags or bytes (what tests and synthetic workloads build).
+    pub fn new(t_us: i64, pid: u32, kind: OpKind, path: &str) -> Op {
+        Op {
+            t_us,
+            dur_us: None,
+            pid,
+            uid: 0,
+            kind,
+            path: path.to_string(),
+            path2: None,
+            flags: 0,
+            errno: None,
+            bytes: 0,
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.errno.is_none()
     }

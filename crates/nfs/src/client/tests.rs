@@ -8,16 +8,8 @@ const F: &str = "/m/a/b/c/f.php";
 
 fn op(t_s: f64, kind: OpKind, path: &str) -> Op {
     Op {
-        t_us: (t_s * 1e6) as i64,
-        dur_us: None,
-        pid: 100,
         uid: 33,
-        kind,
-        path: path.to_string(),
-        path2: None,
-        flags: 0,
-        errno: None,
-        bytes: 0,
+        ..Op::new((t_s * 1e6) as i64, 100, kind, path)
     }
 }
 

@@ -1448,11 +1448,17 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
 /// recorded calls (what the settings inference of [`crate::infer`] checks
 /// its trials against). [`crate::lift()`] runs both.
 pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
-    let (mut reqs, evidence, links, file_cache) = lift_requests(trace, requests);
+    let Lifted {
+        mut reqs,
+        evidence,
+        links,
+        file_cache,
+        real,
+    } = lift_requests(trace, requests);
     let mtimes = script_mtimes(trace);
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
-    let real = request_ops(trace, requests);
+
     let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
@@ -1494,16 +1500,21 @@ fn reloads_from_file_cache(reqs: &[WorkRequest], bins: &[BTreeSet<String>]) -> b
 /// Every request lifted on its own, and what the trace says about the
 /// settings: the part of [`lift`] before facts and templates are shared
 /// across requests.
-fn lift_requests(
-    trace: &Trace,
-    requests: &Requests,
-) -> (
-    Vec<WorkRequest>,
-    Evidence,
-    BTreeMap<String, String>,
-    Option<FileCacheSeen>,
-) {
-    let mut per_req = request_ops(trace, requests);
+/// What [`lift_requests`] gives: the requests, the evidence, the links
+/// seen, the file cache, and each request's recorded calls.
+struct Lifted {
+    reqs: Vec<WorkRequest>,
+    evidence: Evidence,
+    links: BTreeMap<String, String>,
+    file_cache: Option<FileCacheSeen>,
+    /// [`request_ops`], normalized once for the lift and kept for the
+    /// settings inference and the calls' latencies.
+    real: Vec<Vec<Op>>,
+}
+
+fn lift_requests(trace: &Trace, requests: &Requests) -> Lifted {
+    let real = request_ops(trace, requests);
+    let mut per_req = real.clone();
     let (file_cache, bin_scripts) = match crate::file_cache::strip(&mut per_req) {
         Some((seen, by_req)) => (Some(seen), by_req),
         None => (None, Vec::new()),
@@ -1634,7 +1645,13 @@ fn lift_requests(
             }
         }
     }
-    (reqs, evidence, links, file_cache)
+    Lifted {
+        reqs,
+        evidence,
+        links,
+        file_cache,
+        real,
+    }
 }
 
 /// Operations a request keeps as its own when it takes a template:

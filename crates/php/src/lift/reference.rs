@@ -88,7 +88,13 @@ pub fn lift_with_reference_parts(
     if refs.iter().any(|r| r.cli != capture_cli) {
         return Err(ReferenceError::Sapi { capture_cli });
     }
-    let (mut reqs, mut evidence, mut links, file_cache) = lift_requests(trace, requests);
+    let Lifted {
+        mut reqs,
+        mut evidence,
+        mut links,
+        file_cache,
+        real,
+    } = lift_requests(trace, requests);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
@@ -102,7 +108,7 @@ pub fn lift_with_reference_parts(
                 links,
                 mtimes: script_mtimes(trace),
                 file_cache: file_cache.clone(),
-                latency_us: call_latencies(request_ops(trace, requests).iter().flatten()),
+                latency_us: call_latencies(real.iter().flatten()),
                 lock_us: crate::workload::lock_latency(trace, requests),
             },
             ReferenceUse {
@@ -205,7 +211,6 @@ pub fn lift_with_reference_parts(
         evidence.notes.retain(|n| !n.starts_with(HIDDEN_NOTE));
         evidence.complete = true;
     }
-    let real = request_ops(trace, requests);
     let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
         requests: reqs,
