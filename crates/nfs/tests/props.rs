@@ -61,7 +61,7 @@ fn op(t_us: i64, kind: OpKind, p: &str) -> Op {
         pid: 1 + (t_us % 3) as u32,
         uid: 33,
         kind,
-        path: p.to_string(),
+        path: p.into(),
         path2: None,
         flags: 0,
         errno: None,

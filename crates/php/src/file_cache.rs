@@ -181,7 +181,7 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<Str
         })
         .collect();
     for ops in per_req.iter_mut() {
-        ops.retain(|o| o.path != dir && !o.path.starts_with(&below));
+        ops.retain(|o| *o.path != *dir && !o.path.starts_with(&below));
     }
     let seen = FileCacheSeen {
         dir,

@@ -221,10 +221,10 @@ impl Ctx<'_> {
             pid: self.pid,
             uid: 0,
             kind,
-            path: path.to_string(),
+            path: path.into(),
             path2: None,
             flags,
-            errno: errno.map(str::to_string),
+            errno: errno.map(Into::into),
             bytes: 0,
         });
     }

@@ -17,7 +17,7 @@ fn m0_opens(reqs: &[Vec<statstorm_trace::op::Op>]) -> Vec<usize> {
     reqs.iter()
         .map(|ops| {
             ops.iter()
-                .filter(|o| o.kind == OpKind::Open && o.path == M0)
+                .filter(|o| o.kind == OpKind::Open && o.path == M0.into())
                 .count()
         })
         .collect()
@@ -93,7 +93,7 @@ fn changed_script_is_compiled_again_by_its_validation() {
         reqs.iter()
             .map(|ops| {
                 ops.iter()
-                    .filter(|o| o.kind == OpKind::Open && o.path == M1)
+                    .filter(|o| o.kind == OpKind::Open && o.path == M1.into())
                     .count()
             })
             .collect()

@@ -319,9 +319,13 @@ fn timeless(w: &Workload) -> Workload {
                 op.t_us = 0;
                 op.dur_us = None;
                 op.pid = 0;
-                unrandom(&mut op.path);
-                if let Some(p) = op.path2.as_mut() {
-                    unrandom(p);
+                let mut p = op.path.to_string();
+                unrandom(&mut p);
+                op.path = p.into();
+                if let Some(p2) = op.path2.as_mut() {
+                    let mut p = p2.to_string();
+                    unrandom(&mut p);
+                    *p2 = p.into();
                 }
             }
         }

@@ -59,7 +59,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
 fn lstats(ops: &[Op]) -> Vec<&str> {
     ops.iter()
         .filter(|o| o.kind == OpKind::Lstat && o.ok())
-        .map(|o| o.path.as_str())
+        .map(|o| o.path.as_ref())
         .collect()
 }
 
@@ -174,7 +174,7 @@ fn seed000_model_one_stat_per_script_per_window_across_the_pool() {
         for o in r {
             match o.kind {
                 OpKind::Stat => stats
-                    .entry(scripts.iter().find(|s| **s == o.path).unwrap())
+                    .entry(scripts.iter().find(|s| **s == &*o.path).unwrap())
                     .or_default()
                     .push(o.t_us),
                 OpKind::Open => opens += 1,
@@ -245,7 +245,7 @@ fn seed000_real(name: &str) {
             for o in r {
                 if o.kind == OpKind::Stat && o.path.ends_with(".php") {
                     per_script
-                        .entry(o.path.clone())
+                        .entry(o.path.to_string())
                         .or_default()
                         .push(o.t_us / 1_000_000);
                 }

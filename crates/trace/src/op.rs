@@ -108,6 +108,9 @@ impl OpKind {
     }
 }
 
+/// A path or an errno name of an [`Op`]: shared, immutable text.
+pub type Name = std::sync::Arc<str>;
+
 /// One normalized filesystem operation of one process.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Op {
@@ -121,16 +124,17 @@ pub struct Op {
     #[serde(default)]
     pub uid: u32,
     pub kind: OpKind,
-    /// The file operated on, absolute when it could be resolved.
-    pub path: String,
+    /// The file operated on, absolute when it could be resolved (shared:
+    /// a copy of an op does not copy its path).
+    pub path: Name,
     /// Rename target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path2: Option<String>,
+    pub path2: Option<Name>,
     #[serde(default)]
     pub flags: u32,
     /// errno name when the call failed (e.g. "ENOENT").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub errno: Option<String>,
+    pub errno: Option<Name>,
     /// Bytes read or written.
     #[serde(default)]
     pub bytes: u64,
@@ -146,7 +150,7 @@ impl Op {
             pid,
             uid: 0,
             kind,
-            path: path.to_string(),
+            path: path.into(),
             path2: None,
             flags: 0,
             errno: None,
@@ -221,6 +225,9 @@ impl ProcState {
 pub struct Normalizer {
     procs: HashMap<u32, ProcState>,
     next_file: u64,
+    /// Every path and errno name given out, each stored once (bounded by
+    /// the distinct paths of the trace).
+    names: std::cell::RefCell<std::collections::HashSet<Name>>,
 }
 
 fn join(base: &str, rel: &str) -> String {
@@ -341,10 +348,33 @@ impl Normalizer {
     /// Converts one event; returns `None` for events that are not
     /// filesystem operations (or fd calls on unknown fds).
     pub fn push(&mut self, ev: &Event, strings: &Interner) -> Option<Op> {
+        let names = std::mem::take(&mut self.names);
+        let op = self.convert(ev, strings, &names);
+        self.names = names;
+        op
+    }
+
+    fn convert(
+        &mut self,
+        ev: &Event,
+        strings: &Interner,
+        names: &std::cell::RefCell<std::collections::HashSet<Name>>,
+    ) -> Option<Op> {
+        let name = |s: &str| -> Name {
+            let mut set = names.borrow_mut();
+            match set.get(s) {
+                Some(n) => n.clone(),
+                None => {
+                    let n: Name = s.into();
+                    set.insert(n.clone());
+                    n
+                }
+            }
+        };
         let s = |id: Option<crate::PathId>| id.map(|i| strings.str(i).into_owned());
         let path = s(ev.path);
         let fd_path = s(ev.fd_path);
-        let errno = ev.errno().map(|e| strings.str(e.0).into_owned());
+        let errno = ev.errno().map(|e| name(&strings.str(e.0)));
         let ok = errno.is_none() && ev.ret != Ret::Unknown;
         let pid = ev.pid;
         let flags = ev.flags;
@@ -359,7 +389,7 @@ impl Normalizer {
             pid,
             uid: 0,
             kind,
-            path,
+            path: name(&path),
             path2: None,
             flags: flags.0,
             errno: errno.clone(),
@@ -491,7 +521,7 @@ impl Normalizer {
                 let from = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
                 let to = s(ev.path2).map(|p| self.resolve(pid, None, None, &p));
                 let mut op = mk(OpKind::Rename, from);
-                op.path2 = to;
+                op.path2 = to.as_deref().map(name);
                 op
             }
             Kind::Accept | Kind::Accept4 | Kind::Recvfrom | Kind::Recvmsg | Kind::Other => {
@@ -559,8 +589,8 @@ mod tests {
         let read_after = ev(&mut st, Kind::Read, None, Some(3), 0, Ret::Ok(10));
         assert_eq!(n.push(&open, &st).unwrap().kind, OpKind::Open);
         let f = n.push(&fstat, &st).unwrap();
-        assert_eq!((f.kind, f.path.as_str()), (OpKind::Fstat, "/m/a.php"));
-        assert_eq!(n.push(&close, &st).unwrap().path, "/m/a.php");
+        assert_eq!((f.kind, f.path.as_ref()), (OpKind::Fstat, "/m/a.php"));
+        assert_eq!(n.push(&close, &st).unwrap().path, "/m/a.php".into());
         assert!(n.push(&read_after, &st).is_none(), "fd 3 was closed");
     }
 
@@ -609,7 +639,7 @@ mod tests {
         }
         fn fd_op(&mut self, kind: Kind, fd: i32, ret: i64) -> Option<(OpKind, String, u64)> {
             self.call(kind, None, Some(fd), 0, Ret::Ok(ret))
-                .map(|o| (o.kind, o.path, o.bytes))
+                .map(|o| (o.kind, o.path.to_string(), o.bytes))
         }
     }
 
@@ -770,7 +800,7 @@ mod tests {
         n.set_cwd(7, "/srv");
         let op = n.push(&e, &st).unwrap();
         assert_eq!(op.kind, OpKind::Lstat);
-        assert_eq!(op.path, "/srv/rel/x");
+        assert_eq!(op.path, "/srv/rel/x".into());
         assert_eq!(op.errno.as_deref(), Some("ENOENT"));
         let _ = PathId(0);
     }

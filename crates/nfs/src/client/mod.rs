@@ -389,11 +389,11 @@ pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> V
             | OpKind::Getcwd => true,
             OpKind::Open if o.flags & WRITING == 0 => {
                 if o.ok() {
-                    *open.entry((o.pid, o.path.as_str())).or_default() += 1;
+                    *open.entry((o.pid, o.path.as_ref())).or_default() += 1;
                 }
                 true
             }
-            OpKind::Close => match open.get_mut(&(o.pid, o.path.as_str())) {
+            OpKind::Close => match open.get_mut(&(o.pid, o.path.as_ref())) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
                     true

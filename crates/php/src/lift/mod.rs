@@ -116,7 +116,9 @@ fn items(
         // like; replayed as recorded
         if op.kind == OpKind::Lstat && op.ok() {
             if let (Some(prev), Some(Item::Chain(c))) = (&prev_lstat, out.last()) {
-                if parent(&op.path) == Some(prev.path.as_str()) && !c.walked && c.path == prev.path
+                if parent(&op.path) == Some(prev.path.as_ref())
+                    && !c.walked
+                    && *c.path == *prev.path
                 {
                     let prev = prev.clone();
                     out.pop();
@@ -124,7 +126,7 @@ fn items(
                 }
             }
             if let Some(Item::Op(p)) = out.last() {
-                if p.kind == OpKind::Lstat && parent(&op.path) == Some(p.path.as_str()) {
+                if p.kind == OpKind::Lstat && parent(&op.path) == Some(p.path.as_ref()) {
                     out.push(Item::Op(op.clone()));
                     prev_lstat = Some(op.clone());
                     last = None;
@@ -143,20 +145,20 @@ fn items(
                 // measured on MediaWiki's autoloader probing
                 // `includes/libs//RemexHtml/...` under open_basedir=/)
                 (Some(prev), Some(Item::Chain(c)))
-                    if op.ok() || (!c.ok && parent(prev) == Some(op.path.as_str())) =>
+                    if op.ok() || (!c.ok && parent(prev) == Some(op.path.as_ref())) =>
                 {
                     if let Some(link) = jump.take() {
                         // the link's target
-                        links.insert(link.clone(), op.path.clone());
+                        links.insert(link.clone(), op.path.to_string());
                         if c.resolved == link {
-                            c.resolved = op.path.clone();
+                            c.resolved = op.path.to_string();
                         } else if let Some(rest) = c.resolved.strip_prefix(&format!("{link}/")) {
                             c.resolved = format!("{}/{rest}", op.path);
                         }
                         c.walked = true;
                         true
                     } else {
-                        let yes = parent(prev) == Some(op.path.as_str());
+                        let yes = parent(prev) == Some(op.path.as_ref());
                         if yes {
                             c.walked = true;
                         }
@@ -168,30 +170,30 @@ fn items(
             jump = None;
             if cont {
                 if let Some(Item::Chain(c)) = out.last_mut() {
-                    c.top = op.path.clone();
+                    c.top = op.path.to_string();
                 }
             }
             if !cont {
                 out.push(Item::Chain(Chain {
-                    path: op.path.clone(),
+                    path: op.path.to_string(),
                     resolved: normalize(&op.path),
                     ok: op.ok(),
                     walked: false,
                     parent_seen: parent(&op.path).map_or(true, |q| walked_before.contains(q)),
-                    top: op.path.clone(),
+                    top: op.path.to_string(),
                     t_us: op.t_us,
                 }));
             }
-            walked_before.insert(op.path.clone());
-            last = Some(op.path.clone());
+            walked_before.insert(op.path.to_string());
+            last = Some(op.path.to_string());
         } else if op.kind == OpKind::Readlink
-            && last.as_deref() == Some(op.path.as_str())
+            && last.as_deref() == Some(op.path.as_ref())
             && matches!(out.last(), Some(Item::Chain(_)))
         {
             // part of the walk: a symlink (ok), or the symlink test of a
             // missing path's walk (ENOENT, R59)
             if op.ok() {
-                jump = Some(op.path.clone());
+                jump = Some(op.path.to_string());
             }
         } else {
             last = None;
@@ -456,14 +458,14 @@ impl Lifter {
             // `//`: the first fd call after the open names it
             let fd_call = matches!(op.kind, OpKind::Fstat | OpKind::Read | OpKind::Close);
             if fd_call && !self.active_fixed && basename(&op.path) == basename(path) {
-                if op.path != *path {
-                    self.active = Some((*idx, op.path.clone()));
+                if *op.path != **path {
+                    self.active = Some((*idx, op.path.to_string()));
                 }
                 self.active_fixed = true;
             }
         }
         if let Some((idx, path)) = &self.active {
-            if op.path == *path {
+            if *op.path == **path {
                 let idx = *idx;
                 match op.kind {
                     OpKind::Fstat => {
@@ -564,7 +566,7 @@ impl Lifter {
                 let resolve_as = resolve_as.or_else(|| self.linked_name_of(&op.path));
                 self.flush();
                 for p in &probes {
-                    self.probe_target.insert(p.clone(), op.path.clone());
+                    self.probe_target.insert(p.clone(), op.path.to_string());
                 }
                 let idx = self.out.len();
                 let via = if self.compiled.is_empty() {
@@ -574,7 +576,7 @@ impl Lifter {
                 } else {
                     Via::Include
                 };
-                self.compiled.insert(op.path.clone(), idx);
+                self.compiled.insert(op.path.to_string(), idx);
                 // a `stat` of the script just before its compile is a file
                 // function (is_file/file_exists by an autoloader), not an
                 // OPcache validation (which never opens the script)
@@ -583,7 +585,7 @@ impl Lifter {
                     ..
                 }) = self.out.last()
                 {
-                    if normalize(q) == op.path || *q == op.path {
+                    if normalize(q) == *op.path || **q == *op.path {
                         let q = q.clone();
                         let last = self.out.len() - 1;
                         self.out[last].kind = PhpOpKind::Stat {
@@ -596,7 +598,7 @@ impl Lifter {
                 self.push(
                     op.t_us,
                     PhpOpKind::Compile {
-                        path: op.path.clone(),
+                        path: op.path.to_string(),
                         resolve_as,
                         probes,
                         via,
@@ -606,12 +608,12 @@ impl Lifter {
                         keep_open: true,
                     },
                 );
-                self.active = Some((idx, op.path.clone()));
+                self.active = Some((idx, op.path.to_string()));
                 self.active_fixed = false;
             }
             // a root-first walk is not PHP's (see `items`)
             OpKind::Lstat => {
-                self.root_first.insert(op.path.clone());
+                self.root_first.insert(op.path.to_string());
                 self.flush();
                 let t = op.t_us;
                 self.push(t, PhpOpKind::Raw { op });
@@ -625,7 +627,7 @@ impl Lifter {
             // hasHotJournal / unixOpenSharedMemory: fpm-mediawiki-obd makes
             // no check walk before them either)
             OpKind::Stat
-                if self.root_first.contains(&op.path) || self.sqlite_side_file(&op.path) =>
+                if self.root_first.contains(&*op.path) || self.sqlite_side_file(&op.path) =>
             {
                 self.flush();
                 let t = op.t_us;
@@ -633,7 +635,12 @@ impl Lifter {
             }
             OpKind::Stat if op.path.ends_with("/.user.ini") => {
                 self.flush();
-                self.push(op.t_us, PhpOpKind::UserIni { path: op.path });
+                self.push(
+                    op.t_us,
+                    PhpOpKind::UserIni {
+                        path: op.path.to_string(),
+                    },
+                );
             }
             OpKind::Stat if is_script(&op.path) && op.ok() => {
                 let (resolves, _) = self.take(&op.path, false);
@@ -642,7 +649,7 @@ impl Lifter {
                     op.t_us,
                     op.dur_us,
                     PhpOpKind::Revalidate {
-                        path: op.path,
+                        path: op.path.to_string(),
                         resolves,
                     },
                 );
@@ -656,12 +663,12 @@ impl Lifter {
                 let missing = op.errno.as_deref() == Some("ENOENT");
                 let kind = if op.kind == OpKind::Stat {
                     PhpOpKind::Stat {
-                        path: op.path,
+                        path: op.path.to_string(),
                         missing,
                     }
                 } else {
                     PhpOpKind::Access {
-                        path: op.path,
+                        path: op.path.to_string(),
                         mode: op.flags,
                         missing,
                     }
@@ -684,7 +691,7 @@ impl Lifter {
                 self.push(
                     op.t_us,
                     PhpOpKind::Open {
-                        path: op.path,
+                        path: op.path.to_string(),
                         resolve_as,
                         resolves: (n > 0) as u32,
                         flags: op.flags,
@@ -766,7 +773,7 @@ pub fn lift_request(
                 );
                 continue;
             }
-            if o.kind == OpKind::Unlink && lock == Some(o.path.as_str()) {
+            if o.kind == OpKind::Unlink && lock == Some(o.path.as_ref()) {
                 // the same function unlinks the lock file at once
                 continue;
             }
@@ -815,7 +822,7 @@ pub fn lift_request(
         // emits it with the startup
         l.out.retain(|o| {
             !matches!(&o.kind, PhpOpKind::Raw { op }
-                if op.kind == OpKind::Close && Some(&op.path) == lock_path.as_ref())
+                if op.kind == OpKind::Close && Some(&*op.path) == lock_path.as_deref())
         });
     }
     *seen = std::mem::take(&mut l.seen);
@@ -1943,7 +1950,7 @@ mod tests {
             path: path.into(),
             path2: None,
             flags: 0,
-            errno: err.then(|| "ENOENT".to_string()),
+            errno: err.then(|| "ENOENT".into()),
             bytes: if kind == OpKind::Read { 100 } else { 0 },
         }
     }
@@ -2201,7 +2208,7 @@ mod tests {
             assert!(!l
                 .iter()
                 .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. })));
-            assert!(matches!(&l[0].kind, PhpOpKind::Raw { op } if op.path == name));
+            assert!(matches!(&l[0].kind, PhpOpKind::Raw { op } if op.path == name.into()));
         }
     }
 

@@ -127,7 +127,7 @@ fn is_app_db_call(o: &Op) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         || (o.path.len() > 1
             && MEDIAWIKI_DATA
-                .strip_prefix(o.path.as_str())
+                .strip_prefix(o.path.as_ref())
                 .is_some_and(|rest| rest.starts_with('/')))
 }
 
