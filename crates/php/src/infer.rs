@@ -26,6 +26,7 @@ use crate::config::PhpConfig;
 use crate::paths::is_script;
 use crate::workload::Workload;
 use statstorm_trace::op::{Op, OpKind};
+use std::collections::HashMap;
 
 /// Budgets searched: up to 1 GiB.
 const MAX_BUDGET_KIB: u64 = 1 << 20;
@@ -73,6 +74,10 @@ fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64) -> Vec<u64> {
     c
 }
 
+/// A setting tried: realpath_cache_size in KiB and realpath_cache_ttl,
+/// each None for the inferred one.
+type Trial = (Option<u64>, Option<u64>);
+
 /// One candidate: (distance to the recorded count, not the default TTL,
 /// budget not a power of two, budget KiB or None for the inferred one,
 /// TTL or None for the inferred one). Ordered for `min`.
@@ -90,15 +95,18 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
     // the first requests are enough (each worker's cache fills in its
     // first ones) and keep the search short on long captures
-    let sub = Workload {
-        requests: w.requests.iter().take(SEARCH_REQUESTS).cloned().collect(),
-        ..w.clone()
-    };
+    let sub = w.first(SEARCH_REQUESTS);
     if sub.requests.is_empty() {
         return;
     }
     let n = lstats(&real[..real.len().min(SEARCH_REQUESTS)]);
+    // the bisection and the candidates near its edge try the same
+    // settings again: each is lowered once
+    let tried: std::cell::RefCell<HashMap<Trial, u64>> = Default::default();
     let count = |kib: Option<u64>, ttl: Option<u64>| {
+        if let Some(&n) = tried.borrow().get(&(kib, ttl)) {
+            return n;
+        }
         let mut c = base.clone();
         if let Some(k) = kib {
             c.realpath_cache_size = k * 1024;
@@ -106,7 +114,9 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
         if let Some(t) = ttl {
             c.realpath_cache_ttl = t;
         }
-        lstats(&crate::lower::lower(&sub, &c))
+        let n = lstats(&crate::lower::lower(&sub, &c));
+        tried.borrow_mut().insert((kib, ttl), n);
+        n
     };
     let full = count(None, None);
     if full * 100 >= n * 95 {
@@ -202,10 +212,7 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
     let Ok((base, _)) = inferred_config(w) else {
         return;
     };
-    let sub = Workload {
-        requests: w.requests.iter().take(SEARCH_REQUESTS).cloned().collect(),
-        ..w.clone()
-    };
+    let sub = w.first(SEARCH_REQUESTS);
     let opens = |ops: &[Vec<Op>]| {
         ops.iter()
             .flatten()

@@ -17,7 +17,7 @@ use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 
 struct Worker {
     realpath: RealpathCache,
@@ -578,40 +578,150 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
 /// same workload with strace holding each `newfstatat` 5 ms
 /// (tests/latency.rs).
 pub fn lower_with(w: &Workload, cfg: &PhpConfig, latency: &BTreeMap<OpKind, u64>) -> Vec<Vec<Op>> {
-    let mut target = w.latency_us.clone();
-    target.extend(latency.iter().map(|(&k, &v)| (k, v)));
-    let delta = |k: OpKind| -> i64 {
-        target.get(&k).copied().unwrap_or(0) as i64
-            - w.latency_us.get(&k).copied().unwrap_or(0) as i64
-    };
-    let mut workers: HashMap<u32, Worker> = HashMap::new();
-    let mut pool = Shm::default();
-    // OPcache's file cache (R67), on disk across processes and requests
-    let mut disk = (!cfg.file_cache.is_empty()).then(|| {
-        let scripts = w
-            .requests
-            .iter()
-            .flat_map(|r| r.compiled())
-            .map(str::to_string)
-            .collect();
-        Disk::new(&cfg.file_cache, w.file_cache.as_ref(), &scripts)
-    });
-    let mut states: Vec<ReqState> = w
+    let target = targets(w, latency);
+    let compiled: BTreeSet<String> = w
         .requests
         .iter()
-        .map(|r| ReqState {
+        .flat_map(|r| r.compiled())
+        .map(str::to_string)
+        .collect();
+    let mut low = Lowerer::new(w, cfg, &target, &compiled);
+    let mut order: Vec<usize> = (0..w.requests.len()).collect();
+    order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    let mut out: Vec<Vec<Op>> = vec![Vec::new(); w.requests.len()];
+    for i in order {
+        low.push(i, w.requests[i].clone());
+        for (k, ops) in low.done() {
+            out[k] = ops;
+        }
+    }
+    for (k, ops) in low.finish() {
+        out[k] = ops;
+    }
+    out
+}
+
+/// The latency of each kind of call on the lowered side: the capture's
+/// ([`Workload::latency_us`]) with `latency` on top.
+pub fn targets(w: &Workload, latency: &BTreeMap<OpKind, u64>) -> BTreeMap<OpKind, u64> {
+    let mut target = w.latency_us.clone();
+    target.extend(latency.iter().map(|(&k, &v)| (k, v)));
+    target
+}
+
+/// A request being replayed by a [`Lowerer`].
+struct Live<'a> {
+    r: WorkRequest,
+    st: ReqState<'a>,
+    /// push order (ties in time go to the request pushed first)
+    rank: u64,
+    /// the shift of its operations (µs), from its calls' latencies and a
+    /// late start
+    shift: i64,
+    /// its worker's next request, once pushed, and its start (its
+    /// operations stop before it)
+    next: Option<(usize, i64)>,
+    /// begun: its next operation is queued
+    begun: bool,
+    /// the operation queued
+    next_op: usize,
+    /// the time its next operation may not precede: the previous one's
+    after: i64,
+    /// the generation of its entry in the queue (older entries are stale)
+    gen: u64,
+}
+
+/// An operation queued by a [`Lowerer`]: (time, push order of its
+/// request, request, operation, generation).
+type Queued = (i64, u64, usize, usize, u64);
+
+/// The last request pushed for a php-fpm worker.
+struct Last {
+    idx: usize,
+    end_us: i64,
+    /// once replayed whole: its shift and the time of its last operation
+    ended: Option<(i64, i64)>,
+}
+
+/// [`lower_with`] fed request by request: the workers' caches, the pool's
+/// OPcache and the file cache are kept between requests, and a request's
+/// syscalls are given out ([`Lowerer::done`]) once all of its operations
+/// are replayed.
+///
+/// Requests are pushed in start order. php-fpm operations are replayed in
+/// time order across the pool (each at its request's start + offset, plus
+/// the shift of the calls' latencies), so requests that overlap on
+/// different workers share the pool's OPcache stamps as they did: several
+/// workers can find the same stamp expired before any of them renews it
+/// (R64's race). An operation is replayed once no request pushed later can
+/// have an earlier one: when it comes before the start of the last request
+/// pushed. A worker serves one request at a time (fpm_main.c: accept, run,
+/// finish, accept again), so a request's operations are replayed before
+/// the worker's next request even when their offsets (e.g. of a slower
+/// capture re-timed onto a faster one) run past its start, and the next
+/// request's operations are scheduled when it ends. A php-cli process has
+/// caches of its own and is replayed alone when pushed, after the pool's
+/// operations before its start (OPcache's file cache is shared). State is
+/// bounded by the distinct paths and the requests in flight.
+pub struct Lowerer<'a> {
+    facts: &'a Workload,
+    cfg: &'a PhpConfig,
+    target: &'a BTreeMap<OpKind, u64>,
+    workers: HashMap<u32, Worker>,
+    pool: Shm,
+    disk: Option<Disk>,
+    live: HashMap<usize, Live<'a>>,
+    /// per php-fpm worker, its last request pushed
+    last: HashMap<u32, Last>,
+    queue: BinaryHeap<Reverse<Queued>>,
+    pushed: u64,
+    /// requests replayed whole, not yet taken by [`Lowerer::done`]
+    finished: Vec<(usize, Vec<Op>)>,
+}
+
+impl<'a> Lowerer<'a> {
+    /// A lowering under `cfg` of requests whose facts (links, mtimes, the
+    /// file cache seen, latencies) are those of `facts` (its requests are
+    /// not used); `target`: [`targets`]; `compiled`: every script the
+    /// capture compiled (what OPcache's file cache may hold).
+    pub fn new(
+        facts: &'a Workload,
+        cfg: &'a PhpConfig,
+        target: &'a BTreeMap<OpKind, u64>,
+        compiled: &BTreeSet<String>,
+    ) -> Self {
+        // OPcache's file cache (R67), on disk across processes and requests
+        let disk = (!cfg.file_cache.is_empty())
+            .then(|| Disk::new(&cfg.file_cache, facts.file_cache.as_ref(), compiled));
+        Lowerer {
+            facts,
+            cfg,
+            target,
+            workers: HashMap::new(),
+            pool: Shm::default(),
+            disk,
+            live: HashMap::new(),
+            last: HashMap::new(),
+            queue: BinaryHeap::new(),
+            pushed: 0,
+            finished: Vec::new(),
+        }
+    }
+
+    fn state(&self, r: &WorkRequest) -> ReqState<'a> {
+        ReqState {
             cx: Ctx {
-                cfg,
-                links: &w.links,
-                mtimes: w,
+                cfg: self.cfg,
+                links: &self.facts.links,
+                mtimes: self.facts,
                 out: Vec::new(),
                 pid: r.pid,
                 t_us: r.start_us,
                 req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
                 check_open: true,
                 opcache_entry: None,
-                latency: &target,
-                recorded: &w.latency_us,
+                latency: self.target,
+                recorded: &self.facts.latency_us,
                 busy_us: 0,
                 anchored: false,
                 anchor: None,
@@ -619,114 +729,198 @@ pub fn lower_with(w: &Workload, cfg: &PhpConfig, latency: &BTreeMap<OpKind, u64>
             included: HashMap::new(),
             added: HashMap::new(),
             raced: HashSet::new(),
-            opcache: cfg.opcache_on(r.cli),
+            opcache: self.cfg.opcache_on(r.cli),
             opcache_started: false,
             lock_path: String::new(),
             stat_cache: StatCache::default(),
-        })
-        .collect();
-    // the shift of each request's operations (µs), from its calls'
-    // latencies and a late start
-    let mut shift: Vec<i64> = vec![0; w.requests.len()];
-    // what the calls emitted since `from` add to a request's shift
-    let shifted =
-        |out: &[Op], from: usize| -> i64 { out[from..].iter().map(|o| delta(o.kind)).sum() };
-    // (time, request order, op) for every php-fpm operation
-    let mut order: Vec<usize> = (0..w.requests.len()).collect();
-    order.sort_by_key(|&i| (w.requests[i].start_us, i));
-    // a php-fpm worker serves one request at a time (fpm_main.c: accept,
-    // run, finish, accept again): a request's operations are replayed
-    // before the worker's next request even when their offsets (e.g. of
-    // a slower capture re-timed onto a faster one) run past its start;
-    // the next request's operations are scheduled when it ends
-    let mut next_start: Vec<i64> = vec![i64::MAX; w.requests.len()];
-    let mut next_req: Vec<Option<usize>> = vec![None; w.requests.len()];
-    let mut rank_of: Vec<usize> = vec![0; w.requests.len()];
-    let mut first_of_worker: Vec<usize> = Vec::new();
-    {
-        let mut last: HashMap<u32, usize> = HashMap::new();
-        for (rank, &i) in order.iter().enumerate() {
-            rank_of[i] = rank;
-            let r = &w.requests[i];
-            if r.cli {
-                continue;
-            }
-            match last.insert(r.pid, i) {
-                Some(p) => {
-                    next_start[p] = r.start_us;
-                    next_req[p] = Some(i);
+        }
+    }
+
+    /// Adds request `idx` (pushed in start order, each index once).
+    pub fn push(&mut self, idx: usize, r: WorkRequest) {
+        // nothing pushed later starts before this request
+        self.run(Some(r.start_us));
+        if r.cli {
+            self.push_cli(idx, r);
+            return;
+        }
+        let rank = self.pushed;
+        self.pushed += 1;
+        let (pid, start, end_us) = (r.pid, r.start_us, r.end_us);
+        let st = self.state(&r);
+        self.live.insert(
+            idx,
+            Live {
+                r,
+                st,
+                rank,
+                shift: 0,
+                next: None,
+                begun: false,
+                next_op: 0,
+                after: i64::MIN,
+                gen: 0,
+            },
+        );
+        let prev = self.last.insert(
+            pid,
+            Last {
+                idx,
+                end_us,
+                ended: None,
+            },
+        );
+        match prev {
+            None => self.begin(idx, 0, i64::MIN),
+            // it ended: this one begins now, late by what is left of its
+            // shift after the recorded gap
+            Some(Last {
+                end_us,
+                ended: Some((shift, last_t)),
+                ..
+            }) => self.begin(idx, late_start(shift, end_us, start), last_t),
+            // still replayed: its operations now stop before this one
+            // starts, and this one begins when it ends
+            Some(Last { idx: p, .. }) => {
+                let l = self
+                    .live
+                    .get_mut(&p)
+                    .expect("a worker's request not ended is live");
+                l.next = Some((idx, start));
+                if l.begun {
+                    l.gen += 1;
+                    self.queue_next(p);
                 }
-                None => first_of_worker.push(i),
             }
         }
     }
-    for &i in &order {
-        let r = &w.requests[i];
-        if !r.cli {
-            continue;
-        }
-        // a php-cli process: caches of its own, replayed alone
-        let mut wk = Worker::new(cfg);
+
+    /// A php-cli process: caches of its own, replayed alone.
+    fn push_cli(&mut self, idx: usize, r: WorkRequest) {
+        let mut st = self.state(&r);
+        let mut wk = Worker::new(self.cfg);
         let mut shm = Shm::default();
+        let mut shift = 0i64;
         let mut last_t = i64::MIN;
         for o in &r.ops {
-            let t = (r.start_us + o.t_off_us + shift[i]).max(last_t);
+            let t = (r.start_us + o.t_off_us + shift).max(last_t);
             last_t = t;
-            let from = states[i].cx.out.len();
-            lower_op(o, t, r, &mut states[i], &mut wk, &mut shm, &mut disk);
-            shift[i] += shifted(&states[i].cx.out, from);
+            let from = st.cx.out.len();
+            lower_op(o, t, &r, &mut st, &mut wk, &mut shm, &mut self.disk);
+            shift += shifted(self.target, &self.facts.latency_us, &st.cx.out[from..]);
         }
-        let st = &mut states[i];
         if st.opcache_started {
             // OPcache's shutdown closes its lock file
             // (zend_shared_alloc_shutdown), after the script's last
             // call (measured)
-            st.cx.t_us = r.start_us + r.ops.last().map_or(0, |o| o.t_off_us) + shift[i];
+            st.cx.t_us = r.start_us + r.ops.last().map_or(0, |o| o.t_off_us) + shift;
             let path = st.lock_path.clone();
             st.cx.emit(OpKind::Close, &path, Flags::FD_DELETED, None);
         }
+        self.finished.push((idx, st.cx.out));
     }
-    // the time of operation `j` of request `i` with its shift (never
-    // before the operation it follows)
-    let when = |i: usize, j: usize, shift: i64, after: i64| -> i64 {
-        let r = &w.requests[i];
-        ((r.start_us + r.ops[j].t_off_us).min(next_start[i] - 1) + shift).max(after)
-    };
-    let mut queue: BinaryHeap<Reverse<(i64, usize, usize, usize)>> = BinaryHeap::new();
-    // schedules request `i`'s first operation, or (no operations) the
-    // worker's next request
-    let begin = |queue: &mut BinaryHeap<_>,
-                 shift: &mut Vec<i64>,
-                 mut i: usize,
-                 mut carry: i64,
-                 after: i64| loop {
-        shift[i] = carry;
-        let r = &w.requests[i];
-        if !r.ops.is_empty() {
-            queue.push(Reverse((when(i, 0, carry, after), rank_of[i], i, 0)));
-            return;
-        }
-        let Some(k) = next_req[i] else { return };
-        carry = late_start(carry, r.end_us, w.requests[k].start_us);
-        i = k;
-    };
-    for &i in &first_of_worker {
-        begin(&mut queue, &mut shift, i, 0, i64::MIN);
+
+    /// Queues the next operation of live request `i` at its time (never
+    /// before the operation it follows).
+    fn queue_next(&mut self, i: usize) {
+        let l = &self.live[&i];
+        let j = l.next_op;
+        let stop = l.next.map_or(i64::MAX, |(_, s)| s - 1);
+        let t = ((l.r.start_us + l.r.ops[j].t_off_us).min(stop) + l.shift).max(l.after);
+        self.queue.push(Reverse((t, l.rank, i, j, l.gen)));
     }
-    while let Some(Reverse((t, rank, i, j))) = queue.pop() {
-        let r = &w.requests[i];
-        let wk = workers.entry(r.pid).or_insert_with(|| Worker::new(cfg));
-        let from = states[i].cx.out.len();
-        lower_op(&r.ops[j], t, r, &mut states[i], wk, &mut pool, &mut disk);
-        shift[i] += shifted(&states[i].cx.out, from);
-        if j + 1 < r.ops.len() {
-            queue.push(Reverse((when(i, j + 1, shift[i], t), rank, i, j + 1)));
-        } else if let Some(k) = next_req[i] {
-            let carry = late_start(shift[i], r.end_us, w.requests[k].start_us);
-            begin(&mut queue, &mut shift, k, carry, t);
+
+    /// Starts live request `i` with `carry` µs of lateness, its first
+    /// operation not before `after`: queues it, or (no operations) ends
+    /// the request.
+    fn begin(&mut self, i: usize, carry: i64, after: i64) {
+        let l = self.live.get_mut(&i).expect("live request");
+        l.shift = carry;
+        l.after = after;
+        l.begun = true;
+        if l.r.ops.is_empty() {
+            self.end(i);
+        } else {
+            self.queue_next(i);
         }
     }
-    states.into_iter().map(|s| s.cx.out).collect()
+
+    /// Request `i` is replayed whole: its syscalls are given out, and its
+    /// worker's next request, if pushed, begins.
+    fn end(&mut self, i: usize) {
+        let l = self.live.remove(&i).expect("live request");
+        let (shift, after, end_us) = (l.shift, l.after, l.r.end_us);
+        self.finished.push((i, l.st.cx.out));
+        match l.next {
+            Some((k, start)) => self.begin(k, late_start(shift, end_us, start), after),
+            None => {
+                if let Some(last) = self.last.get_mut(&l.r.pid) {
+                    last.ended = Some((shift, after));
+                }
+            }
+        }
+    }
+
+    /// Replays every queued operation before `upto` (all with None).
+    fn run(&mut self, upto: Option<i64>) {
+        while let Some(&Reverse((t, _, i, j, gen))) = self.queue.peek() {
+            if upto.is_some_and(|u| t >= u) {
+                return;
+            }
+            self.queue.pop();
+            let Some(l) = self.live.get_mut(&i) else {
+                continue;
+            };
+            if l.gen != gen || l.next_op != j {
+                continue; // re-queued since
+            }
+            let wk = self
+                .workers
+                .entry(l.r.pid)
+                .or_insert_with(|| Worker::new(self.cfg));
+            let from = l.st.cx.out.len();
+            lower_op(
+                &l.r.ops[j],
+                t,
+                &l.r,
+                &mut l.st,
+                wk,
+                &mut self.pool,
+                &mut self.disk,
+            );
+            l.shift += shifted(self.target, &self.facts.latency_us, &l.st.cx.out[from..]);
+            l.after = t;
+            l.next_op = j + 1;
+            if l.next_op < l.r.ops.len() {
+                self.queue_next(i);
+            } else {
+                self.end(i);
+            }
+        }
+    }
+
+    /// The requests replayed whole since the last call, with their
+    /// syscalls, in the order they ended.
+    pub fn done(&mut self) -> Vec<(usize, Vec<Op>)> {
+        std::mem::take(&mut self.finished)
+    }
+
+    /// Replays what is left; the requests not yet given out.
+    pub fn finish(mut self) -> Vec<(usize, Vec<Op>)> {
+        self.run(None);
+        std::mem::take(&mut self.finished)
+    }
+}
+
+/// What calls `out` add to a request's shift: per call, the lowered
+/// side's latency of its kind minus the capture's.
+fn shifted(target: &BTreeMap<OpKind, u64>, recorded: &BTreeMap<OpKind, u64>, out: &[Op]) -> i64 {
+    out.iter()
+        .map(|o| {
+            target.get(&o.kind).copied().unwrap_or(0) as i64
+                - recorded.get(&o.kind).copied().unwrap_or(0) as i64
+        })
+        .sum()
 }
 
 /// How late a worker's next request starts (µs): what is left of the

@@ -334,6 +334,21 @@ pub fn call_latencies<'a>(
 }
 
 impl Workload {
+    /// A copy holding only the first `n` requests (everything else
+    /// whole), without copying the others.
+    pub fn first(&self, n: usize) -> Workload {
+        Workload {
+            schema: self.schema.clone(),
+            requests: self.requests.iter().take(n).cloned().collect(),
+            evidence: self.evidence.clone(),
+            links: self.links.clone(),
+            mtimes: self.mtimes.clone(),
+            file_cache: self.file_cache.clone(),
+            latency_us: self.latency_us.clone(),
+            lock_us: self.lock_us,
+        }
+    }
+
     /// The mtime of `script` as of time `t_us`: the last one seen at or
     /// before it, else the first one seen (the file as it was before the
     /// capture showed it).
