@@ -272,33 +272,15 @@ pub fn replay_warm(
     params: &ClientParams,
     server_changes: &[ServerChange],
 ) -> Replay {
-    let mut c = Client::new(opts.clone(), params.clone());
-    let mut w: Vec<&Op> = warmup.iter().collect();
-    w.sort_by_key(|o| o.t_us);
-    for o in w {
-        c.apply_indexed(o, usize::MAX);
-    }
-    c.rpcs.clear();
+    let mut f = Feed::new(warmup, opts, params, server_changes);
+    f.keep_rpcs = true;
     let mut order: Vec<usize> = (0..ops.len()).collect();
     order.sort_by_key(|&i| ops[i].t_us);
-    let mut changes: Vec<&ServerChange> = server_changes.iter().collect();
-    changes.sort_by_key(|c| c.t_us);
-    let mut ci = 0;
     let mut per_op = vec![RpcCounts::default(); ops.len()];
     for i in order {
-        while ci < changes.len() && changes[ci].t_us <= ops[i].t_us {
-            c.server_change(changes[ci]);
-            ci += 1;
-        }
-        let before = c.rpcs.len();
-        c.apply_indexed(&ops[i], i);
-        for r in &c.rpcs[before..] {
-            per_op[i].add(r.op, 1);
-        }
+        per_op[i] = f.apply(&ops[i], i);
     }
-    for ch in &changes[ci..] {
-        c.server_change(ch);
-    }
+    let mut c = f.finish();
     let rpcs = std::mem::take(&mut c.rpcs);
     let mut totals = RpcCounts::default();
     let mut per_pid: BTreeMap<u32, RpcCounts> = BTreeMap::new();
@@ -316,6 +298,75 @@ pub fn replay_warm(
     }
 }
 
+/// A client fed op by op in time order, each op's RPCs counted as it is
+/// applied: the replay of a capture too long to hold (state bounded by the
+/// distinct paths and open files, not by the ops applied). Server changes
+/// are applied before the first op at or after their time.
+pub struct Feed {
+    c: Client,
+    changes: Vec<ServerChange>,
+    next_change: usize,
+    /// keep every RPC (for [`replay_warm`]'s list); else each op's are
+    /// counted and dropped
+    keep_rpcs: bool,
+}
+
+impl Feed {
+    /// A client under `opts` that first ran `warmup` (see [`replay_warm`]).
+    pub fn new(
+        warmup: &[Op],
+        opts: &MountOptions,
+        params: &ClientParams,
+        server_changes: &[ServerChange],
+    ) -> Feed {
+        let mut c = Client::new(opts.clone(), params.clone());
+        let mut w: Vec<&Op> = warmup.iter().collect();
+        w.sort_by_key(|o| o.t_us);
+        for o in w {
+            c.apply_indexed(o, usize::MAX);
+        }
+        c.rpcs.clear();
+        let mut changes = server_changes.to_vec();
+        changes.sort_by_key(|c| c.t_us);
+        Feed {
+            c,
+            changes,
+            next_change: 0,
+            keep_rpcs: false,
+        }
+    }
+
+    /// Applies `op` (not earlier than the ops applied before it); `index`
+    /// names it in the RPCs kept ([`RpcAt::op_index`]). Its RPCs.
+    pub fn apply(&mut self, op: &Op, index: usize) -> RpcCounts {
+        while let Some(ch) = self.changes.get(self.next_change) {
+            if ch.t_us > op.t_us {
+                break;
+            }
+            self.c.server_change(ch);
+            self.next_change += 1;
+        }
+        let before = self.c.rpcs.len();
+        self.c.apply_indexed(op, index);
+        let mut n = RpcCounts::default();
+        for r in &self.c.rpcs[before..] {
+            n.add(r.op, 1);
+        }
+        if !self.keep_rpcs {
+            self.c.rpcs.clear();
+        }
+        n
+    }
+
+    /// Applies the server changes left; the client.
+    fn finish(mut self) -> Client {
+        for ch in &self.changes[self.next_change..] {
+            self.c.server_change(ch);
+        }
+        self.c
+    }
+}
+
 /// Replays groups of ops (e.g. the requests of a trace) merged by time on
 /// one client, so cache state carries from one group to the next, and
 /// returns the RPC counts caused by each group's ops.
@@ -328,7 +379,8 @@ pub fn replay_groups(
     replay_groups_warm(&[], groups, opts, params, server_changes)
 }
 
-/// [`replay_groups`] after a `warmup` pass (see [`replay_warm`]).
+/// [`replay_groups`] after a `warmup` pass (see [`replay_warm`]). Ops at
+/// one time go in group order, then in their order in the group.
 pub fn replay_groups_warm(
     warmup: &[Op],
     groups: &[&[Op]],
@@ -336,17 +388,22 @@ pub fn replay_groups_warm(
     params: &ClientParams,
     server_changes: &[ServerChange],
 ) -> Vec<RpcCounts> {
-    let mut all: Vec<Op> = Vec::new();
-    let mut owner: Vec<usize> = Vec::new();
+    let mut order: Vec<(i64, u32, u32)> = Vec::new();
     for (g, ops) in groups.iter().enumerate() {
-        all.extend(ops.iter().cloned());
-        owner.resize(owner.len() + ops.len(), g);
+        order.extend(
+            ops.iter()
+                .enumerate()
+                .map(|(j, o)| (o.t_us, g as u32, j as u32)),
+        );
     }
-    let r = replay_warm(warmup, &all, opts, params, server_changes);
+    order.sort_unstable();
+    let mut f = Feed::new(warmup, opts, params, server_changes);
     let mut out = vec![RpcCounts::default(); groups.len()];
-    for (i, c) in r.per_op.iter().enumerate() {
-        out[owner[i]].merge(c);
+    for (i, &(_, g, j)) in order.iter().enumerate() {
+        let n = f.apply(&groups[g as usize][j as usize], i);
+        out[g as usize].merge(&n);
     }
+    f.finish();
     out
 }
 
