@@ -25,8 +25,10 @@
 use crate::config::PhpConfig;
 use crate::paths::is_script;
 use crate::workload::Workload;
+use rayon::prelude::*;
 use statstorm_trace::op::{Op, OpKind};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// Budgets searched: up to 1 GiB.
 const MAX_BUDGET_KIB: u64 = 1 << 20;
@@ -42,6 +44,28 @@ fn lstats(ops: &[Vec<Op>]) -> u64 {
         .flatten()
         .filter(|o| o.kind == OpKind::Lstat)
         .count() as u64
+}
+
+/// What every trial of a search lowering `sub` under settings near `base`
+/// shares: the calls' latencies, and OPcache's file cache as it starts
+/// (the trials change no setting of it).
+fn trial_inputs(
+    sub: &Workload,
+    base: &PhpConfig,
+) -> (
+    std::collections::BTreeMap<OpKind, u64>,
+    Option<crate::file_cache::Disk>,
+) {
+    let compiled: std::collections::BTreeSet<String> = sub
+        .requests
+        .iter()
+        .flat_map(|r| r.compiled())
+        .map(str::to_string)
+        .collect();
+    (
+        crate::lower::targets(sub, &Default::default()),
+        crate::lower::file_cache_of(sub, base, &compiled),
+    )
 }
 
 /// The smallest `x` in `lo..=hi` with `f(x) <= n` (f falling), or None.
@@ -101,10 +125,12 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
     let n = lstats(&real[..real.len().min(SEARCH_REQUESTS)]);
     // the bisection and the candidates near its edge try the same
-    // settings again: each is lowered once
-    let tried: std::cell::RefCell<HashMap<Trial, u64>> = Default::default();
+    // settings again: each is lowered once; lists of trials are lowered
+    // in parallel, all with one file cache as it starts
+    let tried: Mutex<HashMap<Trial, u64>> = Default::default();
+    let (target, disk) = trial_inputs(&sub, &base);
     let count = |kib: Option<u64>, ttl: Option<u64>| {
-        if let Some(&n) = tried.borrow().get(&(kib, ttl)) {
+        if let Some(&n) = tried.lock().expect("trials").get(&(kib, ttl)) {
             return n;
         }
         let mut c = base.clone();
@@ -114,9 +140,14 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
         if let Some(t) = ttl {
             c.realpath_cache_ttl = t;
         }
-        let n = lstats(&crate::lower::lower(&sub, &c));
-        tried.borrow_mut().insert((kib, ttl), n);
+        let n = lstats(&crate::lower::lower_from(&sub, &c, &target, disk.clone()));
+        tried.lock().expect("trials").insert((kib, ttl), n);
         n
+    };
+    let count_all = |trials: &[Trial]| {
+        trials.par_iter().for_each(|&(k, t)| {
+            count(k, t);
+        })
     };
     let full = count(None, None);
     if full * 100 >= n * 95 {
@@ -135,18 +166,30 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     // walks that repeat while others stop at a cached directory: a budget
     if w.evidence.realpath_partial {
         let by_kib = |k: u64| count(Some(k), None);
-        for k in budget_candidates(&by_kib, n) {
+        let ks = budget_candidates(&by_kib, n);
+        count_all(&ks.iter().map(|&k| (Some(k), None)).collect::<Vec<_>>());
+        for k in ks {
             cands.push(cand(Some(k), None));
         }
     }
+    count_all(&TTLS.iter().map(|&t| (None, Some(t))).collect::<Vec<_>>());
     for &t in TTLS {
         cands.push(cand(None, Some(t)));
     }
     let fits = |c: &Cand| c.0 * 200 <= n;
     if w.evidence.realpath_partial && !cands.iter().any(fits) {
-        for &t in TTLS_WITH_BUDGET {
-            let by_kib = |k: u64| count(Some(k), Some(t));
-            for k in budget_candidates(&by_kib, n) {
+        // each TTL's bisection on its own thread
+        let per_ttl: Vec<(u64, Vec<u64>)> = TTLS_WITH_BUDGET
+            .par_iter()
+            .map(|&t| {
+                let by_kib = |k: u64| count(Some(k), Some(t));
+                let ks = budget_candidates(&by_kib, n);
+                count_all(&ks.iter().map(|&k| (Some(k), Some(t))).collect::<Vec<_>>());
+                (t, ks)
+            })
+            .collect();
+        for (t, ks) in per_ttl {
+            for k in ks {
                 cands.push(cand(Some(k), Some(t)));
             }
         }
@@ -220,14 +263,15 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
             .count() as u64
     };
     let n = opens(&real[..real.len().min(SEARCH_REQUESTS)]);
+    let (target, disk) = trial_inputs(&sub, &base);
     let opened = |t: u64| {
         let mut c = base.clone();
         c.max_accelerated_files = t;
-        opens(&crate::lower::lower(&sub, &c))
+        opens(&crate::lower::lower_from(&sub, &c, &target, disk.clone()))
     };
     const SIZES: [u64; 9] = [223, 463, 983, 1979, 3907, 7963, 16229, 32531, 65407];
     let tried: Vec<(u64, u64)> = SIZES
-        .into_iter()
+        .into_par_iter()
         .map(|t| (opened(t).abs_diff(n), t))
         .collect();
     let best = tried.iter().copied().min();

@@ -16,6 +16,7 @@ use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 
@@ -585,12 +586,33 @@ pub fn lower_with(w: &Workload, cfg: &PhpConfig, latency: &BTreeMap<OpKind, u64>
         .flat_map(|r| r.compiled())
         .map(str::to_string)
         .collect();
-    let mut low = Lowerer::new(w, cfg, &target, &compiled);
+    let disk = file_cache_of(w, cfg, &compiled);
+    lower_from(w, cfg, &target, disk)
+}
+
+/// The file cache a lowering of `w` under `cfg` starts with (R67; None
+/// without `opcache.file_cache`): as the trace showed it, else holding
+/// every script `compiled`.
+pub fn file_cache_of(w: &Workload, cfg: &PhpConfig, compiled: &BTreeSet<String>) -> Option<Disk> {
+    (!cfg.file_cache.is_empty())
+        .then(|| Disk::new(&cfg.file_cache, w.file_cache.as_ref(), compiled))
+}
+
+/// [`lower_with`] with the latencies ([`targets`]) and the file cache
+/// ([`file_cache_of`]) given: a search that lowers the same requests
+/// under many settings builds the cache once.
+pub fn lower_from(
+    w: &Workload,
+    cfg: &PhpConfig,
+    target: &BTreeMap<OpKind, u64>,
+    disk: Option<Disk>,
+) -> Vec<Vec<Op>> {
+    let mut low = Lowerer::with_file_cache(w, cfg, target, disk);
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
     let mut out: Vec<Vec<Op>> = vec![Vec::new(); w.requests.len()];
     for i in order {
-        low.push(i, w.requests[i].clone());
+        low.push(i, Cow::Borrowed(&w.requests[i]));
         for (k, ops) in low.done() {
             out[k] = ops;
         }
@@ -611,7 +633,7 @@ pub fn targets(w: &Workload, latency: &BTreeMap<OpKind, u64>) -> BTreeMap<OpKind
 
 /// A request being replayed by a [`Lowerer`].
 struct Live<'a> {
-    r: WorkRequest,
+    r: Cow<'a, WorkRequest>,
     st: ReqState<'a>,
     /// push order (ties in time go to the request pushed first)
     rank: u64,
@@ -690,9 +712,17 @@ impl<'a> Lowerer<'a> {
         target: &'a BTreeMap<OpKind, u64>,
         compiled: &BTreeSet<String>,
     ) -> Self {
-        // OPcache's file cache (R67), on disk across processes and requests
-        let disk = (!cfg.file_cache.is_empty())
-            .then(|| Disk::new(&cfg.file_cache, facts.file_cache.as_ref(), compiled));
+        Self::with_file_cache(facts, cfg, target, file_cache_of(facts, cfg, compiled))
+    }
+
+    /// [`Lowerer::new`] with OPcache's file cache (R67, on disk across
+    /// processes and requests) as it starts given ([`file_cache_of`]).
+    pub fn with_file_cache(
+        facts: &'a Workload,
+        cfg: &'a PhpConfig,
+        target: &'a BTreeMap<OpKind, u64>,
+        disk: Option<Disk>,
+    ) -> Self {
         Lowerer {
             facts,
             cfg,
@@ -736,8 +766,9 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Adds request `idx` (pushed in start order, each index once).
-    pub fn push(&mut self, idx: usize, r: WorkRequest) {
+    /// Adds request `idx` (pushed in start order, each index once): lent
+    /// by a caller that holds the requests, given by one that streams them.
+    pub fn push(&mut self, idx: usize, r: Cow<'a, WorkRequest>) {
         // nothing pushed later starts before this request
         self.run(Some(r.start_us));
         if r.cli {
@@ -796,7 +827,7 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A php-cli process: caches of its own, replayed alone.
-    fn push_cli(&mut self, idx: usize, r: WorkRequest) {
+    fn push_cli(&mut self, idx: usize, r: Cow<'a, WorkRequest>) {
         let mut st = self.state(&r);
         let mut wk = Worker::new(self.cfg);
         let mut shm = Shm::default();
