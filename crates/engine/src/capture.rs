@@ -33,6 +33,9 @@ pub struct Recorded {
 impl Recorded {
     /// Normalizes every event once (fds followed per process) and hands
     /// each call to its request, or to its process's background activity.
+    /// The requests' calls are those of `statstorm_php::lift::request_ops`
+    /// (the split puts each event in one request at most), so the lift
+    /// takes them from here (`statstorm_php::lift_from`).
     pub fn of(trace: &Trace, split: &Requests) -> Recorded {
         let mut owner: Vec<u32> = vec![u32::MAX; trace.events.len()];
         for (r, q) in split.requests.iter().enumerate() {

@@ -149,9 +149,19 @@ pub fn parse_bin(path: &str) -> Option<(String, String, String)> {
     None
 }
 
+/// Whether the requests' calls touch a `.bin` of OPcache's file cache
+/// (what [`strip`] looks for first).
+pub fn used(per_req: &[Vec<Op>]) -> bool {
+    per_req
+        .iter()
+        .flatten()
+        .any(|o| o.path.ends_with(".bin") && parse_bin(&o.path).is_some())
+}
+
 /// Takes OPcache's file cache calls out of the requests' calls (the lower
 /// derives them from the settings): every call on the cache directory or
 /// below it, the startup's `stat`/`access` of the directory included.
+/// [`used`] tells whether there is anything to strip.
 /// Returns what they showed, and for each request the scripts whose
 /// `.bin` it loaded or stored; `None` when the trace has no `.bin`.
 pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {

@@ -29,10 +29,20 @@ pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestP
 /// show ([`infer`]: OPcache's hash table size, the realpath cache's budget
 /// and TTL).
 pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
-    let (mut w, real) = lift::lift_parts(trace, requests);
+    lift_from(trace, requests, lift::request_ops(trace, requests)).0
+}
+
+/// [`lift()`] of the requests' calls `real` as [`lift::request_ops`] gives
+/// them (normalized by the caller, who needs them too); they come back.
+pub fn lift_from(
+    trace: &statstorm_trace::Trace,
+    requests: &crate::request::Requests,
+    real: Vec<Vec<statstorm_trace::op::Op>>,
+) -> (Workload, Vec<Vec<statstorm_trace::op::Op>>) {
+    let (mut w, real) = lift::lift_parts_from(trace, requests, real);
     infer::infer_accel_hash(&mut w, &real);
     infer::infer_realpath_settings(&mut w, &real);
-    w
+    (w, real)
 }
 
 /// [`lift()`] completed from a reference capture
@@ -42,10 +52,23 @@ pub fn lift_with_reference(
     requests: &crate::request::Requests,
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse), ReferenceError> {
-    let (mut w, used, real) = lift::lift_with_reference_parts(trace, requests, reference)?;
-    if let Some(real) = real {
+    let real = lift::request_ops(trace, requests);
+    lift_with_reference_from(trace, requests, reference, real).map(|(w, u, _)| (w, u))
+}
+
+/// [`lift_with_reference`] of the requests' calls `real` as
+/// [`lift::request_ops`] gives them; they come back.
+pub fn lift_with_reference_from(
+    trace: &statstorm_trace::Trace,
+    requests: &crate::request::Requests,
+    reference: &Workload,
+    real: Vec<Vec<statstorm_trace::op::Op>>,
+) -> Result<(Workload, ReferenceUse, Vec<Vec<statstorm_trace::op::Op>>), ReferenceError> {
+    let (mut w, used, real) = lift::lift_with_reference_from(trace, requests, reference, real)?;
+    // a capture complete by itself needs no inference
+    if !used.capture_complete {
         infer::infer_accel_hash(&mut w, &real);
         infer::infer_realpath_settings(&mut w, &real);
     }
-    Ok((w, used))
+    Ok((w, used, real))
 }

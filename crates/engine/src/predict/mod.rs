@@ -560,7 +560,10 @@ impl Capture {
         }
         stage("splitting requests");
         let split = split_requests(&trace.events, &trace.strings);
-        let rec = crate::capture::Recorded::of(&trace, &split);
+        // every event normalized once: the requests' calls go to the lift
+        // and come back
+        let mut rec = crate::capture::Recorded::of(&trace, &split);
+        let calls = std::mem::take(&mut rec.requests);
         // lift (completed from the reference capture, if any)
         stage("lifting to PHP operations");
         let reference_files: Vec<String> = args
@@ -570,16 +573,19 @@ impl Capture {
             .collect();
         let mut reference = None;
         let w = if args.reference.is_empty() {
-            statstorm_php::lift(&trace, &split)
+            let (w, calls) = statstorm_php::lift_from(&trace, &split, calls);
+            rec.requests = calls;
+            w
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
-            let (w, used) =
-                statstorm_php::lift_with_reference(&trace, &split, &rw).map_err(|e| {
-                    Error::Reference {
-                        files: reference_files.join(", "),
-                        why: e.to_string(),
-                    }
-                })?;
+            let (w, used, calls) = statstorm_php::lift_with_reference_from(
+                &trace, &split, &rw, calls,
+            )
+            .map_err(|e| Error::Reference {
+                files: reference_files.join(", "),
+                why: e.to_string(),
+            })?;
+            rec.requests = calls;
             reference = Some((rw, complete_from, used));
             w
         };

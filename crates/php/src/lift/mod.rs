@@ -41,7 +41,7 @@ mod permission;
 mod reference;
 mod templates;
 
-pub use reference::{lift_with_reference_parts, ReferenceError};
+pub use reference::{lift_with_reference_from, lift_with_reference_parts, ReferenceError};
 use templates::{apply_templates, take_template_by, Fit};
 
 /// The start of the evidence note of an incomplete capture.
@@ -1455,13 +1455,23 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
 /// recorded calls (what the settings inference of [`crate::infer`] checks
 /// its trials against). [`crate::lift()`] runs both.
 pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
+    lift_parts_from(trace, requests, request_ops(trace, requests))
+}
+
+/// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
+/// them (normalized by the caller, who needs them too); they come back.
+pub fn lift_parts_from(
+    trace: &Trace,
+    requests: &Requests,
+    real: Vec<Vec<Op>>,
+) -> (Workload, Vec<Vec<Op>>) {
     let Lifted {
         mut reqs,
         evidence,
         links,
         file_cache,
         real,
-    } = lift_requests(trace, requests);
+    } = lift_requests(trace, requests, real);
     let mtimes = script_mtimes(trace);
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
@@ -1519,13 +1529,23 @@ struct Lifted {
     real: Vec<Vec<Op>>,
 }
 
-fn lift_requests(trace: &Trace, requests: &Requests) -> Lifted {
-    let real = request_ops(trace, requests);
-    let mut per_req = real.clone();
-    let (file_cache, bin_scripts) = match crate::file_cache::strip(&mut per_req) {
-        Some((seen, by_req)) => (Some(seen), by_req),
-        None => (None, Vec::new()),
+/// `real`: [`request_ops`] of `trace` and `requests`.
+fn lift_requests(trace: &Trace, requests: &Requests, real: Vec<Vec<Op>>) -> Lifted {
+    // OPcache's file cache's calls are not the requests' (a copy without
+    // them only for a trace that has them)
+    let mut stripped = None;
+    let (file_cache, bin_scripts) = if crate::file_cache::used(&real) {
+        let mut per_req = real.clone();
+        let s = crate::file_cache::strip(&mut per_req);
+        stripped = Some(per_req);
+        match s {
+            Some((seen, by_req)) => (Some(seen), by_req),
+            None => (None, Vec::new()),
+        }
+    } else {
+        (None, Vec::new())
     };
+    let per_req: &[Vec<Op>] = stripped.as_deref().unwrap_or(&real);
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1534,7 +1554,7 @@ fn lift_requests(trace: &Trace, requests: &Requests) -> Lifted {
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
-    for (r, ops) in requests.requests.iter().zip(&per_req) {
+    for (r, ops) in requests.requests.iter().zip(per_req) {
         let start = r
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))

@@ -73,6 +73,21 @@ pub fn lift_with_reference_parts(
     requests: &Requests,
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse, Option<RecordedCalls>), ReferenceError> {
+    let (w, used, real) =
+        lift_with_reference_from(trace, requests, reference, request_ops(trace, requests))?;
+    let real = (!used.capture_complete).then_some(real);
+    Ok((w, used, real))
+}
+
+/// [`lift_with_reference_parts`] of the requests' calls `real` as
+/// [`request_ops`] gives them (normalized by the caller, who needs them
+/// too); they come back whole.
+pub fn lift_with_reference_from(
+    trace: &Trace,
+    requests: &Requests,
+    reference: &Workload,
+    real: RecordedCalls,
+) -> Result<(Workload, ReferenceUse, RecordedCalls), ReferenceError> {
     if !reference.evidence.complete {
         return Err(ReferenceError::Incomplete);
     }
@@ -94,7 +109,7 @@ pub fn lift_with_reference_parts(
         mut links,
         file_cache,
         real,
-    } = lift_requests(trace, requests);
+    } = lift_requests(trace, requests, real);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
@@ -117,7 +132,7 @@ pub fn lift_with_reference_parts(
                 capture_complete: true,
                 ..Default::default()
             },
-            None,
+            real,
         ));
     }
     script_facts(&mut reqs, &script_mtimes(trace));
@@ -221,7 +236,7 @@ pub fn lift_with_reference_parts(
         latency_us: call_latencies(real.iter().flatten()),
         lock_us: crate::workload::lock_latency(trace, requests),
     };
-    Ok((w, used, Some(real)))
+    Ok((w, used, real))
 }
 
 /// What a complete reference says about each script (R52: include_once
