@@ -29,17 +29,18 @@ pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestP
 /// show ([`infer`]: OPcache's hash table size, the realpath cache's budget
 /// and TTL).
 pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
-    lift_from(trace, requests, lift::request_ops(trace, requests)).0
+    let real = lift::request_ops(trace, requests);
+    lift_from(&lift::TraceFacts::of(trace, requests), requests, real).0
 }
 
 /// [`lift()`] of the requests' calls `real` as [`lift::request_ops`] gives
 /// them (normalized by the caller, who needs them too); they come back.
 pub fn lift_from(
-    trace: &statstorm_trace::Trace,
+    facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
     real: Vec<Vec<statstorm_trace::op::Op>>,
 ) -> (Workload, Vec<Vec<statstorm_trace::op::Op>>) {
-    let (mut w, real) = lift::lift_parts_from(trace, requests, real);
+    let (mut w, real) = lift::lift_parts_from(facts, requests, real);
     infer::infer_accel_hash(&mut w, &real);
     infer::infer_realpath_settings(&mut w, &real);
     (w, real)
@@ -53,18 +54,19 @@ pub fn lift_with_reference(
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse), ReferenceError> {
     let real = lift::request_ops(trace, requests);
-    lift_with_reference_from(trace, requests, reference, real).map(|(w, u, _)| (w, u))
+    let facts = lift::TraceFacts::of(trace, requests);
+    lift_with_reference_from(&facts, requests, reference, real).map(|(w, u, _)| (w, u))
 }
 
 /// [`lift_with_reference`] of the requests' calls `real` as
 /// [`lift::request_ops`] gives them; they come back.
 pub fn lift_with_reference_from(
-    trace: &statstorm_trace::Trace,
+    facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
     reference: &Workload,
     real: Vec<Vec<statstorm_trace::op::Op>>,
 ) -> Result<(Workload, ReferenceUse, Vec<Vec<statstorm_trace::op::Op>>), ReferenceError> {
-    let (mut w, used, real) = lift::lift_with_reference_from(trace, requests, reference, real)?;
+    let (mut w, used, real) = lift::lift_with_reference_from(facts, requests, reference, real)?;
     // a capture complete by itself needs no inference
     if !used.capture_complete {
         infer::infer_accel_hash(&mut w, &real);

@@ -564,6 +564,10 @@ impl Capture {
         // and come back
         let mut rec = crate::capture::Recorded::of(&trace, &split);
         let calls = std::mem::take(&mut rec.requests);
+        // what the lift needs of the events besides the calls: the events
+        // go before the lift
+        let facts = statstorm_php::lift::TraceFacts::of(&trace, &split);
+        drop(trace);
         // lift (completed from the reference capture, if any)
         stage("lifting to PHP operations");
         let reference_files: Vec<String> = args
@@ -573,13 +577,13 @@ impl Capture {
             .collect();
         let mut reference = None;
         let w = if args.reference.is_empty() {
-            let (w, calls) = statstorm_php::lift_from(&trace, &split, calls);
+            let (w, calls) = statstorm_php::lift_from(&facts, &split, calls);
             rec.requests = calls;
             w
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
             let (w, used, calls) = statstorm_php::lift_with_reference_from(
-                &trace, &split, &rw, calls,
+                &facts, &split, &rw, calls,
             )
             .map_err(|e| Error::Reference {
                 files: reference_files.join(", "),
@@ -589,7 +593,6 @@ impl Capture {
             reference = Some((rw, complete_from, used));
             w
         };
-        drop(trace);
         if let Some(p) = &args.workload_out {
             let write = |source| Error::Write {
                 path: p.display().to_string(),

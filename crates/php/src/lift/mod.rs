@@ -1455,13 +1455,34 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
 /// recorded calls (what the settings inference of [`crate::infer`] checks
 /// its trials against). [`crate::lift()`] runs both.
 pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
-    lift_parts_from(trace, requests, request_ops(trace, requests))
+    let real = request_ops(trace, requests);
+    lift_parts_from(&TraceFacts::of(trace, requests), requests, real)
+}
+
+/// What the lift reads from the events themselves besides the requests'
+/// calls: scripts' mtimes ([`script_mtimes`]) and OPcache's lock time
+/// ([`crate::workload::lock_latency`]). With them and the calls the
+/// events are no longer needed.
+#[derive(Clone, Debug, Default)]
+pub struct TraceFacts {
+    pub mtimes: BTreeMap<String, Vec<(i64, i64)>>,
+    pub lock_us: u64,
+}
+
+impl TraceFacts {
+    pub fn of(trace: &Trace, requests: &Requests) -> TraceFacts {
+        TraceFacts {
+            mtimes: script_mtimes(trace),
+            lock_us: crate::workload::lock_latency(trace, requests),
+        }
+    }
 }
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
-/// them (normalized by the caller, who needs them too); they come back.
+/// them (normalized by the caller, who needs them too) and the trace's
+/// `facts`; the calls come back.
 pub fn lift_parts_from(
-    trace: &Trace,
+    facts: &TraceFacts,
     requests: &Requests,
     real: Vec<Vec<Op>>,
 ) -> (Workload, Vec<Vec<Op>>) {
@@ -1471,8 +1492,8 @@ pub fn lift_parts_from(
         links,
         file_cache,
         real,
-    } = lift_requests(trace, requests, real);
-    let mtimes = script_mtimes(trace);
+    } = lift_requests(requests, real, &facts.mtimes);
+    let mtimes = facts.mtimes.clone();
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
 
@@ -1484,7 +1505,7 @@ pub fn lift_parts_from(
         mtimes,
         file_cache,
         latency_us: call_latencies(real.iter().flatten()),
-        lock_us: crate::workload::lock_latency(trace, requests),
+        lock_us: facts.lock_us,
     };
     (w, real)
 }
@@ -1529,8 +1550,13 @@ struct Lifted {
     real: Vec<Vec<Op>>,
 }
 
-/// `real`: [`request_ops`] of `trace` and `requests`.
-fn lift_requests(trace: &Trace, requests: &Requests, real: Vec<Vec<Op>>) -> Lifted {
+/// `real`: [`request_ops`] of the trace and `requests`; `mtimes`: its
+/// [`script_mtimes`].
+fn lift_requests(
+    requests: &Requests,
+    real: Vec<Vec<Op>>,
+    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+) -> Lifted {
     // OPcache's file cache's calls are not the requests' (a copy without
     // them only for a trace that has them)
     let mut stripped = None;
@@ -1614,7 +1640,7 @@ fn lift_requests(trace: &Trace, requests: &Requests, real: Vec<Vec<Op>>) -> Lift
         }
     }
     let checks = permission::permission_checks(&mut reqs);
-    let mut evidence = evidence(&reqs, &basedirs, short_walks, &script_mtimes(trace));
+    let mut evidence = evidence(&reqs, &basedirs, short_walks, mtimes);
     if checks > 0 {
         evidence.notes.push(format!(
             "{checks} uses of cached scripts were checked with access(R_OK) (OPcache's permission check): OPcache on with opcache.validate_permission=1 (R68)"

@@ -73,8 +73,9 @@ pub fn lift_with_reference_parts(
     requests: &Requests,
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse, Option<RecordedCalls>), ReferenceError> {
+    let real = request_ops(trace, requests);
     let (w, used, real) =
-        lift_with_reference_from(trace, requests, reference, request_ops(trace, requests))?;
+        lift_with_reference_from(&TraceFacts::of(trace, requests), requests, reference, real)?;
     let real = (!used.capture_complete).then_some(real);
     Ok((w, used, real))
 }
@@ -83,7 +84,7 @@ pub fn lift_with_reference_parts(
 /// [`request_ops`] gives them (normalized by the caller, who needs them
 /// too); they come back whole.
 pub fn lift_with_reference_from(
-    trace: &Trace,
+    facts: &TraceFacts,
     requests: &Requests,
     reference: &Workload,
     real: RecordedCalls,
@@ -109,11 +110,11 @@ pub fn lift_with_reference_from(
         mut links,
         file_cache,
         real,
-    } = lift_requests(trace, requests, real);
+    } = lift_requests(requests, real, &facts.mtimes);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
-        script_facts(&mut reqs, &script_mtimes(trace));
+        script_facts(&mut reqs, &facts.mtimes);
         apply_templates(&mut reqs);
         return Ok((
             Workload {
@@ -121,10 +122,10 @@ pub fn lift_with_reference_from(
                 requests: reqs,
                 evidence,
                 links,
-                mtimes: script_mtimes(trace),
+                mtimes: facts.mtimes.clone(),
                 file_cache: file_cache.clone(),
                 latency_us: call_latencies(real.iter().flatten()),
-                lock_us: crate::workload::lock_latency(trace, requests),
+                lock_us: facts.lock_us,
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -135,7 +136,7 @@ pub fn lift_with_reference_from(
             real,
         ));
     }
-    script_facts(&mut reqs, &script_mtimes(trace));
+    script_facts(&mut reqs, &facts.mtimes);
     reference_facts(&mut reqs, reference);
     // opens the reference never resolved: not plain-wrapper fopens
     let resolved: HashSet<&str> = resolved_opens(&reference.requests);
@@ -231,10 +232,10 @@ pub fn lift_with_reference_from(
         requests: reqs,
         evidence,
         links,
-        mtimes: script_mtimes(trace),
+        mtimes: facts.mtimes.clone(),
         file_cache,
         latency_us: call_latencies(real.iter().flatten()),
-        lock_us: crate::workload::lock_latency(trace, requests),
+        lock_us: facts.lock_us,
     };
     Ok((w, used, real))
 }
