@@ -59,6 +59,7 @@ impl Recorded {
         }
         for v in &mut requests {
             v.sort_by_key(|o| o.t_us);
+            v.shrink_to_fit();
         }
         let background = background
             .into_iter()

@@ -14,7 +14,7 @@ use crate::file_cache::Disk;
 use crate::paths::parent;
 use crate::realpath::{Call, RealpathCache};
 use crate::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
-use statstorm_trace::op::{Op, OpKind};
+use statstorm_trace::op::{Name, Op, OpKind};
 use statstorm_trace::Flags;
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -354,7 +354,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         path: &str,
         name: &str,
-        probes: &[String],
+        probes: &[Name],
         resolves: u32,
     ) {
         for p in probes {
@@ -377,7 +377,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         path: &str,
         name: &str,
-        probes: &[String],
+        probes: &[Name],
         resolves: u32,
         fstats: u32,
         reads: u32,
@@ -422,7 +422,7 @@ impl Ctx<'_> {
         disk: &mut Disk,
         path: &str,
         name: &str,
-        probes: &[String],
+        probes: &[Name],
         resolves: u32,
         main: bool,
         keep_open: bool,
@@ -499,7 +499,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         shm: &mut Shm,
         path: &str,
-        resolve: Option<(&str, &[String])>,
+        resolve: Option<(&str, &[Name])>,
     ) {
         self.revalidate_ex(w, shm, path, resolve, false);
     }
@@ -515,7 +515,7 @@ impl Ctx<'_> {
         w: &mut Worker,
         shm: &mut Shm,
         path: &str,
-        resolve: Option<(&str, &[String])>,
+        resolve: Option<(&str, &[Name])>,
         recompile: bool,
     ) {
         if !self.cfg.validate_timestamps {
@@ -848,6 +848,7 @@ impl<'a> Lowerer<'a> {
             let path = st.lock_path.clone();
             st.cx.emit(OpKind::Close, &path, Flags::FD_DELETED, None);
         }
+        st.cx.out.shrink_to_fit();
         self.finished.push((idx, st.cx.out));
     }
 
@@ -879,8 +880,9 @@ impl<'a> Lowerer<'a> {
     /// Request `i` is replayed whole: its syscalls are given out, and its
     /// worker's next request, if pushed, begins.
     fn end(&mut self, i: usize) {
-        let l = self.live.remove(&i).expect("live request");
+        let mut l = self.live.remove(&i).expect("live request");
         let (shift, after, end_us) = (l.shift, l.after, l.r.end_us);
+        l.st.cx.out.shrink_to_fit();
         self.finished.push((i, l.st.cx.out));
         match l.next {
             Some((k, start)) => self.begin(k, late_start(shift, end_us, start), after),
@@ -1132,7 +1134,7 @@ fn lower_op(
             keep_open,
         } => {
             let name = resolve_as.as_deref().unwrap_or(path);
-            let first = included.insert(path.clone(), ()).is_none();
+            let first = included.insert(path.to_string(), ()).is_none();
             if let Some(disk) = disk.as_mut().filter(|_| opcache && cfg.file_cache_only) {
                 // R67: the file cache alone, nothing kept in memory
                 // between compiles (php-cli; php-fpm alike, every request
@@ -1167,14 +1169,14 @@ fn lower_op(
                     // timestamp comes from that handle (no stat)
                     Via::Include
                         if cfg.revalidate_path
-                            || ((name != path.as_str() || !probes.is_empty())
-                                && shm.unkeyed.contains(path)) =>
+                            || ((name != path.as_ref() || !probes.is_empty())
+                                && shm.unkeyed.contains(path.as_ref())) =>
                     {
                         // (a script loaded from the file cache, reached by
                         // another name: found by its real path the same
                         // way, and the name becomes a key)
-                        if shm.unkeyed.remove(path) {
-                            shm.aliases.insert(name.to_string(), path.clone());
+                        if shm.unkeyed.remove(path.as_ref()) {
+                            shm.aliases.insert(name.to_string(), path.to_string());
                         }
                         for p in probes {
                             cx.probe(p);
@@ -1237,7 +1239,7 @@ fn lower_op(
                             cx.resolve(w, name);
                             w.keys.insert(name.to_string());
                         }
-                        shm.unkeyed.remove(path);
+                        shm.unkeyed.remove(path.as_ref());
                         cx.permission_check(path);
                         cx.revalidate_ex(w, shm, path, None, true)
                     }
@@ -1295,7 +1297,7 @@ fn lower_op(
                     w.once_names.insert(name.to_string());
                 }
                 let table = accel_hash_size(cfg.max_accelerated_files);
-                if opcache && shm.scripts.contains_key(path) {
+                if opcache && shm.scripts.contains_key(path.as_ref()) {
                     // another worker's compile of it, still running when
                     // this one looked: whichever ends first stores it, the
                     // other finds it stored (cache_script_in_shared_memory),
@@ -1303,22 +1305,23 @@ fn lower_op(
                     // it: its later *_once resolves from the name's key once
                     // the adder's resolution added it (OnceRepeat below)
                     shm.stored_again(path, cx.end_us());
-                    raced.insert(path.clone());
+                    raced.insert(path.to_string());
                 } else if opcache && cx.cacheable(path) && shm.keys < table {
-                    added.insert(path.clone(), ());
+                    added.insert(path.to_string(), ());
                     shm.store(path, stamp, pid, t_us, cx.end_us());
                     shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
-                        shm.timestamps.insert(path.clone(), m);
+                        shm.timestamps.insert(path.to_string(), m);
                     }
                     // zend_accel_add_key: the name as a key too, if there
                     // is room — not for a script loaded from the file
                     // cache (measured: fpm-tree-fc, the other worker's
                     // first include of `lib/u1.php` resolves and opens it)
                     if loaded {
-                        shm.unkeyed.insert(path.clone());
-                    } else if name != path && shm.keys < table && !shm.aliases.contains_key(name) {
-                        shm.aliases.insert(name.to_string(), path.clone());
+                        shm.unkeyed.insert(path.to_string());
+                    } else if *name != **path && shm.keys < table && !shm.aliases.contains_key(name)
+                    {
+                        shm.aliases.insert(name.to_string(), path.to_string());
                         shm.keys += 1;
                         w.keys.insert(name.to_string());
                     }
@@ -1331,7 +1334,7 @@ fn lower_op(
                 PhpOpKind::CachedUse { path } => (path, 0),
                 _ => unreachable!("matched above"),
             };
-            let again = included.insert(path.clone(), ()).is_some();
+            let again = included.insert(path.to_string(), ()).is_some();
             if opcache && shm.cached(path, pid, t_us) {
                 // a validation of a script already in this request's
                 // included_files is a plain include's or a file function's
@@ -1342,14 +1345,14 @@ fn lower_op(
                 // (measured: fpm-override-fo-rf0, the worker that found the
                 // scripts cached walks each one before its first
                 // file_exists())
-                let named = (resolves > 0 || again).then_some((path.as_str(), &[][..]));
+                let named = (resolves > 0 || again).then_some((path.as_ref(), &[][..]));
                 cx.permission_check(path);
                 cx.revalidate_ex(w, shm, path, named, true);
             } else {
                 // not cached under this config: compiled (R51), with the
                 // read pattern measured for small scripts
                 cx.compile(w, path, path, &[], 1, 1, 1, false);
-                if opcache && shm.scripts.contains_key(path) {
+                if opcache && shm.scripts.contains_key(path.as_ref()) {
                     // stored by another worker's compile meanwhile (above)
                     shm.stored_again(path, cx.end_us());
                 } else if opcache
@@ -1358,9 +1361,9 @@ fn lower_op(
                 {
                     shm.keys += 1;
                     if let Some(m) = cx.mtimes.mtime_at(path, cx.t_us) {
-                        shm.timestamps.insert(path.clone(), m);
+                        shm.timestamps.insert(path.to_string(), m);
                     }
-                    added.insert(path.clone(), ());
+                    added.insert(path.to_string(), ());
                     let stamp = cx.req_s + cfg.revalidate_freq as i64;
                     shm.store(path, stamp, pid, t_us, cx.end_us());
                 }
@@ -1382,14 +1385,14 @@ fn lower_op(
             // it finds the name's key only if that one's resolution has
             // ended (measured: fpm-race-rf2 request 1 after it,
             // fpm-racefast-rf2 request 1 before it)
-            let raced_first = raced.contains(path.as_str())
-                && shm.once_keys.get(path.as_str()).map_or(true, |&v| t_us < v);
-            let fresh = (added.contains_key(path.as_str()) || raced_first || cfg.revalidate_path)
+            let raced_first = raced.contains(path.as_ref())
+                && shm.once_keys.get(path.as_ref()).map_or(true, |&v| t_us < v);
+            let fresh = (added.contains_key(path.as_ref()) || raced_first || cfg.revalidate_path)
                 && !probes.is_empty();
             // a *_once name resolved to a script loaded from the file cache
             // becomes its key (persistent_zend_resolve_path ->
             // zend_accel_add_key; R67)
-            shm.unkeyed.remove(path);
+            shm.unkeyed.remove(path.as_ref());
             if opcache && shm.cached(path, pid, t_us) && !fresh {
                 // already validated by the first *_once of the request
             } else {
@@ -1402,7 +1405,7 @@ fn lower_op(
                 if fresh {
                     // added under OPcache's lock once the name resolved
                     let end = cx.end_us() + cx.mtimes.lock_us as i64;
-                    shm.once_keys.entry(path.clone()).or_insert(end);
+                    shm.once_keys.entry(path.to_string()).or_insert(end);
                 }
             }
         }
@@ -1424,11 +1427,11 @@ fn lower_op(
             // php_cgi_ini_activate_user_config: per worker, per
             // directory, re-read after user_ini.cache_ttl
             let now = cx.req_s;
-            let due = w.user_ini.get(path).map_or(true, |&exp| exp < now);
+            let due = w.user_ini.get(path.as_ref()).map_or(true, |&exp| exp < now);
             if due && !r.cli {
                 cx.emit(OpKind::Stat, path, 0, Some("ENOENT"));
                 w.user_ini
-                    .insert(path.clone(), now + cfg.user_ini_cache_ttl as i64);
+                    .insert(path.to_string(), now + cfg.user_ini_cache_ttl as i64);
             }
         }
         PhpOpKind::Access {
@@ -1462,7 +1465,7 @@ fn lower_op(
             // left the entry in place (StatCache)
             if !*missing
                 && stat_cache.overridden
-                && stat_cache.last.as_deref() == Some(path.as_str())
+                && stat_cache.last.as_deref() == Some(path.as_ref())
             {
                 return;
             }
@@ -1470,7 +1473,7 @@ fn lower_op(
             cx.basedir_check_ex(w, path, *missing);
             cx.emit(OpKind::Stat, path, 0, None);
             if !*missing {
-                stat_cache.last = Some(path.clone());
+                stat_cache.last = Some(path.to_string());
                 stat_cache.overridden = false;
             }
         }

@@ -1,7 +1,7 @@
 //! The PHP-level operations of a trace (`statstorm.workload/1`).
 
 use serde::{Deserialize, Serialize};
-use statstorm_trace::op::Op;
+use statstorm_trace::op::{Name, Op};
 
 pub const WORKLOAD_SCHEMA: &str = "statstorm.workload/1";
 
@@ -17,7 +17,8 @@ pub enum Via {
     Once,
 }
 
-/// One PHP-level operation. Paths are absolute as PHP passed them.
+/// One PHP-level operation. Paths are absolute as PHP passed them, shared
+/// with the calls they were lifted from ([`Name`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PhpOpKind {
@@ -26,14 +27,14 @@ pub enum PhpOpKind {
     /// failed include_path candidates before it (`probes`, R50), then
     /// `open`, `fstat` x`fstats`, `read` x`reads`, `close` (R51).
     Compile {
-        path: String,
+        path: Name,
         /// The name resolved when it differs from the opened path
         /// (`/w/./rel/x.php` for `include './rel/x.php'`): the realpath
         /// cache key (R54).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        resolve_as: Option<String>,
+        resolve_as: Option<Name>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        probes: Vec<String>,
+        probes: Vec<Name>,
         /// How the script was reached (changes the OPcache-on and
         /// realpath-cache-off costs).
         via: Via,
@@ -48,26 +49,26 @@ pub enum PhpOpKind {
     },
     /// OPcache timestamp validation of a cached script (R64): resolution
     /// then `stat`.
-    Revalidate { path: String, resolves: u32 },
+    Revalidate { path: Name, resolves: u32 },
     /// A use of a script OPcache already held, seen only through its
     /// permission check (`opcache.validate_permission`, R68: `access(R_OK)`)
     /// with no validation `stat` due: lowered like [`PhpOpKind::Revalidate`]
     /// without a resolution (the check, then a validation when due).
-    CachedUse { path: String },
+    CachedUse { path: Name },
     /// include_once/require_once of a script already included in the
     /// request (R52): resolution only (+ failed include_path candidates).
     OnceRepeat {
-        path: String,
+        path: Name,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        probes: Vec<String>,
+        probes: Vec<Name>,
         resolves: u32,
     },
     /// php-fpm resolving SCRIPT_FILENAME before anything else (cgi_main).
-    PrimaryResolve { path: String },
+    PrimaryResolve { path: Name },
     /// A realpath resolution not tied to an include (realpath(), fopen's
     /// expand_filepath, ...).
     Resolve {
-        path: String,
+        path: Name,
         /// A single lstat whose parent this worker never walked (a
         /// resolution only if the parent was cached under another name).
         #[serde(default)]
@@ -76,17 +77,17 @@ pub enum PhpOpKind {
     /// An open_basedir check with no call of its own after it: glob()
     /// checks each match (ext/standard/dir.c, `php_check_open_basedir_ex`
     /// per result; R59). Costs nothing without open_basedir.
-    BasedirCheck { path: String },
+    BasedirCheck { path: Name },
     /// A failed resolution (lstat ENOENT, nothing cached: R50/R54).
-    Probe { path: String },
+    Probe { path: Name },
     /// lstat()/is_link()/filetype() and directory iterators (R72): `lstat`.
-    Lstat { path: String },
+    Lstat { path: Name },
     /// php-fpm's per-directory user ini lookup (`.user.ini`), cached per
     /// worker for `user_ini.cache_ttl` (sapi/fpm `php_cgi_ini_activate_user_config`).
-    UserIni { path: String },
+    UserIni { path: Name },
     /// file_exists/is_readable/is_writable... (R71): `access()`.
     Access {
-        path: String,
+        path: Name,
         mode: u32,
         /// The file did not exist (ENOENT).
         #[serde(default)]
@@ -94,17 +95,17 @@ pub enum PhpOpKind {
     },
     /// is_file/filesize/filemtime... (R72) after a stat-cache miss: `stat()`.
     Stat {
-        path: String,
+        path: Name,
         #[serde(default)]
         missing: bool,
     },
     /// fopen/file_get_contents of a data file (R74): open_basedir check,
     /// one resolution of the path, the `open`.
     Open {
-        path: String,
+        path: Name,
         /// The name resolved when it differs from the opened path.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        resolve_as: Option<String>,
+        resolve_as: Option<Name>,
         /// 1: resolved through the realpath cache first (plain-wrapper
         /// fopen); 0: an open PHP does not resolve (opendir, libraries).
         #[serde(default)]
@@ -199,7 +200,7 @@ impl WorkRequest {
     /// The paths of the scripts this request compiles, in order.
     pub fn compiled(&self) -> impl Iterator<Item = &str> {
         self.ops.iter().filter_map(|o| match &o.kind {
-            PhpOpKind::Compile { path, .. } => Some(path.as_str()),
+            PhpOpKind::Compile { path, .. } => Some(path.as_ref()),
             _ => None,
         })
     }

@@ -162,7 +162,7 @@ fn known_unmatched(source: &str, reference: &str, i: usize) -> Option<&'static s
 fn compiles_before(r: &statstorm_php::WorkRequest, a: &str, b: &str) -> bool {
     let at = |s: &str| {
         r.ops.iter().position(
-            |o| matches!(&o.kind, statstorm_php::PhpOpKind::Compile { path, .. } if path == s),
+            |o| matches!(&o.kind, statstorm_php::PhpOpKind::Compile { path, .. } if &**path == s),
         )
     };
     matches!((at(a), at(b)), (Some(x), Some(y)) if x < y)

@@ -67,7 +67,7 @@ fn permission_checks_are_inferred_lifted_and_lowered() {
             .count();
         let compiled: std::collections::HashSet<&str> = ops()
             .filter_map(|o| match &o.kind {
-                PhpOpKind::Compile { path, .. } => Some(path.as_str()),
+                PhpOpKind::Compile { path, .. } => Some(path.as_ref()),
                 _ => None,
             })
             .collect();
@@ -78,7 +78,7 @@ fn permission_checks_are_inferred_lifted_and_lowered() {
         let left = ops()
             .filter(|o| match &o.kind {
                 PhpOpKind::Access { path, mode, .. } => {
-                    mode & statstorm_trace::Flags::R_OK != 0 && compiled.contains(path.as_str())
+                    mode & statstorm_trace::Flags::R_OK != 0 && compiled.contains(path.as_ref())
                 }
                 _ => false,
             })

@@ -237,9 +237,9 @@ impl Lifter {
     fn linked_name_of(&self, path: &str) -> Option<String> {
         self.out.iter().rev().take(16).find_map(|o| match &o.kind {
             PhpOpKind::Resolve { path: n, .. }
-                if n != path && crate::realpath::resolved(&self.links, n) == path =>
+                if **n != *path && crate::realpath::resolved(&self.links, n) == path =>
             {
-                Some(n.clone())
+                Some(n.to_string())
             }
             _ => None,
         })
@@ -357,7 +357,12 @@ impl Lifter {
                     pending.next();
                     let last = pending.next().expect("two chains follow");
                     self.seen.insert(last.path.clone(), last.t_us);
-                    self.push(last.t_us, PhpOpKind::Lstat { path: last.path });
+                    self.push(
+                        last.t_us,
+                        PhpOpKind::Lstat {
+                            path: last.path.into(),
+                        },
+                    );
                     continue;
                 }
                 if rest.len() == 2 && walks(&rest[0]) && walks(&rest[1]) {
@@ -373,14 +378,19 @@ impl Lifter {
                     // theme patterns under open_basedir=/)
                     pending.next();
                     self.seen.insert(c.path.clone(), c.t_us);
-                    self.push(c.t_us, PhpOpKind::BasedirCheck { path: c.path });
+                    self.push(
+                        c.t_us,
+                        PhpOpKind::BasedirCheck {
+                            path: c.path.into(),
+                        },
+                    );
                     continue;
                 }
             }
             let kind = if is_script(&c.path) && self.compiled.contains_key(&c.path) {
                 PhpOpKind::OnceRepeat {
-                    path: c.path.clone(),
-                    probes: probes.drain(..).map(|p| p.0).collect(),
+                    path: c.path.as_str().into(),
+                    probes: probes.drain(..).map(|p| p.0.into()).collect(),
                     resolves: 1,
                 }
             } else if self.fpm
@@ -393,7 +403,7 @@ impl Lifter {
                 // later script resolutions are the application's)
                 self.primary_seen = true;
                 PhpOpKind::PrimaryResolve {
-                    path: c.path.clone(),
+                    path: c.path.as_str().into(),
                 }
             } else if !c.walked
                 && self
@@ -407,12 +417,12 @@ impl Lifter {
                 // a resolution
                 self.flush_probes(&mut probes);
                 PhpOpKind::Lstat {
-                    path: c.path.clone(),
+                    path: c.path.as_str().into(),
                 }
             } else {
                 self.flush_probes(&mut probes);
                 PhpOpKind::Resolve {
-                    path: c.path.clone(),
+                    path: c.path.as_str().into(),
                     lone: !c.walked && !c.parent_seen,
                 }
             };
@@ -438,13 +448,18 @@ impl Lifter {
                 self.push(
                     *t,
                     PhpOpKind::OnceRepeat {
-                        path: target,
-                        probes: group,
+                        path: target.into(),
+                        probes: group.into_iter().map(Into::into).collect(),
                         resolves: 1,
                     },
                 );
             } else {
-                self.push(*t, PhpOpKind::Probe { path: p.clone() });
+                self.push(
+                    *t,
+                    PhpOpKind::Probe {
+                        path: p.as_str().into(),
+                    },
+                );
             }
             i += 1;
         }
@@ -501,8 +516,8 @@ impl Lifter {
                                 let (p, nf, nr) = (path.clone(), *fstats, *reads);
                                 let t = self.start_us + self.out[idx].t_off_us;
                                 self.out[idx].kind = kind;
-                                if self.compiled.get(&p) == Some(&idx) {
-                                    self.compiled.remove(&p);
+                                if self.compiled.get(&*p) == Some(&idx) {
+                                    self.compiled.remove(&*p);
                                 }
                                 // the fd calls taken for the compile are the
                                 // fopen's own
@@ -598,9 +613,9 @@ impl Lifter {
                 self.push(
                     op.t_us,
                     PhpOpKind::Compile {
-                        path: op.path.to_string(),
-                        resolve_as,
-                        probes,
+                        path: op.path.clone(),
+                        resolve_as: resolve_as.map(Into::into),
+                        probes: probes.into_iter().map(Into::into).collect(),
                         via,
                         resolves,
                         fstats: 0,
@@ -638,7 +653,7 @@ impl Lifter {
                 self.push(
                     op.t_us,
                     PhpOpKind::UserIni {
-                        path: op.path.to_string(),
+                        path: op.path.clone(),
                     },
                 );
             }
@@ -649,7 +664,7 @@ impl Lifter {
                     op.t_us,
                     op.dur_us,
                     PhpOpKind::Revalidate {
-                        path: op.path.to_string(),
+                        path: op.path.clone(),
                         resolves,
                     },
                 );
@@ -663,12 +678,12 @@ impl Lifter {
                 let missing = op.errno.as_deref() == Some("ENOENT");
                 let kind = if op.kind == OpKind::Stat {
                     PhpOpKind::Stat {
-                        path: op.path.to_string(),
+                        path: op.path.clone(),
                         missing,
                     }
                 } else {
                     PhpOpKind::Access {
-                        path: op.path.to_string(),
+                        path: op.path.clone(),
                         mode: op.flags,
                         missing,
                     }
@@ -691,8 +706,8 @@ impl Lifter {
                 self.push(
                     op.t_us,
                     PhpOpKind::Open {
-                        path: op.path.to_string(),
-                        resolve_as,
+                        path: op.path.clone(),
+                        resolve_as: resolve_as.map(Into::into),
                         resolves: (n > 0) as u32,
                         flags: op.flags,
                     },
@@ -901,7 +916,7 @@ fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
                 path,
                 resolves: 1..,
                 ..
-            } => Some(path.as_str()),
+            } => Some(path.as_ref()),
             _ => None,
         })
         .collect()
@@ -933,8 +948,10 @@ fn unvalidated_gap_s(reqs: &[WorkRequest], app_stats: &HashSet<String>) -> Optio
         }
         let Some(e) = entry else { continue };
         let validated = r.ops.iter().any(|o| match &o.kind {
-            PhpOpKind::Compile { path, .. } => path == e,
-            PhpOpKind::Revalidate { path, .. } => path == e && !app_stats.contains(path),
+            PhpOpKind::Compile { path, .. } => **path == *e,
+            PhpOpKind::Revalidate { path, .. } => {
+                **path == *e && !app_stats.contains(path.as_ref())
+            }
             _ => false,
         });
         if validated {
@@ -1013,7 +1030,7 @@ fn fresh_scripts(
                 if w.mtime_at(path, t)
                     .is_some_and(|m| t.div_euclid(1_000_000) - m < FRESH_S)
                 {
-                    out.insert(path.clone());
+                    out.insert(path.to_string());
                 }
             }
         }
@@ -1096,7 +1113,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         .iter()
         .flat_map(|r| &r.ops)
         .filter_map(|o| match &o.kind {
-            PhpOpKind::PrimaryResolve { path } => Some(path.clone()),
+            PhpOpKind::PrimaryResolve { path } => Some(path.to_string()),
             _ => None,
         })
         .collect();
@@ -1110,7 +1127,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
             ..
         } = &o.kind
         {
-            names.insert(path.clone(), n.clone());
+            names.insert(path.to_string(), n.to_string());
         }
     }
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
@@ -1119,7 +1136,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         } = &mut o.kind
         {
             if resolve_as.is_none() {
-                *resolve_as = names.get(path.as_str()).cloned();
+                *resolve_as = names.get(path.as_ref()).cloned().map(Into::into);
             }
         }
     }
@@ -1127,7 +1144,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         for r in reqs.iter_mut() {
             for o in &mut r.ops {
                 if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
-                    if *via == Via::Main && !mains.contains(path.as_str()) {
+                    if *via == Via::Main && !mains.contains(path.as_ref()) {
                         *via = Via::Include;
                     }
                 }
@@ -1157,17 +1174,17 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
                     ..
                 }
                 | PhpOpKind::OnceRepeat { path, .. } => {
-                    facts.insert(path.clone(), Via::Once);
+                    facts.insert(path.to_string(), Via::Once);
                 }
                 PhpOpKind::Compile {
                     path,
                     via: Via::Include,
                     ..
                 } if cache_off => {
-                    facts.entry(path.clone()).or_insert(Via::Include);
+                    facts.entry(path.to_string()).or_insert(Via::Include);
                 }
                 PhpOpKind::Revalidate { path, resolves } if *resolves > 0 => {
-                    facts.entry(path.clone()).or_insert(Via::Include);
+                    facts.entry(path.to_string()).or_insert(Via::Include);
                 }
                 _ => {}
             }
@@ -1200,9 +1217,11 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
                         seen.insert(path);
                     }
                     PhpOpKind::Revalidate { path, resolves } => {
-                        if *resolves == 0 && !seen.contains(path.as_str()) && !mains.contains(path)
+                        if *resolves == 0
+                            && !seen.contains(path.as_ref())
+                            && !mains.contains(path.as_ref())
                         {
-                            facts.insert(path.clone(), Via::Once);
+                            facts.insert(path.to_string(), Via::Once);
                         }
                         seen.insert(path);
                     }
@@ -1227,7 +1246,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         } = &mut o.kind
         {
             *resolves =
-                (fopened.contains(path.as_str()) && *flags & Flags::O_DIRECTORY == 0) as u32;
+                (fopened.contains(path.as_ref()) && *flags & Flags::O_DIRECTORY == 0) as u32;
         }
     }
     // with OPcache off (scripts compiled again) nothing validates
@@ -1236,7 +1255,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
     let mut compiles: HashMap<&str, u32> = HashMap::new();
     for o in reqs.iter().flat_map(|r| &r.ops) {
         if let PhpOpKind::Compile { path, .. } = &o.kind {
-            *compiles.entry(path.as_str()).or_default() += 1;
+            *compiles.entry(path.as_ref()).or_default() += 1;
         }
     }
     let fresh = fresh_scripts(reqs, mtimes);
@@ -1257,7 +1276,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
                 let PhpOpKind::Compile { path, .. } = &r.ops[i].kind else {
                     continue;
                 };
-                if !changed.contains(path) {
+                if !changed.contains(path.as_ref()) {
                     continue;
                 }
                 let stat_of = |o: &PhpOp| {
@@ -1284,8 +1303,10 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         .iter()
         .flat_map(|r| &r.ops)
         .filter_map(|o| match &o.kind {
-            PhpOpKind::Stat { path, .. } if is_script(path) => Some(path.clone()),
-            PhpOpKind::Revalidate { path, .. } if normalize(path) != *path => Some(path.clone()),
+            PhpOpKind::Stat { path, .. } if is_script(path) => Some(path.to_string()),
+            PhpOpKind::Revalidate { path, .. } if normalize(path) != **path => {
+                Some(path.to_string())
+            }
             _ => None,
         })
         .chain(app_stats)
@@ -1293,7 +1314,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         .collect();
     for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
         if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-            if file_stats.contains(path.as_str()) {
+            if file_stats.contains(path.as_ref()) {
                 o.kind = PhpOpKind::Stat {
                     path: path.clone(),
                     missing: false,
@@ -1328,7 +1349,7 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
         for o in &mut r.ops {
             if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
                 if *via != Via::Main {
-                    if let Some(f) = facts.get(path.as_str()) {
+                    if let Some(f) = facts.get(path.as_ref()) {
                         *via = *f;
                     }
                 }
@@ -1349,12 +1370,12 @@ fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i6
 /// `opcache.enable_file_override` (R66) the checks of cached scripts make no
 /// `access()`, and their validation `stat`s stay validations.
 fn beside_access(ops: &[PhpOp]) -> Vec<String> {
-    let access_of = |o: Option<&PhpOp>, p: &str| matches!(o, Some(PhpOp { kind: PhpOpKind::Access { path, .. }, .. }) if path == p);
+    let access_of = |o: Option<&PhpOp>, p: &str| matches!(o, Some(PhpOp { kind: PhpOpKind::Access { path, .. }, .. }) if **path == *p);
     let mut out = Vec::new();
     for (i, o) in ops.iter().enumerate() {
         if let PhpOpKind::Revalidate { path, .. } = &o.kind {
             if access_of(ops.get(i + 1), path) {
-                out.push(path.clone());
+                out.push(path.to_string());
             }
         }
     }
@@ -1366,7 +1387,7 @@ fn script_of(ops: &[PhpOp]) -> Option<String> {
         PhpOpKind::PrimaryResolve { path }
         | PhpOpKind::Compile { path, .. }
         | PhpOpKind::Revalidate { path, .. }
-        | PhpOpKind::CachedUse { path } => Some(path.clone()),
+        | PhpOpKind::CachedUse { path } => Some(path.to_string()),
         _ => None,
     })
 }
@@ -1496,6 +1517,10 @@ pub fn lift_parts_from(
     let mtimes = facts.mtimes.clone();
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
+    // kept as long as the capture: no room left over from building
+    for r in &mut reqs {
+        r.ops.shrink_to_fit();
+    }
 
     let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
@@ -1629,7 +1654,7 @@ fn lift_requests(
                 {
                     // (an open of a script whose .bin this request did not
                     // touch is no compile: kept as recorded)
-                    if !bins.contains(path.as_str()) {
+                    if !bins.contains(path.as_ref()) {
                         continue;
                     }
                     // (php-fpm's entry script: one fstat)
@@ -1760,7 +1785,7 @@ fn evidence(
                 }
                 // the application's own stats of a script are not
                 // validations (as script_facts reclassifies them)
-                PhpOpKind::Revalidate { path, .. } if !app_stats.contains(path) => {
+                PhpOpKind::Revalidate { path, .. } if !app_stats.contains(path.as_ref()) => {
                     let t = r.start_us + o.t_off_us;
                     reval_times
                         .entry(path)
@@ -2297,7 +2322,7 @@ mod tests {
             }
         );
         assert!(
-            matches!(kinds[1], PhpOpKind::OnceRepeat { path, probes, .. } if path == "/w/inc/lib/u.php" && probes.len() == 1)
+            matches!(kinds[1], PhpOpKind::OnceRepeat { path, probes, .. } if &**path == "/w/inc/lib/u.php" && probes.len() == 1)
         );
         assert!(matches!(kinds[2], PhpOpKind::Access { .. }));
         assert!(matches!(kinds[3], PhpOpKind::Stat { .. }));

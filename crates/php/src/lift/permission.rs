@@ -35,9 +35,9 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
     let mut mains: HashSet<String> = HashSet::new();
     for o in reqs.iter().flat_map(|r| &r.ops) {
         if let PhpOpKind::Compile { path, via, .. } = &o.kind {
-            compiled.insert(path.clone());
+            compiled.insert(path.to_string());
             if *via == Via::Main {
-                mains.insert(path.clone());
+                mains.insert(path.to_string());
             }
         }
     }
@@ -47,7 +47,9 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
                 path,
                 mode,
                 missing: false,
-            } if *mode & Flags::R_OK != 0 && compiled.contains(path) => Some(path.clone()),
+            } if *mode & Flags::R_OK != 0 && compiled.contains(path.as_ref()) => {
+                Some(path.to_string())
+            }
             _ => None,
         }
     };
@@ -103,13 +105,15 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
             });
             let validated = matches!(
                 next.map(|n| &n.kind),
-                Some(PhpOpKind::Revalidate { path: q, .. } | PhpOpKind::Compile { path: q, .. }) if *q == path
+                Some(PhpOpKind::Revalidate { path: q, .. } | PhpOpKind::Compile { path: q, .. }) if **q == *path
             );
             if !validated {
                 out.push(PhpOp {
                     t_off_us: o.t_off_us,
                     stat_us: None,
-                    kind: PhpOpKind::CachedUse { path },
+                    kind: PhpOpKind::CachedUse {
+                        path: path.as_str().into(),
+                    },
                 });
             }
         }

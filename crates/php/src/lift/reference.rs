@@ -187,7 +187,7 @@ pub fn lift_with_reference_from(
         let cands: Vec<&WorkRequest> = all
             .iter()
             .copied()
-            .filter(|t| entry.is_none() || t.script == entry)
+            .filter(|t| entry.is_none() || t.script.as_deref() == entry.as_deref())
             .collect();
         if cands.is_empty() {
             used.no_reference.push(i);
@@ -282,12 +282,12 @@ fn reference_facts(reqs: &mut [WorkRequest], reference: &Workload) {
         } = &mut o.kind
         {
             if *v != Via::Main {
-                if let Some(f) = via.get(path.as_str()) {
+                if let Some(f) = via.get(path.as_ref()) {
                     *v = *f;
                 }
             }
             if resolve_as.is_none() {
-                *resolve_as = names.get(path.as_str()).map(|n| n.to_string());
+                *resolve_as = (names.get(path.as_ref()).map(|n| n.to_string())).map(Into::into);
             }
         }
     }
@@ -345,7 +345,7 @@ fn reference_keys<'a>(
             let real = crate::realpath::resolved(links, path);
             vec![(
                 "script",
-                if real == *path {
+                if *real == **path {
                     b(path)
                 } else {
                     Cow::Owned(real)
@@ -375,5 +375,5 @@ fn reference_keys<'a>(
 /// request.
 fn reference_own_op(o: &PhpOp, resolved: &HashSet<&str>) -> bool {
     own_op(o)
-        || matches!(&o.kind, PhpOpKind::Open { path, .. } if !resolved.contains(path.as_str()))
+        || matches!(&o.kind, PhpOpKind::Open { path, .. } if !resolved.contains(path.as_ref()))
 }

@@ -144,7 +144,10 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
             templates.insert(s, i);
         }
     }
-    let snapshot: Vec<WorkRequest> = reqs.to_vec();
+    // the templates as they are (a template is never changed: its own
+    // turn is skipped), one per script
+    let snapshot: HashMap<usize, WorkRequest> =
+        templates.values().map(|&t| (t, reqs[t].clone())).collect();
     for (i, r) in reqs.iter_mut().enumerate() {
         let Some(s) = r.script.clone().or_else(|| only.clone()) else {
             continue;
@@ -174,15 +177,15 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
             .filter_map(|o| match &o.kind {
                 PhpOpKind::Revalidate { path, .. }
                 | PhpOpKind::CachedUse { path }
-                | PhpOpKind::Stat { path, .. } => Some(path.as_str()),
+                | PhpOpKind::Stat { path, .. } => Some(path.as_ref()),
                 _ => None,
             })
             .collect();
         let (mut compiled, mut unseen) = (0usize, 0usize);
-        for o in &snapshot[t].ops {
+        for o in &snapshot[&t].ops {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
                 compiled += 1;
-                unseen += usize::from(!shown.contains(path.as_str()));
+                unseen += usize::from(!shown.contains(path.as_ref()));
             }
         }
         let hidden = unseen * 2 > compiled;
@@ -195,7 +198,7 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
         } else {
             Fit::Exact
         };
-        take_template(r, &snapshot[t], s, fit);
+        take_template(r, &snapshot[&t], s, fit);
     }
 }
 
