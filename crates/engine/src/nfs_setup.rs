@@ -4,7 +4,7 @@
 //! the options' flags, so it lives here rather than in the model crate.)
 
 use statstorm_nfs::client::{
-    normalize, replay_groups_warm, ClientParams, RpcCounts, RpcOp, ServerChange,
+    normalize, replay_groups_warm, ClientParams, Feed, RpcCounts, RpcOp, ServerChange,
 };
 use statstorm_nfs::mount::MountOptions;
 use statstorm_trace::op::Op;
@@ -475,12 +475,61 @@ impl NfsSetup {
         total
     }
 
+    /// The clients of one side for a replay call by call in time order
+    /// ([`Clients::apply`]), cold (a warm start needs every call first:
+    /// [`NfsSetup::replay_with`]). Gives the same counts as
+    /// [`NfsSetup::replay_with`] fed the same calls in the order it sorts
+    /// them in.
+    pub fn clients(&self, proposed: bool) -> Clients<'_> {
+        let refs: Vec<&str> = self.mounts.iter().map(|m| m.root.as_str()).collect();
+        let feeds = self
+            .mounts
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let opts = if proposed { &m.proposed } else { &m.recorded };
+                // one mount: every change; several: each its root's
+                let changes: Vec<ServerChange> = self
+                    .changes
+                    .iter()
+                    .filter(|c| self.mounts.len() == 1 || root_of(&refs, &c.path) == Some(i))
+                    .cloned()
+                    .collect();
+                Feed::new(&[], opts, &m.params, &changes)
+            })
+            .collect();
+        Clients { refs, feeds }
+    }
+
     /// The warm-up operations for `ops` (none unless `warm`).
     pub fn warmup<'a>(&self, ops: impl IntoIterator<Item = &'a Op>) -> Vec<Op> {
         if self.warm {
             statstorm_nfs::warmup_ops(ops, statstorm_nfs::client::WARM_PASSES)
         } else {
             Vec::new()
+        }
+    }
+}
+
+/// The NFS clients of one side of a prediction, fed call by call in time
+/// order ([`NfsSetup::clients`]).
+pub struct Clients<'a> {
+    refs: Vec<&'a str>,
+    feeds: Vec<Feed>,
+}
+
+impl Clients<'_> {
+    /// Applies `op` on the client of its mount (the only one's, with one
+    /// mount; none when it is under no root of several); its RPCs.
+    pub fn apply(&mut self, op: &Op) -> RpcCounts {
+        let i = if self.feeds.len() == 1 {
+            Some(0)
+        } else {
+            root_of(&self.refs, &op.path)
+        };
+        match i {
+            Some(i) => self.feeds[i].apply(op, 0),
+            None => RpcCounts::default(),
         }
     }
 }

@@ -651,6 +651,8 @@ struct Live<'a> {
     after: i64,
     /// the generation of its entry in the queue (older entries are stale)
     gen: u64,
+    /// the earliest time of the syscalls it emitted so far
+    first_t: Option<i64>,
 }
 
 /// An operation queued by a [`Lowerer`]: (time, push order of its
@@ -697,6 +699,8 @@ pub struct Lowerer<'a> {
     last: HashMap<u32, Last>,
     queue: BinaryHeap<Reverse<Queued>>,
     pushed: u64,
+    /// the start of the last request pushed
+    last_start: i64,
     /// requests replayed whole, not yet taken by [`Lowerer::done`]
     finished: Vec<(usize, Vec<Op>)>,
 }
@@ -734,6 +738,7 @@ impl<'a> Lowerer<'a> {
             last: HashMap::new(),
             queue: BinaryHeap::new(),
             pushed: 0,
+            last_start: i64::MIN,
             finished: Vec::new(),
         }
     }
@@ -771,6 +776,7 @@ impl<'a> Lowerer<'a> {
     pub fn push(&mut self, idx: usize, r: Cow<'a, WorkRequest>) {
         // nothing pushed later starts before this request
         self.run(Some(r.start_us));
+        self.last_start = self.last_start.max(r.start_us);
         if r.cli {
             self.push_cli(idx, r);
             return;
@@ -791,6 +797,7 @@ impl<'a> Lowerer<'a> {
                 next_op: 0,
                 after: i64::MIN,
                 gen: 0,
+                first_t: None,
             },
         );
         let prev = self.last.insert(
@@ -922,6 +929,9 @@ impl<'a> Lowerer<'a> {
                 &mut self.disk,
             );
             l.shift += shifted(self.target, &self.facts.latency_us, &l.st.cx.out[from..]);
+            if let Some(m) = l.st.cx.out[from..].iter().map(|o| o.t_us).min() {
+                l.first_t = Some(l.first_t.map_or(m, |f| f.min(m)));
+            }
             l.after = t;
             l.next_op = j + 1;
             if l.next_op < l.r.ops.len() {
@@ -930,6 +940,29 @@ impl<'a> Lowerer<'a> {
                 self.end(i);
             }
         }
+    }
+
+    /// A time no syscall given out from now on comes before (µs): the
+    /// earliest of the next operation queued, what the requests in flight
+    /// emitted so far (or, not begun yet, their start), and the start of
+    /// the last request pushed (every later one starts after it). A
+    /// replay in time order can take every call before it.
+    pub fn horizon(&self) -> i64 {
+        let mut h = self.last_start;
+        if let Some(Reverse((t, ..))) = self.queue.peek() {
+            h = h.min(*t);
+        }
+        for l in self.live.values() {
+            let t = if l.begun {
+                l.first_t
+            } else {
+                Some(l.r.start_us)
+            };
+            if let Some(t) = t {
+                h = h.min(t);
+            }
+        }
+        h
     }
 
     /// The requests replayed whole since the last call, with their

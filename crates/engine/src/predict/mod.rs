@@ -20,6 +20,7 @@ use std::path::PathBuf;
 pub mod call_latency;
 pub mod latency;
 mod notes;
+mod side;
 
 pub use latency::SimOptions;
 
@@ -161,6 +162,13 @@ impl Side {
     fn of(ops: &[statstorm_trace::op::Op]) -> Self {
         Side {
             by_syscall: count_by_syscall(ops),
+            rpc: None,
+            latency_ms: None,
+        }
+    }
+    fn counted(by_syscall: BTreeMap<String, u64>) -> Self {
+        Side {
+            by_syscall,
             rpc: None,
             latency_ms: None,
         }
@@ -467,9 +475,10 @@ fn secs(us: i64) -> f64 {
 /// A capture read once, for any number of predictions
 /// ([`Capture::predict`]): its requests and the calls each recorded, the
 /// activity outside requests, the lifted workload (completed from the
-/// reference capture, if any), the settings it was recorded under with
-/// their provenance, and every request lowered under them (the "before"
-/// side, the same for every change). The trace itself is not kept.
+/// reference capture, if any), and the settings it was recorded under with
+/// their provenance. The trace itself is not kept; each prediction lowers
+/// both sides request by request (`side`), keeping the lowered calls only
+/// when the latency simulation needs them.
 pub struct Capture {
     inputs: Vec<String>,
     split_note: String,
@@ -483,8 +492,6 @@ pub struct Capture {
     /// Notes about the capture itself (skipped lines, the reference, the
     /// recorded settings); a prediction's own notes follow them.
     notes: Vec<String>,
-    /// Each request lowered under the recorded settings.
-    before: Vec<Vec<statstorm_trace::op::Op>>,
     /// The NFS side as recorded (`mount`, the proposal, is ignored here).
     nfs: NfsOptions,
 }
@@ -523,15 +530,13 @@ impl Change {
 /// change it asks for. `stage` is told each stage's name as it starts
 /// (progress for long runs).
 pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
-    let mut cap = Capture::load(args, stage)?;
-    // one change: the report takes the "before" side (no copy)
-    let before = std::mem::take(&mut cap.before);
-    cap.predict_with(&Change::of(args), Some(before), stage)
+    let cap = Capture::load(args, stage)?;
+    cap.predict(&Change::of(args), stage)
 }
 
 impl Capture {
-    /// Reads, splits and lifts the capture of `args` and lowers it under the
-    /// settings it was recorded under (the proposal in `args` is not used).
+    /// Reads, splits and lifts the capture of `args` and finds the settings
+    /// it was recorded under (the proposal in `args` is not used).
     pub fn load(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Capture> {
         stage(READING);
         let trace =
@@ -603,8 +608,6 @@ impl Capture {
                 .map_err(|e| write(std::io::Error::from(e)))?;
         }
         let (recorded, source) = recorded_config(args, &w, &mut notes)?;
-        stage("lowering under the recorded settings");
-        let before = statstorm_php::lower(&w, &recorded.config);
         Ok(Capture {
             inputs: args
                 .traces
@@ -619,7 +622,6 @@ impl Capture {
             recorded,
             source,
             notes,
-            before,
             nfs: args.nfs.clone(),
         })
     }
@@ -632,19 +634,7 @@ impl Capture {
     /// Predicts `change` on this capture: the proposed side lowered, every
     /// side replayed once by the NFS model, latency simulated.
     pub fn predict(&self, change: &Change, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
-        self.predict_with(change, None, stage)
-    }
-
-    /// [`Capture::predict`] with the "before" side given (taken out of the
-    /// capture by a caller that predicts one change), else copied.
-    fn predict_with(
-        &self,
-        change: &Change,
-        before: Option<Vec<Vec<statstorm_trace::op::Op>>>,
-        stage: &mut dyn FnMut(&'static str),
-    ) -> Result<Report> {
         let cap = self;
-        let before = before.unwrap_or_else(|| cap.before.clone());
         let w = &cap.w;
         let mut notes = cap.notes.clone();
         let recorded = cap.recorded.config.clone();
@@ -661,8 +651,7 @@ impl Capture {
         }
         notes.extend(notes::file_cache_note(w, &proposed));
         notes.extend(notes::opcache_off_note(w, &recorded, &proposed));
-        // lower
-        stage("lowering under the proposed settings");
+        // the proposed storage's call times
         let latency =
             call_latency::call_latencies_of(&change.call_latency).map_err(Error::CallLatency)?;
         let mut call_latency_us: BTreeMap<String, LatencyPair> = BTreeMap::new();
@@ -688,12 +677,59 @@ impl Capture {
                 what.join(", ")
             ));
         }
-        let after = statstorm_php::lower::lower_with(w, &proposed, &latency);
+        // NFS: which roots, and the options (statstorm-nfs); the traced
+        // calls pick the roots
+        let flags = crate::nfs_setup::NfsFlags {
+            from_mount: cap.nfs.from_mount.clone(),
+            mounts_file: cap.nfs.mounts.clone(),
+            mount: change.mount.clone(),
+            nfs_root: cap.nfs.nfs_root.clone(),
+            delegations: cap.nfs.delegations,
+            server_changes: cap.nfs.server_change.clone(),
+            warm: cap.nfs.nfs_cache == NfsCache::Warm,
+        };
+        let rec = &cap.rec;
+        let traced: Vec<&statstorm_trace::op::Op> = rec.requests.iter().flatten().collect();
+        let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &traced).map_err(Error::Nfs)?;
+        drop(traced);
+        // each side lowered and replayed request by request; the calls kept
+        // for the latency simulation only (one mount)
+        let keep = nfs.as_ref().is_some_and(|n| n.single().is_some());
+        let bg: Vec<&[statstorm_trace::op::Op]> =
+            rec.background.iter().map(|b| b.ops.as_slice()).collect();
+        stage("lowering under the recorded settings");
+        let none = BTreeMap::new();
+        let mut before = side::run(
+            w,
+            &recorded,
+            &none,
+            nfs.as_ref().map(|n| (n, false)),
+            &bg,
+            keep,
+        );
+        stage("lowering under the proposed settings");
+        let mut after = side::run(
+            w,
+            &proposed,
+            &latency,
+            nfs.as_ref().map(|n| (n, true)),
+            &bg,
+            keep,
+        );
+        let mut before_ops = before.ops.take().unwrap_or_default();
+        let mut after_ops = after.ops.take().unwrap_or_default();
         let preds: Vec<RequestPrediction> = w
             .requests
             .iter()
-            .zip(before.into_iter().zip(after))
-            .map(|(r, (b, a))| RequestPrediction::of(r, b, a))
+            .enumerate()
+            .map(|(i, r)| {
+                let b = before_ops
+                    .get_mut(i)
+                    .map(std::mem::take)
+                    .unwrap_or_default();
+                let a = after_ops.get_mut(i).map(std::mem::take).unwrap_or_default();
+                RequestPrediction::of(r, b, a)
+            })
             .collect();
         let completed: std::collections::HashSet<usize> = cap
             .reference
@@ -715,41 +751,25 @@ impl Capture {
                 "{who} showed only part of {its} work (caches hid the rest); {they} modelled with the operations of the fullest request of the same script, keeping {its} own calls"
             ));
         }
-        // NFS: RPCs per request, before and after (statstorm-nfs)
-        let flags = crate::nfs_setup::NfsFlags {
-            from_mount: cap.nfs.from_mount.clone(),
-            mounts_file: cap.nfs.mounts.clone(),
-            mount: change.mount.clone(),
-            nfs_root: cap.nfs.nfs_root.clone(),
-            delegations: cap.nfs.delegations,
-            server_changes: cap.nfs.server_change.clone(),
-            warm: cap.nfs.nfs_cache == NfsCache::Warm,
-        };
-        let all_ops: Vec<&statstorm_trace::op::Op> =
-            preds.iter().flat_map(|p| p.before.iter()).collect();
-        let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &all_ops).map_err(Error::Nfs)?;
-        let rec = &cap.rec;
+        // NFS: RPCs per request, before and after (statstorm-nfs), every
+        // side with the background activity too, in time order
         let rpcs = nfs.as_ref().map(|n| {
             stage("NFS client model");
             notes.extend(n.notes.iter().cloned());
-            // every side replays the background activity too, in time order
-            let bg: Vec<&[statstorm_trace::op::Op]> =
-                rec.background.iter().map(|b| b.ops.as_slice()).collect();
-            let side = |reqs: Vec<&[statstorm_trace::op::Op]>, proposed: bool| {
-                n.replay_with(&reqs, &bg, proposed)
-            };
-            let b = side(preds.iter().map(|p| p.before.as_slice()).collect(), false);
-            let a = side(preds.iter().map(|p| p.after.as_slice()).collect(), true);
-            let r = side(rec.requests.iter().map(|o| o.as_slice()).collect(), false);
+            let groups: Vec<&[statstorm_trace::op::Op]> =
+                rec.requests.iter().map(|o| o.as_slice()).collect();
+            let r = n.replay_with(&groups, &bg, false);
             // the order `build` uses for the requests; background after them
             let mut order: Vec<usize> = (0..preds.len()).collect();
             order.sort_by_key(|&i| (preds[i].start_us, i));
             let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
                 order.iter().map(|&i| v[i]).collect()
             };
+            let side_rpcs =
+                |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
             NfsRpcs {
-                before: pick(&b),
-                after: pick(&a),
+                before: side_rpcs(&before),
+                after: side_rpcs(&after),
                 recorded: pick(&r),
                 background: r[preds.len()..].to_vec(),
             }
@@ -768,7 +788,15 @@ impl Capture {
                 from_reference[i] = true;
             }
         }
-        let mut report = build(cap, recorded, proposed, preds, &from_reference, notes);
+        let mut report = build(
+            cap,
+            recorded,
+            proposed,
+            &preds,
+            [&before.counts, &after.counts],
+            &from_reference,
+            notes,
+        );
         report.call_latency_us = call_latency_us;
         report.reference = cap
             .reference
@@ -803,11 +831,14 @@ impl Capture {
     }
 }
 
+/// The report of `preds`, whose calls per syscall before and after are
+/// `counts`.
 fn build(
     cap: &Capture,
     recorded: PhpConfig,
     proposed: PhpConfig,
-    preds: Vec<RequestPrediction>,
+    preds: &[RequestPrediction],
+    counts: [&[BTreeMap<String, u64>]; 2],
     from_reference: &[bool],
     notes: Vec<String>,
 ) -> Report {
@@ -834,8 +865,8 @@ fn build(
             script: p.script.clone(),
             from_template: p.from_template,
             from_reference: from_reference.get(i).copied().unwrap_or(false),
-            before: Side::of(&p.before),
-            after: Side::of(&p.after),
+            before: Side::counted(counts[0][i].clone()),
+            after: Side::counted(counts[1][i].clone()),
             recorded: rec
                 .requests
                 .get(i)
