@@ -697,24 +697,30 @@ impl Capture {
         let keep = nfs.as_ref().is_some_and(|n| n.single().is_some());
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
-        stage("lowering under the recorded settings");
+        // (the two sides share nothing: one thread each)
+        stage("lowering under the recorded and the proposed settings");
         let none = BTreeMap::new();
-        let mut before = side::run(
-            w,
-            &recorded,
-            &none,
-            nfs.as_ref().map(|n| (n, false)),
-            &bg,
-            keep,
-        );
-        stage("lowering under the proposed settings");
-        let mut after = side::run(
-            w,
-            &proposed,
-            &latency,
-            nfs.as_ref().map(|n| (n, true)),
-            &bg,
-            keep,
+        let (mut before, mut after) = rayon::join(
+            || {
+                side::run(
+                    w,
+                    &recorded,
+                    &none,
+                    nfs.as_ref().map(|n| (n, false)),
+                    &bg,
+                    keep,
+                )
+            },
+            || {
+                side::run(
+                    w,
+                    &proposed,
+                    &latency,
+                    nfs.as_ref().map(|n| (n, true)),
+                    &bg,
+                    keep,
+                )
+            },
         );
         let mut before_ops = before.ops.take().unwrap_or_default();
         let mut after_ops = after.ops.take().unwrap_or_default();
