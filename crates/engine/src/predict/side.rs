@@ -167,3 +167,128 @@ pub(crate) fn run(
         ops: keep.then_some(kept),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nfs_setup::NfsFlags;
+
+    /// The streaming side gives what lowering everything and replaying
+    /// it in one sorted batch gives: the same calls per request and the
+    /// same RPCs per request, on captures whose requests overlap across
+    /// workers (fpm) and run alone (cli), with two mounts too.
+    #[test]
+    fn streaming_side_matches_the_batch_lower_and_replay() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        for (file, roots) in [
+            ("php/fpm-race-obd.strace.gz", vec!["/tmp/statstorm-lab"]),
+            (
+                "php/fpm-wordpress-rf2.strace.zst",
+                vec!["/usr/share/wordpress"],
+            ),
+            ("php/cli-tree-oc.strace.gz", vec!["/tmp/statstorm-lab"]),
+            (
+                "strace/fpm-opcache-bursts.strace.gz",
+                vec!["/tmp/statstorm-fx/fpm-opcache-bursts"],
+            ),
+            (
+                "php/fpm-race-obd.strace.gz",
+                vec!["/tmp/statstorm-lab:vers=3", "/usr:vers=4.2"],
+            ),
+        ] {
+            let path = dir.join(file);
+            let trace = statstorm_trace::read_paths(std::slice::from_ref(&path))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let split = statstorm_php::request::split_requests(&trace.events, &trace.strings);
+            let w = statstorm_php::lift(&trace, &split);
+            let (recorded, _) = statstorm_php::infer::inferred_config(&w).unwrap();
+            let mut proposed = recorded.clone();
+            proposed.apply_flags(&["opcache.enable=0"]).unwrap();
+            let flags = NfsFlags {
+                from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
+                nfs_root: roots.iter().map(|r| r.to_string()).collect(),
+                ..NfsFlags::default()
+            };
+            let none = BTreeMap::new();
+            for (cfg, is_proposed) in [(&recorded, false), (&proposed, true)] {
+                let batch = statstorm_php::lower::lower_with(&w, cfg, &none);
+                let refs: Vec<&Op> = batch.iter().flatten().collect();
+                let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
+                let groups: Vec<&[Op]> = batch.iter().map(Vec::as_slice).collect();
+                let want = n.replay_with(&groups, &[], is_proposed);
+                let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false);
+                let counts: Vec<BTreeMap<String, u64>> =
+                    batch.iter().map(|o| count_by_syscall(o)).collect();
+                assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
+                assert_eq!(got.rpcs.unwrap().0, want, "{file} {roots:?}: RPCs");
+                assert!(got.ops.is_none(), "calls kept though not asked");
+                assert!(
+                    want.iter().any(|c| *c != RpcCounts::default()),
+                    "{file}: no RPC at all"
+                );
+            }
+        }
+    }
+
+    /// A request that ends while an earlier one is still running on
+    /// another worker: its calls wait for the earlier one's (the first
+    /// stat of a path makes the LOOKUP, and it belongs to the request that
+    /// made it first in time, not to the one that ended first).
+    #[test]
+    fn a_request_ended_first_waits_for_the_earlier_calls_of_one_in_flight() {
+        use statstorm_php::{PhpOp, PhpOpKind, WorkRequest};
+        let stat = |off: i64, p: &str| PhpOp {
+            t_off_us: off,
+            stat_us: None,
+            kind: PhpOpKind::Stat {
+                path: p.into(),
+                missing: false,
+            },
+        };
+        let req = |pid: u32, start: i64, end: i64, ops: Vec<PhpOp>| WorkRequest {
+            pid,
+            start_us: start,
+            end_us: end,
+            request_time_us: start,
+            cli: false,
+            script: None,
+            from_template: false,
+            ops,
+        };
+        // A: P at 1 ms, Q at 40 ms; B: P at 6 ms, ends at 7 ms; C starts
+        // at 20 ms, when B has ended and A has not
+        let w = Workload {
+            requests: vec![
+                req(
+                    1,
+                    0,
+                    50_000,
+                    vec![stat(1_000, "/m/p"), stat(40_000, "/m/q")],
+                ),
+                req(2, 5_000, 7_000, vec![stat(1_000, "/m/p")]),
+                req(3, 20_000, 21_000, vec![stat(500, "/m/r")]),
+            ],
+            schema: String::new(),
+            evidence: Default::default(),
+            links: Default::default(),
+            mtimes: Default::default(),
+            file_cache: None,
+            latency_us: Default::default(),
+            lock_us: 0,
+        };
+        let cfg = PhpConfig::default();
+        let flags = NfsFlags {
+            from_mount: Some("vers=3,relatime".into()),
+            nfs_root: vec!["/m".into()],
+            ..NfsFlags::default()
+        };
+        let n = NfsSetup::from_flags(&flags, &[]).unwrap().unwrap();
+        let got = run(&w, &cfg, &BTreeMap::new(), Some((&n, false)), &[], false);
+        let (rpcs, _) = got.rpcs.unwrap();
+        let lookups: Vec<u64> = rpcs
+            .iter()
+            .map(|c| c.of(statstorm_nfs::RpcOp::Lookup))
+            .collect();
+        assert_eq!(lookups, vec![2, 0, 1], "LOOKUPs per request: {rpcs:?}");
+    }
+}
