@@ -159,13 +159,6 @@ pub struct Side {
 }
 
 impl Side {
-    fn of(ops: &[statstorm_trace::op::Op]) -> Self {
-        Side {
-            by_syscall: count_by_syscall(ops),
-            rpc: None,
-            latency_ms: None,
-        }
-    }
     fn counted(by_syscall: BTreeMap<String, u64>) -> Self {
         Side {
             by_syscall,
@@ -482,7 +475,13 @@ fn secs(us: i64) -> f64 {
 pub struct Capture {
     inputs: Vec<String>,
     split_note: String,
+    /// The recorded calls, kept when an NFS replay may need them (the
+    /// capture has NFS options); else only their counts.
     rec: crate::capture::Recorded,
+    /// Per request (the split's order), its recorded calls per syscall.
+    recorded_counts: Vec<BTreeMap<String, u64>>,
+    /// Per background process, its recorded calls per syscall.
+    background_counts: Vec<BTreeMap<String, u64>>,
     w: Workload,
     /// The reference workload, how its completeness was known, its use.
     reference: Option<(Workload, String, statstorm_php::ReferenceUse)>,
@@ -608,6 +607,27 @@ impl Capture {
                 .map_err(|e| write(std::io::Error::from(e)))?;
         }
         let (recorded, source) = recorded_config(args, &w, &mut notes)?;
+        let recorded_counts: Vec<BTreeMap<String, u64>> =
+            rec.requests.iter().map(|o| count_by_syscall(o)).collect();
+        let background_counts: Vec<BTreeMap<String, u64>> = rec
+            .background
+            .iter()
+            .map(|b| count_by_syscall(&b.ops))
+            .collect();
+        // without an NFS root or mount options for the capture no change
+        // replays its calls (a proposed --mount alone names no root): only
+        // their counts stay
+        let n = &args.nfs;
+        let nfs_possible = n.from_mount.is_some()
+            || n.mounts.is_some()
+            || !n.nfs_root.is_empty()
+            || !n.server_change.is_empty();
+        if !nfs_possible {
+            rec.requests = Vec::new();
+            for b in &mut rec.background {
+                b.ops = Vec::new();
+            }
+        }
         Ok(Capture {
             inputs: args
                 .traces
@@ -616,6 +636,8 @@ impl Capture {
                 .collect(),
             split_note: split.note.clone(),
             rec,
+            recorded_counts,
+            background_counts,
             w,
             reference,
             reference_files,
@@ -873,10 +895,10 @@ fn build(
             from_reference: from_reference.get(i).copied().unwrap_or(false),
             before: Side::counted(counts[0][i].clone()),
             after: Side::counted(counts[1][i].clone()),
-            recorded: rec
-                .requests
+            recorded: cap
+                .recorded_counts
                 .get(i)
-                .map_or_else(Side::default, |o| Side::of(o)),
+                .map_or_else(Side::default, |c| Side::counted(c.clone())),
         };
         totals.before.add(&r.before);
         totals.after.add(&r.after);
@@ -925,11 +947,12 @@ fn build(
         background: rec
             .background
             .iter()
-            .map(|b| BackgroundOut {
+            .zip(&cap.background_counts)
+            .map(|(b, c)| BackgroundOut {
                 pid: b.pid,
                 start: secs(b.start_us),
                 end: secs(b.end_us),
-                recorded: Side::of(&b.ops),
+                recorded: Side::counted(c.clone()),
             })
             .collect(),
         nfs: None,
