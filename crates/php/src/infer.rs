@@ -56,15 +56,9 @@ fn trial_inputs(
     std::collections::BTreeMap<OpKind, u64>,
     Option<crate::file_cache::Disk>,
 ) {
-    let compiled: std::collections::BTreeSet<String> = sub
-        .requests
-        .iter()
-        .flat_map(|r| r.compiled())
-        .map(str::to_string)
-        .collect();
     (
         crate::lower::targets(sub, &Default::default()),
-        crate::lower::file_cache_of(sub, base, &compiled),
+        crate::lower::file_cache_of(sub, base, &sub.compiled_scripts()),
     )
 }
 

@@ -580,13 +580,7 @@ pub fn lower(w: &Workload, cfg: &PhpConfig) -> Vec<Vec<Op>> {
 /// (tests/latency.rs).
 pub fn lower_with(w: &Workload, cfg: &PhpConfig, latency: &BTreeMap<OpKind, u64>) -> Vec<Vec<Op>> {
     let target = targets(w, latency);
-    let compiled: BTreeSet<String> = w
-        .requests
-        .iter()
-        .flat_map(|r| r.compiled())
-        .map(str::to_string)
-        .collect();
-    let disk = file_cache_of(w, cfg, &compiled);
+    let disk = file_cache_of(w, cfg, &w.compiled_scripts());
     lower_from(w, cfg, &target, disk)
 }
 

@@ -335,6 +335,16 @@ pub fn call_latencies<'a>(
 }
 
 impl Workload {
+    /// Every script some request compiles (what OPcache's file cache may
+    /// hold, [`crate::lower::file_cache_of`]).
+    pub fn compiled_scripts(&self) -> std::collections::BTreeSet<String> {
+        self.requests
+            .iter()
+            .flat_map(|r| r.compiled())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// A copy holding only the first `n` requests (everything else
     /// whole), without copying the others.
     pub fn first(&self, n: usize) -> Workload {

@@ -15,7 +15,7 @@ use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// What one side gives, per request of the workload (its order).
 pub(crate) struct SideRun {
@@ -96,12 +96,7 @@ pub(crate) fn run(
     let stream_nfs = nfs.filter(|(s, _)| !s.warm);
     let keep = keep || (nfs.is_some() && stream_nfs.is_none());
     let target = statstorm_php::lower::targets(w, latency);
-    let compiled: BTreeSet<String> = w
-        .requests
-        .iter()
-        .flat_map(|r| r.compiled())
-        .map(str::to_string)
-        .collect();
+    let compiled = w.compiled_scripts();
     let mut low = Lowerer::new(w, cfg, &target, &compiled);
     let mut counts: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); n];
     let mut kept: Vec<Vec<Op>> = if keep {
