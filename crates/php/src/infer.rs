@@ -33,7 +33,7 @@ use std::sync::Mutex;
 /// Budgets searched: up to 1 GiB.
 const MAX_BUDGET_KIB: u64 = 1 << 20;
 /// Requests the search lowers.
-const SEARCH_REQUESTS: usize = 16;
+pub(crate) const SEARCH_REQUESTS: usize = 16;
 /// TTLs tried alone (seconds).
 const TTLS: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 30, 60, 90];
 /// TTLs tried together with a budget search.

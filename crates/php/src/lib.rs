@@ -30,17 +30,24 @@ pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestP
 /// and TTL).
 pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
     let real = lift::request_ops(trace, requests);
-    lift_from(&lift::TraceFacts::of(trace, requests), requests, real).0
+    lift_from(
+        &lift::TraceFacts::of(trace, requests),
+        requests,
+        real,
+        lift::Calls::Drop,
+    )
+    .0
 }
 
 /// [`lift()`] of the requests' calls `real` as [`lift::request_ops`] gives
-/// them (normalized by the caller, who needs them too); they come back.
+/// them (normalized by the caller); they come back as `calls` says.
 pub fn lift_from(
     facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
     real: Vec<Vec<statstorm_trace::op::Op>>,
+    calls: lift::Calls,
 ) -> (Workload, Vec<Vec<statstorm_trace::op::Op>>) {
-    let (mut w, real) = lift::lift_parts_from(facts, requests, real);
+    let (mut w, real) = lift::lift_parts_from(facts, requests, real, calls);
     infer::infer_accel_hash(&mut w, &real);
     infer::infer_realpath_settings(&mut w, &real);
     (w, real)
@@ -55,18 +62,21 @@ pub fn lift_with_reference(
 ) -> Result<(Workload, ReferenceUse), ReferenceError> {
     let real = lift::request_ops(trace, requests);
     let facts = lift::TraceFacts::of(trace, requests);
-    lift_with_reference_from(&facts, requests, reference, real).map(|(w, u, _)| (w, u))
+    lift_with_reference_from(&facts, requests, reference, real, lift::Calls::Drop)
+        .map(|(w, u, _)| (w, u))
 }
 
 /// [`lift_with_reference`] of the requests' calls `real` as
-/// [`lift::request_ops`] gives them; they come back.
+/// [`lift::request_ops`] gives them; they come back as `calls` says.
 pub fn lift_with_reference_from(
     facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
     reference: &Workload,
     real: Vec<Vec<statstorm_trace::op::Op>>,
+    calls: lift::Calls,
 ) -> Result<(Workload, ReferenceUse, Vec<Vec<statstorm_trace::op::Op>>), ReferenceError> {
-    let (mut w, used, real) = lift::lift_with_reference_from(facts, requests, reference, real)?;
+    let (mut w, used, real) =
+        lift::lift_with_reference_from(facts, requests, reference, real, calls)?;
     // a capture complete by itself needs no inference
     if !used.capture_complete {
         infer::infer_accel_hash(&mut w, &real);

@@ -564,9 +564,29 @@ impl Capture {
         }
         stage("splitting requests");
         let split = split_requests(&trace.events, &trace.strings);
-        // every event normalized once: the requests' calls go to the lift
-        // and come back
+        // every event normalized once: the requests' calls are counted
+        // (the report's recorded rows) and go to the lift
         let mut rec = crate::capture::Recorded::of(&trace, &split);
+        let recorded_counts: Vec<BTreeMap<String, u64>> =
+            rec.requests.iter().map(|o| count_by_syscall(o)).collect();
+        let background_counts: Vec<BTreeMap<String, u64>> = rec
+            .background
+            .iter()
+            .map(|b| count_by_syscall(&b.ops))
+            .collect();
+        // without an NFS root or mount options for the capture no change
+        // replays its calls (a proposed --mount alone names no root): the
+        // lift drops them as it goes, else they come back
+        let n = &args.nfs;
+        let nfs_possible = n.from_mount.is_some()
+            || n.mounts.is_some()
+            || !n.nfs_root.is_empty()
+            || !n.server_change.is_empty();
+        let give = if nfs_possible {
+            statstorm_php::lift::Calls::GiveBack
+        } else {
+            statstorm_php::lift::Calls::Drop
+        };
         let calls = std::mem::take(&mut rec.requests);
         // what the lift needs of the events besides the calls: the events
         // go before the lift
@@ -581,13 +601,13 @@ impl Capture {
             .collect();
         let mut reference = None;
         let w = if args.reference.is_empty() {
-            let (w, calls) = statstorm_php::lift_from(&facts, &split, calls);
+            let (w, calls) = statstorm_php::lift_from(&facts, &split, calls, give);
             rec.requests = calls;
             w
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
             let (w, used, calls) = statstorm_php::lift_with_reference_from(
-                &facts, &split, &rw, calls,
+                &facts, &split, &rw, calls, give,
             )
             .map_err(|e| Error::Reference {
                 files: reference_files.join(", "),
@@ -607,21 +627,6 @@ impl Capture {
                 .map_err(|e| write(std::io::Error::from(e)))?;
         }
         let (recorded, source) = recorded_config(args, &w, &mut notes)?;
-        let recorded_counts: Vec<BTreeMap<String, u64>> =
-            rec.requests.iter().map(|o| count_by_syscall(o)).collect();
-        let background_counts: Vec<BTreeMap<String, u64>> = rec
-            .background
-            .iter()
-            .map(|b| count_by_syscall(&b.ops))
-            .collect();
-        // without an NFS root or mount options for the capture no change
-        // replays its calls (a proposed --mount alone names no root): only
-        // their counts stay
-        let n = &args.nfs;
-        let nfs_possible = n.from_mount.is_some()
-            || n.mounts.is_some()
-            || !n.nfs_root.is_empty()
-            || !n.server_change.is_empty();
         if !nfs_possible {
             rec.requests = Vec::new();
             for b in &mut rec.background {

@@ -1477,7 +1477,12 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
 /// its trials against). [`crate::lift()`] runs both.
 pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
     let real = request_ops(trace, requests);
-    lift_parts_from(&TraceFacts::of(trace, requests), requests, real)
+    lift_parts_from(
+        &TraceFacts::of(trace, requests),
+        requests,
+        real,
+        Calls::GiveBack,
+    )
 }
 
 /// What the lift reads from the events themselves besides the requests'
@@ -1500,12 +1505,13 @@ impl TraceFacts {
 }
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
-/// them (normalized by the caller, who needs them too) and the trace's
-/// `facts`; the calls come back.
+/// them (normalized by the caller) and the trace's `facts`; the calls come
+/// back as `calls` says.
 pub fn lift_parts_from(
     facts: &TraceFacts,
     requests: &Requests,
     real: Vec<Vec<Op>>,
+    calls: Calls,
 ) -> (Workload, Vec<Vec<Op>>) {
     let Lifted {
         mut reqs,
@@ -1513,7 +1519,8 @@ pub fn lift_parts_from(
         links,
         file_cache,
         real,
-    } = lift_requests(requests, real, &facts.mtimes);
+        latency_us,
+    } = lift_requests(requests, real, &facts.mtimes, calls);
     let mtimes = facts.mtimes.clone();
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
@@ -1529,7 +1536,7 @@ pub fn lift_parts_from(
         links,
         mtimes,
         file_cache,
-        latency_us: call_latencies(real.iter().flatten()),
+        latency_us,
         lock_us: facts.lock_us,
     };
     (w, real)
@@ -1570,18 +1577,36 @@ struct Lifted {
     evidence: Evidence,
     links: BTreeMap<String, String>,
     file_cache: Option<FileCacheSeen>,
-    /// [`request_ops`], normalized once for the lift and kept for the
-    /// settings inference and the calls' latencies.
+    /// [`request_ops`], normalized once for the lift; the first
+    /// [`crate::infer::SEARCH_REQUESTS`] for the settings inference, the
+    /// others empty unless given back.
     real: Vec<Vec<Op>>,
+    /// The calls' median durations ([`Workload::latency_us`]).
+    latency_us: BTreeMap<OpKind, u64>,
+}
+
+/// What becomes of the requests' calls a lift is given
+/// ([`lift_parts_from`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calls {
+    /// Handed back whole (the caller replays them).
+    GiveBack,
+    /// Dropped request by request as each is lifted (but the first few,
+    /// which the settings inference lowers against): the calls and the
+    /// lifted workload are not held whole at once.
+    Drop,
 }
 
 /// `real`: [`request_ops`] of the trace and `requests`; `mtimes`: its
 /// [`script_mtimes`].
 fn lift_requests(
     requests: &Requests,
-    real: Vec<Vec<Op>>,
+    mut real: Vec<Vec<Op>>,
     mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+    calls: Calls,
 ) -> Lifted {
+    let latency_us = call_latencies(real.iter().flatten());
+    let keep = |i: usize| calls == Calls::GiveBack || i < crate::infer::SEARCH_REQUESTS;
     // OPcache's file cache's calls are not the requests' (a copy without
     // them only for a trace that has them)
     let mut stripped = None;
@@ -1596,7 +1621,13 @@ fn lift_requests(
     } else {
         (None, Vec::new())
     };
-    let per_req: &[Vec<Op>] = stripped.as_deref().unwrap_or(&real);
+    if stripped.is_some() {
+        for (i, v) in real.iter_mut().enumerate() {
+            if !keep(i) {
+                *v = Vec::new();
+            }
+        }
+    }
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1605,7 +1636,11 @@ fn lift_requests(
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
-    for (r, ops) in requests.requests.iter().zip(per_req) {
+    for (i, r) in requests.requests.iter().enumerate() {
+        let ops: &[Op] = match &stripped {
+            Some(p) => p.get(i).map_or(&[], Vec::as_slice),
+            None => real.get(i).map_or(&[], Vec::as_slice),
+        };
         let start = r
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))
@@ -1635,6 +1670,12 @@ fn lift_requests(
             from_template: false,
             ops: lifted,
         });
+        // lifted: its calls go unless kept
+        match &mut stripped {
+            Some(p) if calls == Calls::Drop => p[i] = Vec::new(),
+            None if !keep(i) => real[i] = Vec::new(),
+            _ => {}
+        }
     }
     if file_cache.is_some() {
         // the file cache's compiles show no read (a .bin was loaded) or
@@ -1729,6 +1770,7 @@ fn lift_requests(
         links,
         file_cache,
         real,
+        latency_us,
     }
 }
 

@@ -74,20 +74,26 @@ pub fn lift_with_reference_parts(
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse, Option<RecordedCalls>), ReferenceError> {
     let real = request_ops(trace, requests);
-    let (w, used, real) =
-        lift_with_reference_from(&TraceFacts::of(trace, requests), requests, reference, real)?;
+    let (w, used, real) = lift_with_reference_from(
+        &TraceFacts::of(trace, requests),
+        requests,
+        reference,
+        real,
+        Calls::GiveBack,
+    )?;
     let real = (!used.capture_complete).then_some(real);
     Ok((w, used, real))
 }
 
 /// [`lift_with_reference_parts`] of the requests' calls `real` as
-/// [`request_ops`] gives them (normalized by the caller, who needs them
-/// too); they come back whole.
+/// [`request_ops`] gives them (normalized by the caller); they come back
+/// as `calls` says.
 pub fn lift_with_reference_from(
     facts: &TraceFacts,
     requests: &Requests,
     reference: &Workload,
     real: RecordedCalls,
+    calls: Calls,
 ) -> Result<(Workload, ReferenceUse, RecordedCalls), ReferenceError> {
     if !reference.evidence.complete {
         return Err(ReferenceError::Incomplete);
@@ -110,7 +116,8 @@ pub fn lift_with_reference_from(
         mut links,
         file_cache,
         real,
-    } = lift_requests(requests, real, &facts.mtimes);
+        latency_us,
+    } = lift_requests(requests, real, &facts.mtimes, calls);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
@@ -124,7 +131,7 @@ pub fn lift_with_reference_from(
                 links,
                 mtimes: facts.mtimes.clone(),
                 file_cache: file_cache.clone(),
-                latency_us: call_latencies(real.iter().flatten()),
+                latency_us: latency_us.clone(),
                 lock_us: facts.lock_us,
             },
             ReferenceUse {
@@ -234,7 +241,7 @@ pub fn lift_with_reference_from(
         links,
         mtimes: facts.mtimes.clone(),
         file_cache,
-        latency_us: call_latencies(real.iter().flatten()),
+        latency_us,
         lock_us: facts.lock_us,
     };
     Ok((w, used, real))
