@@ -658,8 +658,9 @@ impl Capture {
         &self.recorded.config
     }
 
-    /// Predicts `change` on this capture: the proposed side lowered, every
-    /// side replayed once by the NFS model, latency simulated.
+    /// Predicts `change` on this capture: both sides (the recorded and the
+    /// proposed settings) lowered and replayed by the NFS model request by
+    /// request, the recorded calls replayed too, latency simulated.
     pub fn predict(&self, change: &Change, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
         let cap = self;
         let w = &cap.w;
