@@ -564,6 +564,9 @@ impl Capture {
         }
         stage("splitting requests");
         let split = split_requests(&trace.events, &trace.strings);
+        // what the lift needs of the events besides the calls (taken
+        // first: its scratch goes before the calls are made)
+        let facts = statstorm_php::lift::TraceFacts::of(&trace, &split);
         // every event normalized once: the requests' calls are counted
         // (the report's recorded rows) and go to the lift
         let mut rec = crate::capture::Recorded::of(&trace, &split);
@@ -588,9 +591,7 @@ impl Capture {
             statstorm_php::lift::Calls::Drop
         };
         let calls = std::mem::take(&mut rec.requests);
-        // what the lift needs of the events besides the calls: the events
-        // go before the lift
-        let facts = statstorm_php::lift::TraceFacts::of(&trace, &split);
+        // the events go before the lift
         drop(trace);
         // lift (completed from the reference capture, if any)
         stage("lifting to PHP operations");
