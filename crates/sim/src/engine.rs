@@ -353,17 +353,7 @@ impl<'a> Engine<'a> {
             }
         }
         for (i, r) in reqs.iter().enumerate() {
-            let cpu: u128 = r
-                .steps
-                .iter()
-                .map(|s| {
-                    if let Step::Cpu { ns } = s {
-                        *ns as u128
-                    } else {
-                        0
-                    }
-                })
-                .sum();
+            let cpu = r.cpu_ns();
             if cpu > 1_000_000_000_000_000_000 {
                 return Err(format!("request {i} has more than 1e9 s of CPU time"));
             }

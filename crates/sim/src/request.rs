@@ -32,6 +32,17 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
+    /// Its CPU time, ns (summed wide: steps of u64::MAX each add up).
+    pub fn cpu_ns(&self) -> u128 {
+        self.steps
+            .iter()
+            .map(|s| match s {
+                Step::Cpu { ns } => *ns as u128,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// A request of `cpu_ns` CPU time spread evenly around `n` filesystem
     /// calls (each the RPCs `rpcs`, or one local call when `local`), call `i`
     /// having key `Some(i)` when `keyed`.
@@ -91,17 +102,7 @@ mod tests {
     fn interleaved_does_not_overflow_on_huge_cpu_times() {
         // cpu_ms = 1e15 in a scenario saturates to u64::MAX ns
         let r = RequestSpec::interleaved(u64::MAX, 3, &["GETATTR".into()], false, false);
-        let cpu: u128 = r
-            .steps
-            .iter()
-            .map(|s| {
-                if let Step::Cpu { ns } = s {
-                    *ns as u128
-                } else {
-                    0
-                }
-            })
-            .sum();
+        let cpu = r.cpu_ns();
         assert_eq!(cpu, u64::MAX as u128);
     }
 
