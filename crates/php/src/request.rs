@@ -122,6 +122,29 @@ pub struct Requests {
     pub note: String,
 }
 
+impl Requests {
+    /// The requests of a streaming split's plan, without their event
+    /// lists (`Request::events` empty): for a caller that tagged each
+    /// event with its unit as it went ([`Splitter::push`]).
+    pub fn of_plan(plan: &Plan) -> Requests {
+        Requests {
+            mode: plan.mode,
+            requests: plan
+                .requests
+                .iter()
+                .map(|r| Request {
+                    pid: r.pid,
+                    start_us: r.start_us,
+                    end_us: r.end_us,
+                    events: Vec::new(),
+                    kind: r.kind,
+                })
+                .collect(),
+            note: plan.note.clone(),
+        }
+    }
+}
+
 /// Splits `events` (in input order) into requests. See the module docs.
 pub fn split_requests(events: &[Event], strings: &Interner) -> Requests {
     let mut sp = Splitter::new();

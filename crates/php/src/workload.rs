@@ -278,30 +278,74 @@ fn is_zero(v: &u64) -> bool {
 /// median `-T` plus what separates a call's end from the worker's next
 /// call (under strace, its stops: the median over the requests' workers).
 pub fn lock_latency(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> u64 {
-    use statstorm_trace::Kind;
-    let pids: std::collections::HashSet<u32> = requests.requests.iter().map(|r| r.pid).collect();
-    let mut prev_end: std::collections::HashMap<u32, i64> = Default::default();
-    let (mut gaps, mut locks) = (Vec::new(), Vec::new());
-    for e in trace.events.iter().filter(|e| pids.contains(&e.pid)) {
+    let mut l = LockTimes::default();
+    for e in &trace.events {
+        l.push(e);
+    }
+    l.latency(&requests.requests.iter().map(|r| r.pid).collect())
+}
+
+/// What [`lock_latency`] reads of the events, folded one by one (in the
+/// trace's order) per process: the gaps between a call's end and the
+/// process's next call, and the `fcntl` durations, each as counts per
+/// value (bounded by the distinct values, not by the events).
+#[derive(Clone, Debug, Default)]
+pub struct LockTimes {
+    per_pid: std::collections::HashMap<u32, PidTimes>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PidTimes {
+    prev_end: Option<i64>,
+    gaps: std::collections::HashMap<u64, u64>,
+    locks: std::collections::HashMap<u64, u64>,
+}
+
+impl LockTimes {
+    /// Folds one event.
+    pub fn push(&mut self, e: &statstorm_trace::Event) {
         let (Some(ts), Some(d)) = (e.ts_us, e.dur_us) else {
-            continue;
+            return;
         };
-        if let Some(end) = prev_end.insert(e.pid, ts + d as i64) {
+        let p = self.per_pid.entry(e.pid).or_default();
+        if let Some(end) = p.prev_end.replace(ts + d as i64) {
             if ts >= end {
-                gaps.push((ts - end) as u64);
+                *p.gaps.entry((ts - end) as u64).or_default() += 1;
             }
         }
-        if e.kind == Kind::Fcntl {
-            locks.push(d);
+        if e.kind == statstorm_trace::Kind::Fcntl {
+            *p.locks.entry(d).or_default() += 1;
         }
     }
-    let median = |v: &mut Vec<u64>| {
-        let mid = v.len() / 2;
-        (!v.is_empty()).then(|| *v.select_nth_unstable(mid).1)
-    };
-    match (median(&mut locks), median(&mut gaps)) {
-        (Some(l), Some(g)) => 2 * (l + g),
-        _ => 0,
+
+    /// [`lock_latency`] over the processes `pids` (the requests' workers).
+    pub fn latency(&self, pids: &std::collections::HashSet<u32>) -> u64 {
+        let mut gaps: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        let mut locks: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        for (pid, t) in &self.per_pid {
+            if !pids.contains(pid) {
+                continue;
+            }
+            for (&v, &n) in &t.gaps {
+                *gaps.entry(v).or_default() += n;
+            }
+            for (&v, &n) in &t.locks {
+                *locks.entry(v).or_default() += n;
+            }
+        }
+        // the value at index len/2 of the sorted values
+        let median = |m: &std::collections::BTreeMap<u64, u64>| {
+            let mid = m.values().sum::<u64>() / 2;
+            let mut seen = 0;
+            m.iter().find_map(|(&v, &n)| {
+                seen += n;
+                (seen > mid).then_some(v)
+            })
+        };
+        match (median(&locks), median(&gaps)) {
+            (Some(l), Some(g)) => 2 * (l + g),
+            _ => 0,
+        }
     }
 }
 

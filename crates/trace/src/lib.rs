@@ -24,6 +24,7 @@ mod args;
 pub mod event;
 pub mod input;
 pub mod op;
+pub mod ordered;
 pub mod parse;
 pub mod suggest;
 pub mod summary;

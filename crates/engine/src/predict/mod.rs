@@ -538,14 +538,19 @@ impl Capture {
     /// it was recorded under (the proposal in `args` is not used).
     pub fn load(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Capture> {
         stage(READING);
-        let trace =
-            statstorm_trace::read_paths_counted(&args.traces, &args.read).map_err(|source| {
-                Error::Input {
-                    what: "reading traces".into(),
-                    source,
-                }
-            })?;
-        if trace.events.is_empty() {
+        // each event folded as it is read (split, normalized, the lift's
+        // facts): the events are not held
+        let mut fold = crate::capture::Fold::new();
+        let read = statstorm_trace::ordered::for_each_event(
+            &args.traces,
+            &args.read,
+            &mut |e, s| fold.push(e, s),
+        )
+        .map_err(|source| Error::Input {
+            what: "reading traces".into(),
+            source,
+        })?;
+        if read.events == 0 {
             return Err(Error::NoEvents {
                 files: args
                     .traces
@@ -556,20 +561,21 @@ impl Capture {
             });
         }
         let mut notes = Vec::new();
-        if trace.skipped() > 0 {
+        if read.skipped() > 0 {
             notes.push(format!(
                 "{} input lines were not strace events and were skipped",
-                trace.skipped()
+                read.skipped()
+            ));
+        }
+        if read.late > 0 {
+            notes.push(format!(
+                "{} calls stayed unfinished longer than the reading window ({} s of trace time) and reached the model when they ended, after calls that started later",
+                read.late,
+                statstorm_trace::ordered::WINDOW_US / 1_000_000
             ));
         }
         stage("splitting requests");
-        let split = split_requests(&trace.events, &trace.strings);
-        // what the lift needs of the events besides the calls (taken
-        // first: its scratch goes before the calls are made)
-        let facts = statstorm_php::lift::TraceFacts::of(&trace, &split);
-        // every event normalized once: the requests' calls are counted
-        // (the report's recorded rows) and go to the lift
-        let mut rec = crate::capture::Recorded::of(&trace, &split);
+        let (split, mut rec, facts) = fold.finish();
         let recorded_counts: Vec<BTreeMap<String, u64>> =
             rec.requests.iter().map(|o| count_by_syscall(o)).collect();
         let background_counts: Vec<BTreeMap<String, u64>> = rec
@@ -591,8 +597,6 @@ impl Capture {
             statstorm_php::lift::Calls::Drop
         };
         let calls = std::mem::take(&mut rec.requests);
-        // the events go before the lift
-        drop(trace);
         // lift (completed from the reference capture, if any)
         stage("lifting to PHP operations");
         let reference_files: Vec<String> = args

@@ -1434,11 +1434,21 @@ pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
 /// entry per change, a change timed by the stat's ctime when it falls
 /// between the two stats.
 pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
-    let s = &trace.strings;
-    let mut out: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
+    let mut m = Mtimes::default();
     for e in &trace.events {
+        m.push(e, &trace.strings);
+    }
+    m.0
+}
+
+/// [`script_mtimes`] folded event by event (in the trace's order).
+#[derive(Clone, Debug, Default)]
+pub struct Mtimes(pub BTreeMap<String, Vec<(i64, i64)>>);
+
+impl Mtimes {
+    pub fn push(&mut self, e: &statstorm_trace::Event, s: &statstorm_trace::Interner) {
         let (Some(m), Some(t)) = (e.mtime, e.ts_us) else {
-            continue;
+            return;
         };
         let name = |id: Option<statstorm_trace::PathId>| id.map(|p| s.str(p).into_owned());
         let path = match (name(e.path), name(e.fd_path)) {
@@ -1448,12 +1458,12 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
             (Some(p), _) if p.starts_with('/') => p,
             // relative to the dirfd (AT_FDCWD</cwd> with -y)
             (Some(p), Some(d)) => normalize(&format!("{d}/{p}")),
-            _ => continue,
+            _ => return,
         };
         if !is_script(&path) {
-            continue;
+            return;
         }
-        let v = out.entry(path).or_default();
+        let v = self.0.entry(path).or_default();
         match v.last() {
             None => v.push((t, m)),
             Some(&(seen, last)) if last != m => {
@@ -1469,7 +1479,33 @@ pub fn script_mtimes(trace: &Trace) -> BTreeMap<String, Vec<(i64, i64)>> {
             Some(_) => {}
         }
     }
-    out
+}
+
+/// [`TraceFacts`] folded event by event, in the trace's order (a capture
+/// streamed, never held whole).
+#[derive(Clone, Debug, Default)]
+pub struct FactsBuilder {
+    mtimes: Mtimes,
+    lock: crate::workload::LockTimes,
+}
+
+impl FactsBuilder {
+    /// Folds one event.
+    pub fn push(&mut self, e: &statstorm_trace::Event, s: &statstorm_trace::Interner) {
+        self.mtimes.push(e, s);
+        self.lock.push(e);
+    }
+
+    /// The facts, once every event is in and the split names the
+    /// requests.
+    pub fn finish(self, requests: &Requests) -> TraceFacts {
+        TraceFacts {
+            mtimes: self.mtimes.0,
+            lock_us: self
+                .lock
+                .latency(&requests.requests.iter().map(|r| r.pid).collect()),
+        }
+    }
 }
 
 /// Lifts every request of a trace into a [`Workload`], with each request's
@@ -1497,10 +1533,11 @@ pub struct TraceFacts {
 
 impl TraceFacts {
     pub fn of(trace: &Trace, requests: &Requests) -> TraceFacts {
-        TraceFacts {
-            mtimes: script_mtimes(trace),
-            lock_us: crate::workload::lock_latency(trace, requests),
+        let mut b = FactsBuilder::default();
+        for e in &trace.events {
+            b.push(e, &trace.strings);
         }
+        b.finish(requests)
     }
 }
 
