@@ -26,8 +26,7 @@
 use crate::input::{self, Counters, Error};
 use crate::parse::{Exit, InputStats, Options, Parser, Signal, Sink, SkipReason};
 use crate::{Event, Interner, Summary, Trace};
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 /// Trace time the reorder buffer covers, microseconds: an unfinished call
@@ -35,8 +34,8 @@ use std::path::{Path, PathBuf};
 pub const WINDOW_US: i64 = 10_000_000;
 
 /// Events the reorder buffer holds at most (an event is ~150 bytes: about
-/// 80 MB); past it the earliest is given out even within [`WINDOW_US`].
-pub const WINDOW_EVENTS: usize = 1 << 19;
+/// 10 MB); past it the earliest is given out even within [`WINDOW_US`].
+pub const WINDOW_EVENTS: usize = 1 << 16;
 
 /// What [`for_each_event`] read.
 #[derive(Debug, Default)]
@@ -146,36 +145,17 @@ fn stream_one(
     }))
 }
 
-/// An event in the reorder buffer, ordered by (start, line) (the input is
-/// the same for all).
-struct Held(Event);
-
-impl Held {
-    fn key(&self) -> (Option<i64>, u64) {
-        (self.0.ts_us, self.0.line)
-    }
-}
-
-impl PartialEq for Held {
-    fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
-    }
-}
-impl Eq for Held {}
-impl PartialOrd for Held {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Held {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.key().cmp(&o.key())
-    }
+/// The order of the whole read within one input: (start, line).
+fn key(e: &Event) -> (Option<i64>, u64) {
+    (e.ts_us, e.line)
 }
 
 /// The reorder buffer: a sink that passes events on by (start, line).
+/// Events come nearly in that order (all but the resumed calls), so the
+/// buffer is a queue kept sorted: most events go to its back, a resumed
+/// call a few places before it.
 struct Reorder<'a> {
-    heap: BinaryHeap<Reverse<Held>>,
+    queue: VecDeque<Event>,
     /// Latest start seen.
     newest: Option<i64>,
     /// Key of the last event given.
@@ -191,7 +171,7 @@ struct Reorder<'a> {
 impl<'a> Reorder<'a> {
     fn new(counters: &'a Counters, f: &'a mut dyn FnMut(&Event, &Interner)) -> Self {
         Reorder {
-            heap: BinaryHeap::new(),
+            queue: VecDeque::new(),
             newest: None,
             last: None,
             given: 0,
@@ -202,37 +182,37 @@ impl<'a> Reorder<'a> {
         }
     }
 
-    fn give(&mut self, h: Held, strings: &Interner) {
-        let k = h.key();
+    fn give(&mut self, e: Event, strings: &Interner) {
+        let k = key(&e);
         if self.last.is_some_and(|l| k < l) {
             self.late += 1;
         } else {
             self.last = Some(k);
         }
         self.given += 1;
-        (self.f)(&h.0, strings);
+        (self.f)(&e, strings);
     }
 
     /// Gives out what the window no longer covers.
     fn drain(&mut self, strings: &Interner) {
-        while let Some(Reverse(top)) = self.heap.peek() {
-            let old = match (top.0.ts_us, self.newest) {
+        while let Some(front) = self.queue.front() {
+            let old = match (front.ts_us, self.newest) {
                 (Some(t), Some(n)) => n.saturating_sub(t) > WINDOW_US,
                 _ => false,
             };
-            if !old && self.heap.len() <= WINDOW_EVENTS {
+            if !old && self.queue.len() <= WINDOW_EVENTS {
                 break;
             }
-            let Some(Reverse(h)) = self.heap.pop() else {
+            let Some(e) = self.queue.pop_front() else {
                 break;
             };
-            self.give(h, strings);
+            self.give(e, strings);
         }
     }
 
     fn flush(&mut self, strings: &Interner) {
-        while let Some(Reverse(h)) = self.heap.pop() {
-            self.give(h, strings);
+        while let Some(e) = self.queue.pop_front() {
+            self.give(e, strings);
         }
     }
 }
@@ -240,14 +220,20 @@ impl<'a> Reorder<'a> {
 impl Sink for Reorder<'_> {
     fn event(&mut self, ev: &Event, strings: &Interner) -> bool {
         self.counters.event();
-        if ev.pid == 0 && self.given == 0 && self.heap.is_empty() {
+        if ev.pid == 0 && self.given == 0 && self.queue.is_empty() {
             self.unnamed = true;
             return false;
         }
         if let Some(t) = ev.ts_us {
             self.newest = Some(self.newest.map_or(t, |n| n.max(t)));
         }
-        self.heap.push(Reverse(Held(ev.clone())));
+        let k = key(ev);
+        if self.queue.back().is_none_or(|b| key(b) <= k) {
+            self.queue.push_back(ev.clone());
+        } else {
+            let at = self.queue.partition_point(|e| key(e) <= k);
+            self.queue.insert(at, ev.clone());
+        }
         self.drain(strings);
         true
     }
