@@ -150,7 +150,7 @@ pub fn parse_bin(path: &str) -> Option<(String, String, String)> {
 }
 
 /// Whether the requests' calls touch a `.bin` of OPcache's file cache
-/// (what [`strip`] looks for first).
+/// (what [`scan`] looks for first).
 pub fn used(per_req: &[Vec<Op>]) -> bool {
     per_req
         .iter()
@@ -158,18 +158,18 @@ pub fn used(per_req: &[Vec<Op>]) -> bool {
         .any(|o| o.path.ends_with(".bin") && parse_bin(&o.path).is_some())
 }
 
-/// Takes OPcache's file cache calls out of the requests' calls (the lower
+/// OPcache's file cache calls are not the requests' own (the lower
 /// derives them from the settings): every call on the cache directory or
 /// below it, the startup's `stat`/`access` of the directory included.
-/// [`used`] tells whether there is anything to strip.
-/// Returns what they showed, and for each request the scripts whose
-/// `.bin` it loaded or stored; `None` when the trace has no `.bin`.
-pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {
+/// [`used`] tells whether there is any; `scan` finds what they showed,
+/// and for each request the scripts whose `.bin` it loaded or stored
+/// (`None` when the trace has no `.bin`); [`Seen::own`] tells a request's
+/// own calls from the cache's.
+pub fn scan(per_req: &[Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {
     let (dir, system_id) = per_req
         .iter()
         .flatten()
         .find_map(|o| parse_bin(&o.path).map(|(d, id, _)| (d, id)))?;
-    let below = format!("{dir}/");
     let mut first_use: BTreeMap<String, bool> = BTreeMap::new();
     for o in per_req.iter().flatten() {
         if o.kind != OpKind::Open {
@@ -190,9 +190,6 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<Str
                 .collect()
         })
         .collect();
-    for ops in per_req.iter_mut() {
-        ops.retain(|o| *o.path != *dir && !o.path.starts_with(&below));
-    }
     let seen = FileCacheSeen {
         dir,
         system_id,
@@ -202,6 +199,30 @@ pub fn strip(per_req: &mut [Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<Str
             .collect(),
     };
     Some((seen, by_req))
+}
+
+/// Tells a request's own calls from those of OPcache's file cache in
+/// `dir` (see [`scan`]).
+pub struct Own {
+    dir: String,
+    below: String,
+}
+
+impl Own {
+    pub fn new(dir: &str) -> Own {
+        Own {
+            dir: dir.to_string(),
+            below: format!("{dir}/"),
+        }
+    }
+
+    /// The calls of `ops` that are not the file cache's.
+    pub fn of(&self, ops: &[Op]) -> Vec<Op> {
+        ops.iter()
+            .filter(|o| *o.path != *self.dir && !o.path.starts_with(&self.below))
+            .cloned()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -1644,27 +1644,19 @@ fn lift_requests(
 ) -> Lifted {
     let latency_us = call_latencies(real.iter().flatten());
     let keep = |i: usize| calls == Calls::GiveBack || i < crate::infer::SEARCH_REQUESTS;
-    // OPcache's file cache's calls are not the requests' (a copy without
-    // them only for a trace that has them)
-    let mut stripped = None;
+    // OPcache's file cache's calls are not the requests' (each request's
+    // own calls copied as it is lifted, only for a trace that has them)
     let (file_cache, bin_scripts) = if crate::file_cache::used(&real) {
-        let mut per_req = real.clone();
-        let s = crate::file_cache::strip(&mut per_req);
-        stripped = Some(per_req);
-        match s {
+        match crate::file_cache::scan(&real) {
             Some((seen, by_req)) => (Some(seen), by_req),
             None => (None, Vec::new()),
         }
     } else {
         (None, Vec::new())
     };
-    if stripped.is_some() {
-        for (i, v) in real.iter_mut().enumerate() {
-            if !keep(i) {
-                *v = Vec::new();
-            }
-        }
-    }
+    let own = file_cache
+        .as_ref()
+        .map(|fc| crate::file_cache::Own::new(&fc.dir));
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1674,9 +1666,14 @@ fn lift_requests(
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
     for (i, r) in requests.requests.iter().enumerate() {
-        let ops: &[Op] = match &stripped {
-            Some(p) => p.get(i).map_or(&[], Vec::as_slice),
-            None => real.get(i).map_or(&[], Vec::as_slice),
+        let recorded: &[Op] = real.get(i).map_or(&[], Vec::as_slice);
+        let stripped;
+        let ops: &[Op] = match &own {
+            Some(own) => {
+                stripped = own.of(recorded);
+                &stripped
+            }
+            None => recorded,
         };
         let start = r
             .start_us
@@ -1708,10 +1705,10 @@ fn lift_requests(
             ops: lifted,
         });
         // lifted: its calls go unless kept
-        match &mut stripped {
-            Some(p) if calls == Calls::Drop => p[i] = Vec::new(),
-            None if !keep(i) => real[i] = Vec::new(),
-            _ => {}
+        if !keep(i) {
+            if let Some(v) = real.get_mut(i) {
+                *v = Vec::new();
+            }
         }
     }
     if file_cache.is_some() {
