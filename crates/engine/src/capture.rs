@@ -4,12 +4,25 @@
 //! worker startup, other programs on the same mount: a deploy script, a
 //! shell writing into the tree), which shares the client's caches with the
 //! requests and so must reach the NFS model in time order too.
+//!
+//! The capture is folded event by event as it is read ([`Fold`]): the
+//! request split, each event normalized once into a call, the lift's
+//! facts. The requests' calls go to a temporary file ([`crate::spill`])
+//! once more than [`HELD`] of them wait in memory, and are read back one
+//! request at a time ([`Recorded::calls`]), so a capture larger than
+//! memory can be read.
 
-use statstorm_php::lift::{FactsBuilder, TraceFacts};
+use crate::spill::{Chunk, Spill};
+use statstorm_php::lift::{CallSource, FactsBuilder, TraceFacts};
 use statstorm_php::request::{Requests, Splitter};
 use statstorm_trace::op::{Normalizer, Op};
 use statstorm_trace::{Event, Interner, Trace};
 use std::collections::BTreeMap;
+use std::io;
+
+/// Calls held in memory before they are written to the spill (an `Op` is
+/// 96 bytes: about 25 MB).
+pub const HELD: usize = 1 << 18;
 
 /// A process's calls outside any request.
 #[derive(Clone, Debug)]
@@ -22,25 +35,124 @@ pub struct Background {
     pub ops: Vec<Op>,
 }
 
+/// One split unit's calls: written chunks, then those still in memory,
+/// each with its event's position in the capture.
+#[derive(Default)]
+struct UnitCalls {
+    /// The process of the unit (set with its first call).
+    pid: u32,
+    chunks: Vec<Chunk>,
+    open: Vec<(u64, Op)>,
+}
+
 /// The capture's calls, split as the requests were.
-#[derive(Clone, Debug, Default)]
 pub struct Recorded {
-    /// Per request of the split (same order), its calls in time order.
-    pub requests: Vec<Vec<Op>>,
-    /// Per process with calls outside requests, by pid.
+    spill: Option<Spill>,
+    units: Vec<UnitCalls>,
+    /// Per request of the split (same order), its units.
+    requests: Vec<Vec<u32>>,
+    /// Per request, its calls per syscall.
+    counts: Vec<BTreeMap<String, u64>>,
+    /// Per process with calls outside requests, by pid (in memory).
     pub background: Vec<Background>,
+    /// The first error reading the spill back through [`CallSource`].
+    error: std::sync::Mutex<Option<io::Error>>,
+}
+
+impl std::fmt::Debug for Recorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorded")
+            .field("requests", &self.requests.len())
+            .field("spilled_bytes", &self.spill.as_ref().map_or(0, Spill::bytes))
+            .field("background", &self.background.len())
+            .finish()
+    }
 }
 
 impl Recorded {
-    /// Normalizes every event of `trace` once (fds followed per process)
-    /// and hands each call to its request, or to its process's background
-    /// activity: [`Fold`] over the trace's events.
-    pub fn of(trace: &Trace) -> (Requests, Recorded, TraceFacts) {
+    /// [`Fold`] over the events of a trace read whole.
+    pub fn of(trace: &Trace) -> io::Result<(Requests, Recorded, TraceFacts)> {
         let mut f = Fold::new();
         for e in &trace.events {
             f.push(e, &trace.strings);
         }
         f.finish()
+    }
+
+    /// Number of requests.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// True without requests.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Per request, its recorded calls per syscall
+    /// (`statstorm_php::count_by_syscall` of [`Recorded::calls`]).
+    pub fn counts(&self) -> &[BTreeMap<String, u64>] {
+        &self.counts
+    }
+
+    /// Bytes written to the temporary file (0: all held in memory).
+    pub fn spilled_bytes(&self) -> u64 {
+        self.spill.as_ref().map_or(0, Spill::bytes)
+    }
+
+    /// The calls of some units in time order; calls that started in the
+    /// same microsecond in the capture's order.
+    fn units_calls(&self, units: &[u32]) -> io::Result<Vec<Op>> {
+        let mut v: Vec<(u64, Op)> = Vec::new();
+        for &u in units {
+            let Some(uc) = self.units.get(u as usize) else {
+                continue;
+            };
+            if let Some(s) = &self.spill {
+                for &c in &uc.chunks {
+                    s.get(c, &mut v)?;
+                }
+            }
+            v.extend(uc.open.iter().cloned());
+        }
+        v.sort_by_key(|(i, o)| (o.t_us, *i));
+        Ok(v.into_iter().map(|(_, o)| o).collect())
+    }
+
+    /// Request `i`'s calls, in time order.
+    pub fn calls(&self, i: usize) -> io::Result<Vec<Op>> {
+        match self.requests.get(i) {
+            Some(units) => self.units_calls(units),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Every request's calls, in memory at once.
+    pub fn all(&self) -> io::Result<Vec<Vec<Op>>> {
+        (0..self.len()).map(|i| self.calls(i)).collect()
+    }
+
+    /// The first error met reading calls back through [`CallSource`]
+    /// (which gives a request whose calls could not be read as empty).
+    pub fn take_error(&self) -> Option<io::Error> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+}
+
+impl CallSource for Recorded {
+    fn requests(&self) -> usize {
+        self.len()
+    }
+    fn calls(&self, i: usize) -> std::borrow::Cow<'_, [Op]> {
+        match Recorded::calls(self, i) {
+            Ok(v) => std::borrow::Cow::Owned(v),
+            Err(e) => {
+                if let Ok(mut slot) = self.error.lock() {
+                    slot.get_or_insert(e);
+                }
+                std::borrow::Cow::Owned(Vec::new())
+            }
+        }
     }
 }
 
@@ -55,9 +167,16 @@ pub struct Fold {
     split: Splitter,
     norm: Normalizer,
     facts: FactsBuilder,
-    /// Per split unit, its calls with their event's position in the
-    /// trace.
-    units: Vec<Vec<(u64, Op)>>,
+    units: Vec<UnitCalls>,
+    /// Per unit, its calls per syscall name.
+    counts: Vec<Vec<(&'static str, u64)>>,
+    /// Units with calls in memory, and how many calls that is.
+    open: Vec<u32>,
+    held: usize,
+    /// Calls held before they are written out ([`HELD`]).
+    limit: usize,
+    spill: Option<Spill>,
+    error: Option<io::Error>,
     seen: u64,
 }
 
@@ -69,11 +188,23 @@ impl Default for Fold {
 
 impl Fold {
     pub fn new() -> Fold {
+        Fold::holding(HELD)
+    }
+
+    /// A fold that writes the calls out once more than `limit` wait in
+    /// memory (0: every call is written out).
+    pub fn holding(limit: usize) -> Fold {
         Fold {
             split: Splitter::new(),
             norm: Normalizer::new(),
             facts: FactsBuilder::default(),
             units: Vec::new(),
+            counts: Vec::new(),
+            open: Vec::new(),
+            held: 0,
+            limit,
+            spill: None,
+            error: None,
             seen: 0,
         }
     }
@@ -84,63 +215,108 @@ impl Fold {
         self.facts.push(e, strings);
         if let Some(op) = self.norm.push(e, strings) {
             if unit >= self.units.len() {
-                self.units.resize_with(unit + 1, Vec::new);
+                self.units.resize_with(unit + 1, UnitCalls::default);
+                self.counts.resize_with(unit + 1, Vec::new);
             }
-            self.units[unit].push((self.seen, op));
+            let name = op.kind.syscall_name(op.flags());
+            let c = &mut self.counts[unit];
+            match c.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, k)) => *k += 1,
+                None => c.push((name, 1)),
+            }
+            let uc = &mut self.units[unit];
+            uc.pid = op.pid;
+            if uc.open.is_empty() {
+                self.open.push(unit as u32);
+            }
+            uc.open.push((self.seen, op));
+            self.held += 1;
+            if self.held > self.limit {
+                self.write_out();
+            }
         }
         self.seen += 1;
     }
 
+    /// Writes every unit's calls held in memory to the spill.
+    fn write_out(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.spill.is_none() {
+            match Spill::new() {
+                Ok(s) => self.spill = Some(s),
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        }
+        let Some(spill) = self.spill.as_mut() else {
+            return;
+        };
+        for u in std::mem::take(&mut self.open) {
+            let uc = &mut self.units[u as usize];
+            match spill.put(&uc.open) {
+                Ok(c) => {
+                    uc.chunks.push(c);
+                    uc.open = Vec::new();
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
+            }
+        }
+        self.held = 0;
+    }
+
     /// The requests, their calls and the activity outside them, and the
-    /// lift's facts.
-    pub fn finish(self) -> (Requests, Recorded, TraceFacts) {
+    /// lift's facts; an error when the spill could not be written.
+    pub fn finish(self) -> io::Result<(Requests, Recorded, TraceFacts)> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
         let plan = self.split.finish();
         let split = Requests::of_plan(&plan);
         let facts = self.facts.finish(&split);
-        let mut requests: Vec<Vec<(u64, Op)>> = vec![Vec::new(); split.requests.len()];
-        let mut background: BTreeMap<u32, Vec<(u64, Op)>> = BTreeMap::new();
-        for (u, calls) in self.units.into_iter().enumerate() {
-            if calls.is_empty() {
+        let mut requests: Vec<Vec<u32>> = vec![Vec::new(); split.requests.len()];
+        let mut counts: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); split.requests.len()];
+        let mut background: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (u, uc) in self.units.iter().enumerate() {
+            if uc.open.is_empty() && uc.chunks.is_empty() {
                 continue;
             }
-            let to = match plan.unit_request.get(u).copied().flatten() {
-                Some(r) => &mut requests[r as usize],
-                None => background.entry(calls[0].1.pid).or_default(),
-            };
-            if to.is_empty() {
-                *to = calls;
-            } else {
-                to.extend(calls);
+            let pid = uc.pid;
+            match plan.unit_request.get(u).copied().flatten() {
+                Some(r) => {
+                    requests[r as usize].push(u as u32);
+                    for &(n, k) in &self.counts[u] {
+                        *counts[r as usize].entry(n.to_string()).or_default() += k;
+                    }
+                }
+                None => background.entry(pid).or_default().push(u as u32),
             }
         }
-        // in time order; calls that started in the same microsecond in
-        // the trace's order
-        let ordered = |mut v: Vec<(u64, Op)>| -> Vec<Op> {
-            v.sort_by_key(|(i, o)| (o.t_us, *i));
-            v.into_iter().map(|(_, o)| o).collect()
+        let mut rec = Recorded {
+            spill: self.spill,
+            units: self.units,
+            requests,
+            counts,
+            background: Vec::new(),
+            error: std::sync::Mutex::new(None),
         };
-        let requests = requests.into_iter().map(ordered).collect();
-        let background = background
-            .into_iter()
-            .map(|(pid, v)| {
-                let ops = ordered(v);
-                Background {
-                    pid,
-                    start_us: ops.first().map_or(0, |o| o.t_us),
-                    end_us: ops
-                        .last()
-                        .map_or(0, |o| o.t_us + o.dur_us.unwrap_or(0) as i64),
-                    ops,
-                }
-            })
-            .collect();
-        (
-            split,
-            Recorded {
-                requests,
-                background,
-            },
-            facts,
-        )
+        for (pid, units) in background {
+            let ops = rec.units_calls(&units)?;
+            rec.background.push(Background {
+                pid,
+                start_us: ops.first().map_or(0, |o| o.t_us),
+                end_us: ops
+                    .last()
+                    .map_or(0, |o| o.t_us + o.dur_us.unwrap_or(0) as i64),
+                ops,
+            });
+        }
+        Ok((split, rec, facts))
     }
 }

@@ -68,3 +68,4 @@ pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
 pub mod simulate;
+pub mod spill;

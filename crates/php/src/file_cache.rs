@@ -149,56 +149,65 @@ pub fn parse_bin(path: &str) -> Option<(String, String, String)> {
     None
 }
 
-/// Whether the requests' calls touch a `.bin` of OPcache's file cache
-/// (what [`scan`] looks for first).
-pub fn used(per_req: &[Vec<Op>]) -> bool {
-    per_req
-        .iter()
-        .flatten()
-        .any(|o| o.path.ends_with(".bin") && parse_bin(&o.path).is_some())
-}
-
 /// OPcache's file cache calls are not the requests' own (the lower
 /// derives them from the settings): every call on the cache directory or
 /// below it, the startup's `stat`/`access` of the directory included.
-/// [`used`] tells whether there is any; `scan` finds what they showed,
-/// and for each request the scripts whose `.bin` it loaded or stored
-/// (`None` when the trace has no `.bin`); [`Seen::own`] tells a request's
-/// own calls from the cache's.
+/// `scan` finds what they showed, and for each request the scripts whose
+/// `.bin` it loaded or stored (`None` when the trace has no `.bin`);
+/// [`Own`] tells a request's own calls from the cache's.
 pub fn scan(per_req: &[Vec<Op>]) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {
-    let (dir, system_id) = per_req
-        .iter()
-        .flatten()
-        .find_map(|o| parse_bin(&o.path).map(|(d, id, _)| (d, id)))?;
-    let mut first_use: BTreeMap<String, bool> = BTreeMap::new();
-    for o in per_req.iter().flatten() {
-        if o.kind != OpKind::Open {
-            continue;
-        }
-        if let Some((_, _, script)) = parse_bin(&o.path) {
-            // the first open of a script's .bin: found (read) or missing
-            // (the store's O_CREAT open comes after a missing one)
-            first_use.entry(script).or_insert(o.ok());
-        }
+    let mut s = Scan::default();
+    for ops in per_req {
+        s.push(ops);
     }
-    let by_req = per_req
-        .iter()
-        .map(|ops| {
-            ops.iter()
-                .filter(|o| o.kind == OpKind::Open)
-                .filter_map(|o| parse_bin(&o.path).map(|(_, _, s)| s))
-                .collect()
-        })
-        .collect();
-    let seen = FileCacheSeen {
-        dir,
-        system_id,
-        present: first_use
-            .into_iter()
-            .filter_map(|(s, found)| found.then_some(s))
-            .collect(),
-    };
-    Some((seen, by_req))
+    s.finish()
+}
+
+/// [`scan`] folded request by request, in the split's order.
+#[derive(Clone, Debug, Default)]
+pub struct Scan {
+    /// The directory and system id of the first `.bin`.
+    found: Option<(String, String)>,
+    first_use: BTreeMap<String, bool>,
+    by_req: Vec<BTreeSet<String>>,
+}
+
+impl Scan {
+    /// Folds the next request's calls.
+    pub fn push(&mut self, ops: &[Op]) {
+        let mut mine = BTreeSet::new();
+        for o in ops {
+            let Some((d, id, script)) = parse_bin(&o.path) else {
+                continue;
+            };
+            if self.found.is_none() {
+                self.found = Some((d, id));
+            }
+            if o.kind == OpKind::Open {
+                // the first open of a script's .bin: found (read) or
+                // missing (the store's O_CREAT open comes after a missing
+                // one)
+                self.first_use.entry(script.clone()).or_insert(o.ok());
+                mine.insert(script);
+            }
+        }
+        self.by_req.push(mine);
+    }
+
+    /// What the calls showed; `None` when no call touched a `.bin`.
+    pub fn finish(self) -> Option<(FileCacheSeen, Vec<BTreeSet<String>>)> {
+        let (dir, system_id) = self.found?;
+        let seen = FileCacheSeen {
+            dir,
+            system_id,
+            present: self
+                .first_use
+                .into_iter()
+                .filter_map(|(s, found)| found.then_some(s))
+                .collect(),
+        };
+        Some((seen, self.by_req))
+    }
 }
 
 /// Tells a request's own calls from those of OPcache's file cache in

@@ -30,27 +30,20 @@ pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestP
 /// and TTL).
 pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
     let real = lift::request_ops(trace, requests);
-    lift_from(
-        &lift::TraceFacts::of(trace, requests),
-        requests,
-        real,
-        lift::Calls::Drop,
-    )
-    .0
+    lift_from(&lift::TraceFacts::of(trace, requests), requests, &real)
 }
 
 /// [`lift()`] of the requests' calls `real` as [`lift::request_ops`] gives
-/// them (normalized by the caller); they come back as `calls` says.
+/// them (normalized by the caller, held wherever it keeps them).
 pub fn lift_from(
     facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
-    real: Vec<Vec<statstorm_trace::op::Op>>,
-    calls: lift::Calls,
-) -> (Workload, Vec<Vec<statstorm_trace::op::Op>>) {
-    let (mut w, real) = lift::lift_parts_from(facts, requests, real, calls);
-    infer::infer_accel_hash(&mut w, &real);
-    infer::infer_realpath_settings(&mut w, &real);
-    (w, real)
+    real: &dyn lift::CallSource,
+) -> Workload {
+    let (mut w, first) = lift::lift_parts_from(facts, requests, real);
+    infer::infer_accel_hash(&mut w, &first);
+    infer::infer_realpath_settings(&mut w, &first);
+    w
 }
 
 /// [`lift()`] completed from a reference capture
@@ -62,25 +55,22 @@ pub fn lift_with_reference(
 ) -> Result<(Workload, ReferenceUse), ReferenceError> {
     let real = lift::request_ops(trace, requests);
     let facts = lift::TraceFacts::of(trace, requests);
-    lift_with_reference_from(&facts, requests, reference, real, lift::Calls::Drop)
-        .map(|(w, u, _)| (w, u))
+    lift_with_reference_from(&facts, requests, reference, &real)
 }
 
 /// [`lift_with_reference`] of the requests' calls `real` as
-/// [`lift::request_ops`] gives them; they come back as `calls` says.
+/// [`lift::request_ops`] gives them (held wherever the caller keeps them).
 pub fn lift_with_reference_from(
     facts: &lift::TraceFacts,
     requests: &crate::request::Requests,
     reference: &Workload,
-    real: Vec<Vec<statstorm_trace::op::Op>>,
-    calls: lift::Calls,
-) -> Result<(Workload, ReferenceUse, Vec<Vec<statstorm_trace::op::Op>>), ReferenceError> {
-    let (mut w, used, real) =
-        lift::lift_with_reference_from(facts, requests, reference, real, calls)?;
+    real: &dyn lift::CallSource,
+) -> Result<(Workload, ReferenceUse), ReferenceError> {
+    let (mut w, used, first) = lift::lift_with_reference_from(facts, requests, reference, real)?;
     // a capture complete by itself needs no inference
     if !used.capture_complete {
-        infer::infer_accel_hash(&mut w, &real);
-        infer::infer_realpath_settings(&mut w, &real);
+        infer::infer_accel_hash(&mut w, &first);
+        infer::infer_realpath_settings(&mut w, &first);
     }
-    Ok((w, used, real))
+    Ok((w, used))
 }

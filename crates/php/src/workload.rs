@@ -364,18 +364,43 @@ pub struct FileCacheSeen {
 pub fn call_latencies<'a>(
     ops: impl IntoIterator<Item = &'a Op>,
 ) -> std::collections::BTreeMap<statstorm_trace::op::OpKind, u64> {
-    let mut by: std::collections::BTreeMap<_, Vec<u64>> = Default::default();
+    let mut l = Latencies::default();
     for o in ops {
+        l.push(o);
+    }
+    l.medians()
+}
+
+/// [`call_latencies`] folded call by call: per kind, how many calls took
+/// each duration (bounded by the distinct durations, not by the calls).
+#[derive(Clone, Debug, Default)]
+pub struct Latencies {
+    by: std::collections::BTreeMap<statstorm_trace::op::OpKind, std::collections::HashMap<u64, u64>>,
+}
+
+impl Latencies {
+    pub fn push(&mut self, o: &Op) {
         if let Some(d) = o.dur_us {
-            by.entry(o.kind).or_default().push(d);
+            *self.by.entry(o.kind).or_default().entry(d).or_default() += 1;
         }
     }
-    by.into_iter()
-        .map(|(k, mut v)| {
-            let mid = v.len() / 2;
-            (k, *v.select_nth_unstable(mid).1)
-        })
-        .collect()
+
+    /// Per kind, the duration at index len/2 of the sorted durations.
+    pub fn medians(&self) -> std::collections::BTreeMap<statstorm_trace::op::OpKind, u64> {
+        self.by
+            .iter()
+            .filter_map(|(&k, counts)| {
+                let mut v: Vec<(u64, u64)> = counts.iter().map(|(&d, &n)| (d, n)).collect();
+                v.sort_unstable();
+                let mid = v.iter().map(|&(_, n)| n).sum::<u64>() / 2;
+                let mut seen = 0;
+                v.into_iter().find_map(|(d, n)| {
+                    seen += n;
+                    (seen > mid).then_some((k, d))
+                })
+            })
+            .collect()
+    }
 }
 
 impl Workload {

@@ -48,6 +48,14 @@ pub enum Error {
     Sim(String),
     #[error("--call-latency: {0}")]
     CallLatency(String),
+    /// The capture's calls could not be written to, or read back from,
+    /// their temporary file.
+    #[error("the capture's calls in a temporary file in {dir} ($TMPDIR): {source}")]
+    Spill {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("writing {path}: {source}")]
     Write {
         path: String,
@@ -136,6 +144,18 @@ pub struct NfsOptions {
     /// mount) or warm (the capture's read-side operations ran twice just
     /// before, as on a client that had been serving the same traffic).
     pub nfs_cache: NfsCache,
+}
+
+impl NfsOptions {
+    /// Whether the recorded calls reach the NFS model: an NFS root or the
+    /// mount options the capture ran under is given (a proposed --mount
+    /// alone names no root).
+    pub fn replays(&self) -> bool {
+        self.from_mount.is_some()
+            || self.mounts.is_some()
+            || !self.nfs_root.is_empty()
+            || !self.server_change.is_empty()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -575,29 +595,18 @@ impl Capture {
             ));
         }
         stage("splitting requests");
-        let (split, mut rec, facts) = fold.finish();
-        let recorded_counts: Vec<BTreeMap<String, u64>> =
-            rec.requests.iter().map(|o| count_by_syscall(o)).collect();
+        let (split, mut rec, facts) = fold.finish().map_err(|source| Error::Spill {
+            dir: std::env::temp_dir().display().to_string(),
+            source,
+        })?;
+        let recorded_counts: Vec<BTreeMap<String, u64>> = rec.counts().to_vec();
         let background_counts: Vec<BTreeMap<String, u64>> = rec
             .background
             .iter()
             .map(|b| count_by_syscall(&b.ops))
             .collect();
-        // without an NFS root or mount options for the capture no change
-        // replays its calls (a proposed --mount alone names no root): the
-        // lift drops them as it goes, else they come back
-        let n = &args.nfs;
-        let nfs_possible = n.from_mount.is_some()
-            || n.mounts.is_some()
-            || !n.nfs_root.is_empty()
-            || !n.server_change.is_empty();
-        let give = if nfs_possible {
-            statstorm_php::lift::Calls::GiveBack
-        } else {
-            statstorm_php::lift::Calls::Drop
-        };
-        let calls = std::mem::take(&mut rec.requests);
-        // lift (completed from the reference capture, if any)
+        // lift (completed from the reference capture, if any), each
+        // request's calls read back as it is lifted
         stage("lifting to PHP operations");
         let reference_files: Vec<String> = args
             .reference
@@ -606,22 +615,23 @@ impl Capture {
             .collect();
         let mut reference = None;
         let w = if args.reference.is_empty() {
-            let (w, calls) = statstorm_php::lift_from(&facts, &split, calls, give);
-            rec.requests = calls;
-            w
+            statstorm_php::lift_from(&facts, &split, &rec)
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
-            let (w, used, calls) = statstorm_php::lift_with_reference_from(
-                &facts, &split, &rw, calls, give,
-            )
-            .map_err(|e| Error::Reference {
-                files: reference_files.join(", "),
-                why: e.to_string(),
-            })?;
-            rec.requests = calls;
+            let (w, used) = statstorm_php::lift_with_reference_from(&facts, &split, &rw, &rec)
+                .map_err(|e| Error::Reference {
+                    files: reference_files.join(", "),
+                    why: e.to_string(),
+                })?;
             reference = Some((rw, complete_from, used));
             w
         };
+        if let Some(source) = rec.take_error() {
+            return Err(Error::Spill {
+                dir: std::env::temp_dir().display().to_string(),
+                source,
+            });
+        }
         if let Some(p) = &args.workload_out {
             let write = |source| Error::Write {
                 path: p.display().to_string(),
@@ -632,8 +642,9 @@ impl Capture {
                 .map_err(|e| write(std::io::Error::from(e)))?;
         }
         let (recorded, source) = recorded_config(args, &w, &mut notes)?;
-        if !nfs_possible {
-            rec.requests = Vec::new();
+        // without an NFS root or mount options for the capture no change
+        // replays its calls (a proposed --mount alone names no root)
+        if !args.nfs.replays() {
             for b in &mut rec.background {
                 b.ops = Vec::new();
             }
@@ -722,7 +733,16 @@ impl Capture {
             warm: cap.nfs.nfs_cache == NfsCache::Warm,
         };
         let rec = &cap.rec;
-        let traced: Vec<&statstorm_trace::op::Op> = rec.requests.iter().flatten().collect();
+        // the recorded calls, for the NFS model only
+        let rec_calls: Vec<Vec<statstorm_trace::op::Op>> = if cap.nfs.replays() {
+            rec.all().map_err(|source| Error::Spill {
+                dir: std::env::temp_dir().display().to_string(),
+                source,
+            })?
+        } else {
+            Vec::new()
+        };
+        let traced: Vec<&statstorm_trace::op::Op> = rec_calls.iter().flatten().collect();
         let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &traced).map_err(Error::Nfs)?;
         drop(traced);
         // each side lowered and replayed request by request; the calls kept
@@ -794,7 +814,7 @@ impl Capture {
             stage("NFS client model");
             notes.extend(n.notes.iter().cloned());
             let groups: Vec<&[statstorm_trace::op::Op]> =
-                rec.requests.iter().map(|o| o.as_slice()).collect();
+                rec_calls.iter().map(|o| o.as_slice()).collect();
             let r = n.replay_with(&groups, &bg, false);
             // the order `build` uses for the requests; background after them
             let mut order: Vec<usize> = (0..preds.len()).collect();
@@ -814,7 +834,7 @@ impl Capture {
         let lat = match nfs.as_ref().and_then(|n| n.single().map(|m| (n, m))) {
             Some((n, m)) => {
                 stage("simulating latency");
-                Some(latency::compute(&change.sim, n, m, &rec.requests, &preds)?)
+                Some(latency::compute(&change.sim, n, m, &rec_calls, &preds)?)
             }
             None => None,
         };

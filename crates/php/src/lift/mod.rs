@@ -30,7 +30,7 @@
 
 use crate::request::{RequestKind, Requests};
 use crate::workload::{
-    call_latencies, Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest,
+    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest,
     Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
@@ -1513,12 +1513,8 @@ impl FactsBuilder {
 /// its trials against). [`crate::lift()`] runs both.
 pub fn lift_parts(trace: &Trace, requests: &Requests) -> (Workload, Vec<Vec<Op>>) {
     let real = request_ops(trace, requests);
-    lift_parts_from(
-        &TraceFacts::of(trace, requests),
-        requests,
-        real,
-        Calls::GiveBack,
-    )
+    let (w, _) = lift_parts_from(&TraceFacts::of(trace, requests), requests, &real);
+    (w, real)
 }
 
 /// What the lift reads from the events themselves besides the requests'
@@ -1542,13 +1538,13 @@ impl TraceFacts {
 }
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
-/// them (normalized by the caller) and the trace's `facts`; the calls come
-/// back as `calls` says.
+/// them (normalized by the caller) and the trace's `facts`; with the
+/// first [`crate::infer::SEARCH_REQUESTS`] requests' calls (the others
+/// empty), what the settings inference needs.
 pub fn lift_parts_from(
     facts: &TraceFacts,
     requests: &Requests,
-    real: Vec<Vec<Op>>,
-    calls: Calls,
+    real: &dyn CallSource,
 ) -> (Workload, Vec<Vec<Op>>) {
     let Lifted {
         mut reqs,
@@ -1557,7 +1553,7 @@ pub fn lift_parts_from(
         file_cache,
         real,
         latency_us,
-    } = lift_requests(requests, real, &facts.mtimes, calls);
+    } = lift_requests(requests, real, &facts.mtimes);
     let mtimes = facts.mtimes.clone();
     script_facts(&mut reqs, &mtimes);
     apply_templates(&mut reqs);
@@ -1614,49 +1610,71 @@ struct Lifted {
     evidence: Evidence,
     links: BTreeMap<String, String>,
     file_cache: Option<FileCacheSeen>,
-    /// [`request_ops`], normalized once for the lift; the first
-    /// [`crate::infer::SEARCH_REQUESTS`] for the settings inference, the
-    /// others empty unless given back.
+    /// The first [`crate::infer::SEARCH_REQUESTS`] requests' calls, for
+    /// the settings inference (the others empty).
     real: Vec<Vec<Op>>,
     /// The calls' median durations ([`Workload::latency_us`]).
     latency_us: BTreeMap<OpKind, u64>,
 }
 
-/// What becomes of the requests' calls a lift is given
-/// ([`lift_parts_from`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Calls {
-    /// Handed back whole (the caller replays them).
-    GiveBack,
-    /// Dropped request by request as each is lifted (but the first few,
-    /// which the settings inference lowers against): the calls and the
-    /// lifted workload are not held whole at once.
-    Drop,
+/// The requests' recorded calls ([`request_ops`]), one request at a time
+/// in the split's order: held in memory, or read back from where the
+/// caller keeps them (a capture larger than memory).
+pub trait CallSource {
+    /// Number of requests.
+    fn requests(&self) -> usize;
+    /// Request `i`'s calls, in time order.
+    fn calls(&self, i: usize) -> std::borrow::Cow<'_, [Op]>;
+}
+
+impl CallSource for [Vec<Op>] {
+    fn requests(&self) -> usize {
+        self.len()
+    }
+    fn calls(&self, i: usize) -> std::borrow::Cow<'_, [Op]> {
+        std::borrow::Cow::Borrowed(self.get(i).map_or(&[], Vec::as_slice))
+    }
+}
+
+impl CallSource for Vec<Vec<Op>> {
+    fn requests(&self) -> usize {
+        self.len()
+    }
+    fn calls(&self, i: usize) -> std::borrow::Cow<'_, [Op]> {
+        self.as_slice().calls(i)
+    }
 }
 
 /// `real`: [`request_ops`] of the trace and `requests`; `mtimes`: its
-/// [`script_mtimes`].
+/// [`script_mtimes`]. Reads each request's calls twice: once for what
+/// looks across requests first (the calls' durations, OPcache's file
+/// cache), once to lift it.
 fn lift_requests(
     requests: &Requests,
-    mut real: Vec<Vec<Op>>,
+    real: &dyn CallSource,
     mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
-    calls: Calls,
 ) -> Lifted {
-    let latency_us = call_latencies(real.iter().flatten());
-    let keep = |i: usize| calls == Calls::GiveBack || i < crate::infer::SEARCH_REQUESTS;
+    let mut latencies = crate::workload::Latencies::default();
+    let mut scan = crate::file_cache::Scan::default();
+    for i in 0..real.requests() {
+        let ops = real.calls(i);
+        for o in ops.iter() {
+            latencies.push(o);
+        }
+        scan.push(&ops);
+    }
+    let latency_us = latencies.medians();
     // OPcache's file cache's calls are not the requests' (each request's
     // own calls copied as it is lifted, only for a trace that has them)
-    let (file_cache, bin_scripts) = if crate::file_cache::used(&real) {
-        match crate::file_cache::scan(&real) {
-            Some((seen, by_req)) => (Some(seen), by_req),
-            None => (None, Vec::new()),
-        }
-    } else {
-        (None, Vec::new())
+    let (file_cache, bin_scripts) = match scan.finish() {
+        Some((seen, by_req)) => (Some(seen), by_req),
+        None => (None, Vec::new()),
     };
     let own = file_cache
         .as_ref()
         .map(|fc| crate::file_cache::Own::new(&fc.dir));
+    // the first requests' calls, for the settings inference
+    let mut first: Vec<Vec<Op>> = vec![Vec::new(); real.requests()];
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
@@ -1666,14 +1684,14 @@ fn lift_requests(
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
     let mut reqs: Vec<WorkRequest> = Vec::new();
     for (i, r) in requests.requests.iter().enumerate() {
-        let recorded: &[Op] = real.get(i).map_or(&[], Vec::as_slice);
+        let recorded = real.calls(i);
         let stripped;
         let ops: &[Op] = match &own {
             Some(own) => {
-                stripped = own.of(recorded);
+                stripped = own.of(&recorded);
                 &stripped
             }
-            None => recorded,
+            None => &recorded,
         };
         let start = r
             .start_us
@@ -1704,10 +1722,9 @@ fn lift_requests(
             from_template: false,
             ops: lifted,
         });
-        // lifted: its calls go unless kept
-        if !keep(i) {
-            if let Some(v) = real.get_mut(i) {
-                *v = Vec::new();
+        if i < crate::infer::SEARCH_REQUESTS {
+            if let Some(f) = first.get_mut(i) {
+                *f = recorded.into_owned();
             }
         }
     }
@@ -1803,7 +1820,7 @@ fn lift_requests(
         evidence,
         links,
         file_cache,
-        real,
+        real: first,
         latency_us,
     }
 }

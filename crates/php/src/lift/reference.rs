@@ -74,26 +74,20 @@ pub fn lift_with_reference_parts(
     reference: &Workload,
 ) -> Result<(Workload, ReferenceUse, Option<RecordedCalls>), ReferenceError> {
     let real = request_ops(trace, requests);
-    let (w, used, real) = lift_with_reference_from(
-        &TraceFacts::of(trace, requests),
-        requests,
-        reference,
-        real,
-        Calls::GiveBack,
-    )?;
+    let (w, used, _) =
+        lift_with_reference_from(&TraceFacts::of(trace, requests), requests, reference, &real)?;
     let real = (!used.capture_complete).then_some(real);
     Ok((w, used, real))
 }
 
 /// [`lift_with_reference_parts`] of the requests' calls `real` as
-/// [`request_ops`] gives them (normalized by the caller); they come back
-/// as `calls` says.
+/// [`request_ops`] gives them (held wherever the caller keeps them); with
+/// the first [`crate::infer::SEARCH_REQUESTS`] requests' calls.
 pub fn lift_with_reference_from(
     facts: &TraceFacts,
     requests: &Requests,
     reference: &Workload,
-    real: RecordedCalls,
-    calls: Calls,
+    real: &dyn CallSource,
 ) -> Result<(Workload, ReferenceUse, RecordedCalls), ReferenceError> {
     if !reference.evidence.complete {
         return Err(ReferenceError::Incomplete);
@@ -117,7 +111,7 @@ pub fn lift_with_reference_from(
         file_cache,
         real,
         latency_us,
-    } = lift_requests(requests, real, &facts.mtimes, calls);
+    } = lift_requests(requests, real, &facts.mtimes);
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's

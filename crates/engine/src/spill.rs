@@ -1,0 +1,182 @@
+//! Calls kept on disk: what a capture recorded, written as it is read
+//! and read back request by request, so that holding a capture costs its
+//! distinct paths, not its length.
+//!
+//! A [`Spill`] is an unnamed temporary file (in `$TMPDIR`, removed when
+//! the spill is dropped, or by the system if the process dies) holding
+//! chunks of calls. Each chunk is one `postcard` record of the calls with
+//! their paths and errno names as numbers into a table kept in memory
+//! (each distinct name once): about 25 bytes per call on disk, against
+//! 96 in memory.
+
+use serde::{Deserialize, Serialize};
+use statstorm_trace::op::{Name, Op, OpKind};
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+
+/// Where one chunk lies in the spill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    offset: u64,
+    len: u32,
+}
+
+/// A call as written: [`Op`] with its names as numbers, and the call's
+/// position in the capture (`seq`).
+#[derive(Serialize, Deserialize)]
+struct Rec {
+    seq: u64,
+    t_us: i64,
+    dur_us: Option<u64>,
+    pid: u32,
+    uid: u32,
+    kind: OpKind,
+    path: u32,
+    path2: Option<u32>,
+    flags: u32,
+    errno: Option<u32>,
+    bytes: u64,
+}
+
+/// Calls on disk; see the module docs.
+pub struct Spill {
+    file: std::fs::File,
+    end: u64,
+    names: Vec<Name>,
+    /// Name -> number, by the address of the shared text: the normalizer
+    /// gives each distinct path one `Name`, and `names` keeps every one
+    /// alive, so an address is never reused for another text (a text
+    /// seen under two addresses is stored twice, still read back right).
+    ids: HashMap<usize, u32>,
+    buf: Vec<u8>,
+    recs: Vec<Rec>,
+}
+
+impl Spill {
+    /// An empty spill in a new temporary file.
+    pub fn new() -> io::Result<Spill> {
+        Ok(Spill {
+            file: tempfile::tempfile()?,
+            end: 0,
+            names: Vec::new(),
+            ids: HashMap::new(),
+            buf: Vec::new(),
+            recs: Vec::new(),
+        })
+    }
+
+    fn id(&mut self, n: &Name) -> u32 {
+        let key = std::sync::Arc::as_ptr(n) as *const u8 as usize;
+        if let Some(&i) = self.ids.get(&key) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(n.clone());
+        self.ids.insert(key, i);
+        i
+    }
+
+    /// Writes `calls` (each with its position in the capture) as one
+    /// chunk.
+    pub fn put(&mut self, calls: &[(u64, Op)]) -> io::Result<Chunk> {
+        let mut recs = std::mem::take(&mut self.recs);
+        recs.clear();
+        for (seq, o) in calls {
+            let rec = Rec {
+                seq: *seq,
+                t_us: o.t_us,
+                dur_us: o.dur_us,
+                pid: o.pid,
+                uid: o.uid,
+                kind: o.kind,
+                path: self.id(&o.path),
+                path2: o.path2.as_ref().map(|n| self.id(n)),
+                flags: o.flags,
+                errno: o.errno.as_ref().map(|n| self.id(n)),
+                bytes: o.bytes,
+            };
+            recs.push(rec);
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let res = postcard::to_io(&recs, &mut buf)
+            .map(|_| ())
+            .map_err(io::Error::other);
+        self.recs = recs;
+        res?;
+        let len = u32::try_from(buf.len())
+            .map_err(|_| io::Error::other("a chunk of calls past 4 GiB"))?;
+        let chunk = Chunk {
+            offset: self.end,
+            len,
+        };
+        (&self.file).write_all(&buf)?;
+        self.end += buf.len() as u64;
+        self.buf = buf;
+        Ok(chunk)
+    }
+
+    /// Reads a chunk back, appending its calls to `out`.
+    pub fn get(&self, c: Chunk, out: &mut Vec<(u64, Op)>) -> io::Result<()> {
+        let mut buf = vec![0u8; c.len as usize];
+        self.file.read_exact_at(&mut buf, c.offset)?;
+        let recs: Vec<Rec> = postcard::from_bytes(&buf).map_err(io::Error::other)?;
+        let name = |i: u32| -> io::Result<Name> {
+            self.names
+                .get(i as usize)
+                .cloned()
+                .ok_or_else(|| io::Error::other("a call names a path the spill never stored"))
+        };
+        out.reserve(recs.len());
+        for r in recs {
+            out.push((
+                r.seq,
+                Op {
+                    t_us: r.t_us,
+                    dur_us: r.dur_us,
+                    pid: r.pid,
+                    uid: r.uid,
+                    kind: r.kind,
+                    path: name(r.path)?,
+                    path2: r.path2.map(name).transpose()?,
+                    flags: r.flags,
+                    errno: r.errno.map(name).transpose()?,
+                    bytes: r.bytes,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_come_back_as_written() {
+        let mut s = Spill::new().unwrap();
+        let a: Name = "/srv/a.php".into();
+        let mut o1 = Op::new(5, 10, OpKind::Stat, "/srv/b.php");
+        o1.errno = Some("ENOENT".into());
+        o1.dur_us = Some(7);
+        let mut o2 = Op::new(6, 11, OpKind::Open, "/x");
+        o2.path = a.clone();
+        o2.path2 = Some(a.clone());
+        o2.bytes = 1 << 40;
+        let calls = vec![(3, o1.clone()), (9, o2.clone())];
+        let c1 = s.put(&calls).unwrap();
+        let c2 = s.put(&calls[1..]).unwrap();
+        let mut back = Vec::new();
+        s.get(c2, &mut back).unwrap();
+        s.get(c1, &mut back).unwrap();
+        assert_eq!(back, vec![(9, o2.clone()), (3, o1), (9, o2)]);
+        assert!(s.bytes() > 0);
+    }
+}
