@@ -63,7 +63,10 @@ impl std::fmt::Debug for Recorded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorded")
             .field("requests", &self.requests.len())
-            .field("spilled_bytes", &self.spill.as_ref().map_or(0, Spill::bytes))
+            .field(
+                "spilled_bytes",
+                &self.spill.as_ref().map_or(0, Spill::bytes),
+            )
             .field("background", &self.background.len())
             .finish()
     }

@@ -522,15 +522,102 @@ impl Clients<'_> {
     /// Applies `op` on the client of its mount (the only one's, with one
     /// mount; none when it is under no root of several); its RPCs.
     pub fn apply(&mut self, op: &Op) -> RpcCounts {
+        self.apply_listed(op, None)
+    }
+
+    /// [`Clients::apply`], also appending the call's RPCs to `list` in
+    /// the order they are sent.
+    pub fn apply_listed(&mut self, op: &Op, list: Option<&mut Vec<RpcOp>>) -> RpcCounts {
         let i = if self.feeds.len() == 1 {
             Some(0)
         } else {
             root_of(&self.refs, &op.path)
         };
         match i {
-            Some(i) => self.feeds[i].apply(op, 0),
+            Some(i) => self.feeds[i].apply_listed(op, 0, list),
             None => RpcCounts::default(),
         }
+    }
+}
+
+/// The RPCs of each call of one request, in the order the calls were
+/// given and, per call, the order the client sent them (what the latency
+/// simulation runs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpRpcs {
+    /// Per call, the end of its RPCs in `rpcs`.
+    ends: Vec<u32>,
+    rpcs: Vec<RpcOp>,
+}
+
+impl OpRpcs {
+    /// Adds the next call's RPCs.
+    pub fn push(&mut self, rpcs: &[RpcOp]) {
+        self.rpcs.extend_from_slice(rpcs);
+        self.ends.push(self.rpcs.len() as u32);
+    }
+
+    /// The RPCs of call `j` (none for a call not given).
+    pub fn of(&self, j: usize) -> &[RpcOp] {
+        let Some(&end) = self.ends.get(j) else {
+            return &[];
+        };
+        let start = if j == 0 { 0 } else { self.ends[j - 1] };
+        &self.rpcs[start as usize..end as usize]
+    }
+}
+
+impl NfsSetup {
+    /// [`NfsSetup::replay_with`] on one mount, with each request's RPCs
+    /// per call: the calls of `groups` and `background` merged by (time,
+    /// group, position) on one client started as `replay_with` starts it.
+    /// `None` with several mounts.
+    pub fn replay_listed(
+        &self,
+        groups: &[&[Op]],
+        background: &[&[Op]],
+        proposed: bool,
+    ) -> Option<(Vec<RpcCounts>, Vec<OpRpcs>)> {
+        let m = self.single()?;
+        let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
+        let opts = if proposed { &m.proposed } else { &m.recorded };
+        let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
+        let mut order: Vec<(i64, u32, u32)> = Vec::new();
+        for (g, ops) in all.iter().enumerate() {
+            order.extend(
+                ops.iter()
+                    .enumerate()
+                    .map(|(j, o)| (o.t_us, g as u32, j as u32)),
+            );
+        }
+        order.sort_unstable();
+        let mut f = Feed::new(&warm, opts, &m.params, &self.changes);
+        let mut counts = vec![RpcCounts::default(); all.len()];
+        // per request, per call (by position: a call applied out of its
+        // position's order still lands at its position)
+        let mut per_call: Vec<Vec<Vec<RpcOp>>> =
+            groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
+        let mut list = Vec::new();
+        for (i, &(_, g, j)) in order.iter().enumerate() {
+            list.clear();
+            let (g, j) = (g as usize, j as usize);
+            let c = f.apply_listed(&all[g][j], i, Some(&mut list));
+            counts[g].merge(&c);
+            if let Some(slot) = per_call.get_mut(g).and_then(|v| v.get_mut(j)) {
+                slot.extend_from_slice(&list);
+            }
+        }
+        let lists = per_call
+            .into_iter()
+            .map(|calls| {
+                let mut l = OpRpcs::default();
+                for c in &calls {
+                    l.push(c);
+                }
+                l
+            })
+            .collect();
+        Some((counts, lists))
     }
 }
 

@@ -77,7 +77,11 @@ fn check(name: &str, paths: &[PathBuf]) {
         for (i, c) in calls.iter().enumerate() {
             let back = rec.calls(i).unwrap();
             assert!(back == *c, "{name}: request {i} (limit {limit})");
-            assert_eq!(rec.counts()[i], statstorm_php::count_by_syscall(c), "{name}");
+            assert_eq!(
+                rec.counts()[i],
+                statstorm_php::count_by_syscall(c),
+                "{name}"
+            );
         }
         let got: BTreeMap<u32, Vec<Op>> = rec
             .background
@@ -107,7 +111,11 @@ fn check(name: &str, paths: &[PathBuf]) {
 fn the_fold_gives_what_the_whole_trace_gives() {
     let r = root();
     let mut n = 0;
-    for dir in ["tests/fixtures/php", "tests/fixtures/strace", "tests/fixtures/httpd"] {
+    for dir in [
+        "tests/fixtures/php",
+        "tests/fixtures/strace",
+        "tests/fixtures/httpd",
+    ] {
         for ext in [".strace.gz", ".strace.zst", ".strace"] {
             for p in files(&r.join(dir), ext) {
                 check(&p.display().to_string(), &[p]);

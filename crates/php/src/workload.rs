@@ -375,7 +375,10 @@ pub fn call_latencies<'a>(
 /// each duration (bounded by the distinct durations, not by the calls).
 #[derive(Clone, Debug, Default)]
 pub struct Latencies {
-    by: std::collections::BTreeMap<statstorm_trace::op::OpKind, std::collections::HashMap<u64, u64>>,
+    by: std::collections::BTreeMap<
+        statstorm_trace::op::OpKind,
+        std::collections::HashMap<u64, u64>,
+    >,
 }
 
 impl Latencies {

@@ -290,8 +290,7 @@ mod tests {
     #[test]
     fn a_call_past_the_window_is_late() {
         let dir = tempfile::tempdir().unwrap();
-        let mut text =
-            String::from("10 00:00:01.000000 accept(0, NULL, NULL <unfinished ...>\n");
+        let mut text = String::from("10 00:00:01.000000 accept(0, NULL, NULL <unfinished ...>\n");
         text.push_str("11 00:00:02.000000 stat(\"/b\", {st_mode=S_IFREG|0644, st_size=1, ...}) = 0 <0.000001>\n");
         text.push_str("11 00:00:30.000000 stat(\"/c\", {st_mode=S_IFREG|0644, st_size=1, ...}) = 0 <0.000001>\n");
         text.push_str("10 00:00:31.000000 <... accept resumed>) = 3 <30.000000>\n");

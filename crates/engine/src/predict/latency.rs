@@ -19,9 +19,9 @@
 
 use super::Report;
 use super::{Error, Result};
-use crate::nfs_setup::{Mount, NfsSetup};
+use crate::nfs_setup::{Mount, OpRpcs};
 use serde::Serialize;
-use statstorm_nfs::{replay_warm, MountOptions, Vers};
+use statstorm_nfs::{MountOptions, Vers};
 use statstorm_php::RequestPrediction;
 use statstorm_sim::{
     simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
@@ -273,38 +273,11 @@ fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
     (t, o)
 }
 
-/// The RPC names the NFS model charges to each op of each request, in the
-/// requests' op order (`groups` replayed together on one client, as the
-/// RPC counts are).
-fn rpcs_per_op(
-    groups: &[&[Op]],
-    opts: &MountOptions,
-    n: &NfsSetup,
-    m: &Mount,
-) -> Vec<Vec<Vec<&'static str>>> {
-    let mut all: Vec<Op> = Vec::new();
-    let mut owner: Vec<(usize, usize)> = Vec::new();
-    for (g, ops) in groups.iter().enumerate() {
-        all.extend(ops.iter().cloned());
-        owner.extend((0..ops.len()).map(|j| (g, j)));
-    }
-    let r = replay_warm(&n.warmup(&all), &all, opts, &m.params, &n.changes);
-    let mut out: Vec<Vec<Vec<&'static str>>> =
-        groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
-    for rpc in &r.rpcs {
-        // RPCs of a server change (usize::MAX) belong to no request.
-        if let Some(&(g, j)) = owner.get(rpc.op_index) {
-            out[g][j].push(rpc.op.name());
-        }
-    }
-    out
-}
-
 /// One request: CPU spread over the recorded gaps, then each call.
 fn spec(
     p: &RequestPrediction,
     ops: &[Op],
-    rpcs: &[Vec<&'static str>],
+    rpcs: &OpRpcs,
     cpu_us: u64,
     t0_us: i64,
     calls: &mut (u64, u64),
@@ -329,13 +302,14 @@ fn spec(
             steps.push(Step::Cpu { ns: c as u64 });
             spent += c;
         }
-        if rpcs[i].is_empty() {
+        let sent = rpcs.of(i);
+        if sent.is_empty() {
             calls.1 += 1;
             steps.push(Step::Local { key: None });
         } else {
-            calls.0 += rpcs[i].len() as u64;
+            calls.0 += sent.len() as u64;
             steps.push(Step::Rpcs {
-                ops: rpcs[i].iter().map(|s| s.to_string()).collect(),
+                ops: sent.iter().map(|r| r.name().to_string()).collect(),
                 key: None,
             });
         }
@@ -366,17 +340,18 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
     })
 }
 
-/// Simulates both sides on the one mount `m` of `n` (one RPC transport).
-/// `preds` in the PHP model's order, `recorded_ops`
-/// each request's recorded calls in the same order
-/// ([`crate::capture::Recorded::requests`]); the returned per-request
-/// vectors follow it.
+/// Simulates both sides on the one mount `m` (one RPC transport).
+/// `preds` in the PHP model's order, `recorded_ops` each request's
+/// recorded calls in the same order ([`crate::capture::Recorded::calls`]),
+/// `op_rpcs` each side's RPCs per call of `preds` (before, after: the
+/// side's own NFS replay, `side::SideRun::op_rpcs`); the returned
+/// per-request vectors follow `preds`.
 pub fn compute(
     a: &SimOptions,
-    n: &NfsSetup,
     m: &Mount,
     recorded_ops: &[Vec<Op>],
     preds: &[RequestPrediction],
+    op_rpcs: [&[OpRpcs]; 2],
 ) -> Result<Computed> {
     let q = a.quick()?;
     if preds.is_empty() {
@@ -540,15 +515,17 @@ pub fn compute(
                 }
             })
             .collect();
-        let opts = if after { &m.proposed } else { &m.recorded };
-        let per_op = rpcs_per_op(&groups, opts, n, m);
+        let per_op = op_rpcs[usize::from(after)];
+        let none = OpRpcs::default();
         let mut calls = (0u64, 0u64);
         let specs: Vec<RequestSpec> = preds
             .iter()
             .zip(&groups)
-            .zip(&per_op)
+            .enumerate()
             .zip(&cpu_us)
-            .map(|(((p, ops), rpcs), &cpu)| spec(p, ops, rpcs, cpu, t0, &mut calls))
+            .map(|((i, (p, ops)), &cpu)| {
+                spec(p, ops, per_op.get(i).unwrap_or(&none), cpu, t0, &mut calls)
+            })
             .collect();
         let mut params = base.clone();
         params.transport = t;

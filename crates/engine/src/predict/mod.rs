@@ -561,15 +561,14 @@ impl Capture {
         // each event folded as it is read (split, normalized, the lift's
         // facts): the events are not held
         let mut fold = crate::capture::Fold::new();
-        let read = statstorm_trace::ordered::for_each_event(
-            &args.traces,
-            &args.read,
-            &mut |e, s| fold.push(e, s),
-        )
-        .map_err(|source| Error::Input {
-            what: "reading traces".into(),
-            source,
-        })?;
+        let read =
+            statstorm_trace::ordered::for_each_event(&args.traces, &args.read, &mut |e, s| {
+                fold.push(e, s)
+            })
+            .map_err(|source| Error::Input {
+                what: "reading traces".into(),
+                source,
+            })?;
         if read.events == 0 {
             return Err(Error::NoEvents {
                 files: args
@@ -831,10 +830,15 @@ impl Capture {
                 background: r[preds.len()..].to_vec(),
             }
         });
-        let lat = match nfs.as_ref().and_then(|n| n.single().map(|m| (n, m))) {
-            Some((n, m)) => {
+        let lat = match nfs.as_ref().and_then(|n| n.single()) {
+            Some(m) => {
                 stage("simulating latency");
-                Some(latency::compute(&change.sim, n, m, &rec_calls, &preds)?)
+                let none = Vec::new();
+                let lists = [
+                    before.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
+                    after.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
+                ];
+                Some(latency::compute(&change.sim, m, &rec_calls, &preds, lists)?)
             }
             None => None,
         };

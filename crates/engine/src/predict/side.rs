@@ -8,7 +8,7 @@
 //! requests in flight, not by the capture's length (the lifted workload
 //! itself is still held: docs/predict-streaming.md).
 
-use crate::nfs_setup::NfsSetup;
+use crate::nfs_setup::{NfsSetup, OpRpcs};
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
@@ -25,6 +25,9 @@ pub(crate) struct SideRun {
     pub rpcs: Option<(Vec<RpcCounts>, Vec<RpcCounts>)>,
     /// The calls themselves, when kept.
     pub ops: Option<Vec<Vec<Op>>>,
+    /// With the calls kept and one NFS mount: each call's RPCs, from the
+    /// same replay as `rpcs` (the latency simulation's input).
+    pub op_rpcs: Option<Vec<OpRpcs>>,
 }
 
 /// Where the merge takes calls from: a request's calls given out by the
@@ -58,8 +61,9 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Applies every call before `upto` (all with None) to `apply`.
-    fn release(&mut self, upto: Option<i64>, apply: &mut dyn FnMut(usize, &Op)) {
+    /// Applies every call before `upto` (all with None) to `apply`, with
+    /// its group and position.
+    fn release(&mut self, upto: Option<i64>, apply: &mut dyn FnMut(usize, usize, &Op)) {
         while let Some(&Reverse((t, g, j))) = self.heap.peek() {
             if upto.is_some_and(|u| t >= u) {
                 return;
@@ -67,7 +71,7 @@ impl<'a> Merge<'a> {
             self.heap.pop();
             let s = &self.sources[&g];
             let o = s.get(j).expect("queued call");
-            apply(g, o);
+            apply(g, j, o);
             match s.get(j + 1) {
                 Some(n) => self.heap.push(Reverse((n.t_us, g, j + 1))),
                 None => {
@@ -129,37 +133,63 @@ pub(crate) fn run(
             }
         }
     };
+    // each call's RPCs, for the latency simulation (calls kept, one mount)
+    let listing = keep && nfs.is_some_and(|(s, _)| s.single().is_some());
+    let mut op_rpcs: Vec<OpRpcs> = if listing && replaying {
+        vec![OpRpcs::default(); n]
+    } else {
+        Vec::new()
+    };
+    let mut scratch = Vec::new();
+    let mut apply = |c: &mut crate::nfs_setup::Clients, g: usize, o: &Op| {
+        if let Some(l) = op_rpcs.get_mut(g) {
+            scratch.clear();
+            rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
+            l.push(&scratch);
+        } else {
+            rpcs[g].merge(&c.apply(o));
+        }
+    };
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
     for i in order {
         low.push(i, Cow::Borrowed(&w.requests[i]));
         take(low.done(), &mut merge);
         if let Some(c) = clients.as_mut() {
-            merge.release(Some(low.horizon()), &mut |g, o| rpcs[g].merge(&c.apply(o)));
+            merge.release(Some(low.horizon()), &mut |g, _, o| apply(c, g, o));
         }
     }
     take(low.finish(), &mut merge);
     if let Some(c) = clients.as_mut() {
-        merge.release(None, &mut |g, o| rpcs[g].merge(&c.apply(o)));
+        merge.release(None, &mut |g, _, o| apply(c, g, o));
     }
-    let rpcs = match (nfs, replaying) {
-        (None, _) => None,
+    let (rpcs, op_rpcs) = match (nfs, replaying) {
+        (None, _) => (None, None),
         (Some(_), true) => {
             let bg = rpcs.split_off(n);
-            Some((rpcs, bg))
+            (Some((rpcs, bg)), listing.then_some(op_rpcs))
         }
         // warm: the batch replay of the kept calls
         (Some((s, proposed)), false) => {
             let groups: Vec<&[Op]> = kept.iter().map(Vec::as_slice).collect();
-            let mut all = s.replay_with(&groups, background, proposed);
+            let listed = if listing {
+                s.replay_listed(&groups, background, proposed)
+            } else {
+                None
+            };
+            let (mut all, lists) = match listed {
+                Some((all, lists)) => (all, Some(lists)),
+                None => (s.replay_with(&groups, background, proposed), None),
+            };
             let bg = all.split_off(n);
-            Some((all, bg))
+            (Some((all, bg)), lists)
         }
     };
     SideRun {
         counts,
         rpcs,
         ops: keep.then_some(kept),
+        op_rpcs,
     }
 }
 

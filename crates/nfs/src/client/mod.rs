@@ -339,6 +339,17 @@ impl Feed {
     /// Applies `op` (not earlier than the ops applied before it); `index`
     /// names it in the RPCs kept ([`RpcAt::op_index`]). Its RPCs.
     pub fn apply(&mut self, op: &Op, index: usize) -> RpcCounts {
+        self.apply_listed(op, index, None)
+    }
+
+    /// [`Feed::apply`], also appending the op's RPCs to `list` in the
+    /// order the client sends them.
+    pub fn apply_listed(
+        &mut self,
+        op: &Op,
+        index: usize,
+        mut list: Option<&mut Vec<RpcOp>>,
+    ) -> RpcCounts {
         while let Some(ch) = self.changes.get(self.next_change) {
             if ch.t_us > op.t_us {
                 break;
@@ -351,6 +362,9 @@ impl Feed {
         let mut n = RpcCounts::default();
         for r in &self.c.rpcs[before..] {
             n.add(r.op, 1);
+            if let Some(l) = list.as_deref_mut() {
+                l.push(r.op);
+            }
         }
         if !self.keep_rpcs {
             self.c.rpcs.clear();

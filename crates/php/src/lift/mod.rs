@@ -30,8 +30,8 @@
 
 use crate::request::{RequestKind, Requests};
 use crate::workload::{
-    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest,
-    Workload, WORKLOAD_SCHEMA,
+    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload,
+    WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Flags, Trace};
