@@ -35,12 +35,33 @@ pub struct Background {
     pub ops: Vec<Op>,
 }
 
+/// The time a request's calls spent in the kernel (`-T`): the sum of the
+/// durations shown, and how many calls had one and how many did not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsTime {
+    pub us: u64,
+    pub timed: u64,
+    pub untimed: u64,
+}
+
+impl FsTime {
+    fn add(&mut self, o: &FsTime) {
+        self.us += o.us;
+        self.timed += o.timed;
+        self.untimed += o.untimed;
+    }
+}
+
 /// One split unit's calls: written chunks, then those still in memory,
 /// each with its event's position in the capture.
 #[derive(Default)]
 struct UnitCalls {
     /// The process of the unit (set with its first call).
     pid: u32,
+    /// The time its calls spent in the kernel, as `-T` showed it.
+    fs: FsTime,
+    /// The start of its earliest call.
+    first_us: Option<i64>,
     chunks: Vec<Chunk>,
     open: Vec<(u64, Op)>,
 }
@@ -53,6 +74,10 @@ pub struct Recorded {
     requests: Vec<Vec<u32>>,
     /// Per request, its calls per syscall.
     counts: Vec<BTreeMap<String, u64>>,
+    /// Per request, the time its calls spent in the kernel.
+    fs: Vec<FsTime>,
+    /// Per request, the start of its earliest call.
+    first_us: Vec<Option<i64>>,
     /// Per process with calls outside requests, by pid (in memory).
     pub background: Vec<Background>,
     /// The first error reading the spill back through [`CallSource`].
@@ -96,6 +121,17 @@ impl Recorded {
     /// (`statstorm_php::count_by_syscall` of [`Recorded::calls`]).
     pub fn counts(&self) -> &[BTreeMap<String, u64>] {
         &self.counts
+    }
+
+    /// Per request, the time its recorded calls spent in the kernel.
+    pub fn fs_times(&self) -> &[FsTime] {
+        &self.fs
+    }
+
+    /// Per request, the start of its earliest recorded call (`None`: no
+    /// call).
+    pub fn first_calls(&self) -> &[Option<i64>] {
+        &self.first_us
     }
 
     /// Bytes written to the temporary file (0: all held in memory).
@@ -229,6 +265,14 @@ impl Fold {
             }
             let uc = &mut self.units[unit];
             uc.pid = op.pid;
+            match op.dur_us {
+                Some(d) => {
+                    uc.fs.us += d;
+                    uc.fs.timed += 1;
+                }
+                None => uc.fs.untimed += 1,
+            }
+            uc.first_us = Some(uc.first_us.map_or(op.t_us, |f| f.min(op.t_us)));
             if uc.open.is_empty() {
                 self.open.push(unit as u32);
             }
@@ -285,6 +329,8 @@ impl Fold {
         let facts = self.facts.finish(&split);
         let mut requests: Vec<Vec<u32>> = vec![Vec::new(); split.requests.len()];
         let mut counts: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); split.requests.len()];
+        let mut fs = vec![FsTime::default(); split.requests.len()];
+        let mut first_us: Vec<Option<i64>> = vec![None; split.requests.len()];
         let mut background: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         for (u, uc) in self.units.iter().enumerate() {
             if uc.open.is_empty() && uc.chunks.is_empty() {
@@ -297,6 +343,12 @@ impl Fold {
                     for &(n, k) in &self.counts[u] {
                         *counts[r as usize].entry(n.to_string()).or_default() += k;
                     }
+                    fs[r as usize].add(&uc.fs);
+                    let f = &mut first_us[r as usize];
+                    *f = match (*f, uc.first_us) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
                 }
                 None => background.entry(pid).or_default().push(u as u32),
             }
@@ -306,6 +358,8 @@ impl Fold {
             units: self.units,
             requests,
             counts,
+            fs,
+            first_us,
             background: Vec::new(),
             error: std::sync::Mutex::new(None),
         };

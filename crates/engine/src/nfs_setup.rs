@@ -7,7 +7,7 @@ use statstorm_nfs::client::{
     normalize, replay_groups_warm, ClientParams, Feed, RpcCounts, RpcOp, ServerChange,
 };
 use statstorm_nfs::mount::MountOptions;
-use statstorm_trace::op::Op;
+use statstorm_trace::op::{Name, Op};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -111,6 +111,12 @@ impl NfsSetup {
     /// a setup whose roots hold none of them is an error naming where the
     /// traced paths are.
     pub fn from_flags(f: &NfsFlags, ops: &[&Op]) -> Result<Option<NfsSetup>, String> {
+        NfsSetup::from_paths(f, &TracedPaths::of(ops.iter().copied()))
+    }
+
+    /// [`NfsSetup::from_flags`] from the traced calls' paths, each with
+    /// how many calls named it.
+    pub fn from_paths(f: &NfsFlags, ops: &TracedPaths) -> Result<Option<NfsSetup>, String> {
         let any = f.from_mount.is_some()
             || f.mounts_file.is_some()
             || !f.mount.is_empty()
@@ -166,9 +172,9 @@ impl NfsSetup {
             let targets: Vec<String> = entries.iter().map(|e| normalize(&e.target)).collect();
             let refs: Vec<&str> = targets.iter().map(String::as_str).collect();
             let mut used = vec![0usize; entries.len()];
-            for o in ops {
-                if let Some(i) = root_of(&refs, &o.path) {
-                    used[i] += 1;
+            for (path, n) in ops.iter() {
+                if let Some(i) = root_of(&refs, path) {
+                    used[i] += n;
                 }
             }
             for (i, e) in entries.iter().enumerate() {
@@ -263,9 +269,9 @@ impl NfsSetup {
         // every traced call to the mount of its root; none: an error
         let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
         let mut used = vec![0usize; mounts.len()];
-        for o in ops {
-            if let Some(i) = root_of(&refs, &o.path) {
-                used[i] += 1;
+        for (path, n) in ops.iter() {
+            if let Some(i) = root_of(&refs, path) {
+                used[i] += n;
             }
         }
         if !ops.is_empty() && used.iter().all(|&n| n == 0) {
@@ -356,8 +362,7 @@ impl NfsSetup {
                 .into()
         });
         let mut changes = Vec::new();
-        let first = ops.iter().map(|o| o.t_us).min();
-        let last = ops.iter().map(|o| o.t_us).max();
+        let (first, last) = (ops.first, ops.last);
         let secs = |us: i64| format!("{:.6}", us as f64 / 1e6);
         let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
         for s in &f.server_changes {
@@ -540,21 +545,39 @@ impl Clients<'_> {
     }
 }
 
-/// The RPCs of each call of one request, in the order the calls were
-/// given and, per call, the order the client sent them (what the latency
-/// simulation runs).
+/// Each call of one request: its start and its RPCs, in the order the
+/// calls were given and, per call, the order the client sent them (what
+/// the latency simulation runs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpRpcs {
+    /// Per call, its start (microseconds, the trace's clock).
+    t_us: Vec<i64>,
     /// Per call, the end of its RPCs in `rpcs`.
     ends: Vec<u32>,
     rpcs: Vec<RpcOp>,
 }
 
 impl OpRpcs {
-    /// Adds the next call's RPCs.
-    pub fn push(&mut self, rpcs: &[RpcOp]) {
+    /// Adds the next call: its start and its RPCs.
+    pub fn push(&mut self, t_us: i64, rpcs: &[RpcOp]) {
+        self.t_us.push(t_us);
         self.rpcs.extend_from_slice(rpcs);
         self.ends.push(self.rpcs.len() as u32);
+    }
+
+    /// Number of calls.
+    pub fn len(&self) -> usize {
+        self.t_us.len()
+    }
+
+    /// True without calls.
+    pub fn is_empty(&self) -> bool {
+        self.t_us.is_empty()
+    }
+
+    /// The start of call `j`.
+    pub fn t_us(&self, j: usize) -> i64 {
+        self.t_us.get(j).copied().unwrap_or(0)
     }
 
     /// The RPCs of call `j` (none for a call not given).
@@ -609,10 +632,11 @@ impl NfsSetup {
         }
         let lists = per_call
             .into_iter()
-            .map(|calls| {
+            .zip(groups)
+            .map(|(calls, ops)| {
                 let mut l = OpRpcs::default();
-                for c in &calls {
-                    l.push(c);
+                for (c, o) in calls.iter().zip(ops.iter()) {
+                    l.push(o.t_us, c);
                 }
                 l
             })
@@ -631,16 +655,15 @@ fn under(path: &str, root: &str) -> bool {
 
 /// The busiest directories two levels deep of the ops' absolute paths
 /// (at most 8, busiest first), to show where a wrong root should point.
-fn prefixes(ops: &[&Op]) -> Vec<String> {
+fn prefixes(ops: &TracedPaths) -> Vec<String> {
     let mut n: BTreeMap<String, usize> = BTreeMap::new();
-    for o in ops.iter().filter(|o| o.path.starts_with('/')) {
-        let p: String = o
-            .path
+    for (path, k) in ops.iter().filter(|(p, _)| p.starts_with('/')) {
+        let p: String = path
             .split('/')
             .skip(1)
             .take(2)
             .fold(String::new(), |acc, c| acc + "/" + c);
-        *n.entry(p).or_default() += 1;
+        *n.entry(p).or_default() += k;
     }
     let mut v: Vec<(String, usize)> = n.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -648,6 +671,47 @@ fn prefixes(ops: &[&Op]) -> Vec<String> {
         .take(8)
         .map(|(p, c)| format!("{p} ({c} calls)"))
         .collect()
+}
+
+/// The traced calls' paths, each with how many calls named it: what the
+/// choice of NFS roots reads of the calls (bounded by the distinct
+/// paths, not by the calls).
+#[derive(Clone, Debug, Default)]
+pub struct TracedPaths {
+    by_path: std::collections::HashMap<Name, usize>,
+    calls: usize,
+    /// The earliest and the latest call's start.
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+impl TracedPaths {
+    /// The census of `ops`.
+    pub fn of<'a>(ops: impl IntoIterator<Item = &'a Op>) -> TracedPaths {
+        let mut t = TracedPaths::default();
+        for o in ops {
+            t.add(o);
+        }
+        t
+    }
+
+    /// Counts one more call.
+    pub fn add(&mut self, o: &Op) {
+        *self.by_path.entry(o.path.clone()).or_default() += 1;
+        self.calls += 1;
+        self.first = Some(self.first.map_or(o.t_us, |f| f.min(o.t_us)));
+        self.last = Some(self.last.map_or(o.t_us, |l| l.max(o.t_us)));
+    }
+
+    /// True without calls.
+    pub fn is_empty(&self) -> bool {
+        self.calls == 0
+    }
+
+    /// Each distinct path with its calls.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.by_path.iter().map(|(p, &n)| (p.as_ref(), n))
+    }
 }
 
 /// Reads a `/proc/mounts` copy and returns its NFS entries.

@@ -27,7 +27,6 @@ use statstorm_sim::{
     simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
     Transport,
 };
-use statstorm_trace::op::Op;
 
 /// Cost of a filesystem call that sends no RPC, in microseconds: a cached
 /// `stat()` measured on the development machine (Linux 6.18, ext4):
@@ -273,10 +272,10 @@ fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
     (t, o)
 }
 
-/// One request: CPU spread over the recorded gaps, then each call.
+/// One request (`rpcs`: each of its calls' start and RPCs): CPU spread
+/// over the recorded gaps, then each call.
 fn spec(
     p: &RequestPrediction,
-    ops: &[Op],
     rpcs: &OpRpcs,
     cpu_us: u64,
     t0_us: i64,
@@ -284,10 +283,10 @@ fn spec(
 ) -> RequestSpec {
     let wall = (p.end_us - p.start_us).max(0) as u128;
     let cpu_ns = cpu_us as u128 * 1000;
-    // stable: ops at one time keep the order the NFS model replayed them in
-    let mut order: Vec<usize> = (0..ops.len()).collect();
-    order.sort_by_key(|&i| ops[i].t_us);
-    let mut steps = Vec::with_capacity(2 * ops.len() + 1);
+    // stable: calls at one time keep the order the NFS model replayed them in
+    let mut order: Vec<usize> = (0..rpcs.len()).collect();
+    order.sort_by_key(|&i| rpcs.t_us(i));
+    let mut steps = Vec::with_capacity(2 * rpcs.len() + 1);
     let mut spent: u128 = 0;
     let cpu_at = |pos_us: i64| -> u128 {
         if wall == 0 {
@@ -297,7 +296,7 @@ fn spec(
         cpu_ns * pos / wall
     };
     for i in order {
-        let c = cpu_at(ops[i].t_us).saturating_sub(spent);
+        let c = cpu_at(rpcs.t_us(i)).saturating_sub(spent);
         if c > 0 {
             steps.push(Step::Cpu { ns: c as u64 });
             spent += c;
@@ -341,15 +340,17 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
 }
 
 /// Simulates both sides on the one mount `m` (one RPC transport).
-/// `preds` in the PHP model's order, `recorded_ops` each request's
-/// recorded calls in the same order ([`crate::capture::Recorded::calls`]),
-/// `op_rpcs` each side's RPCs per call of `preds` (before, after: the
-/// side's own NFS replay, `side::SideRun::op_rpcs`); the returned
-/// per-request vectors follow `preds`.
+/// `preds` in the PHP model's order, `fs` the time each request's
+/// recorded calls spent in the kernel, in the same order
+/// ([`crate::capture::Recorded::fs_times`]),
+/// `op_rpcs` each side's calls per request of `preds`, with their starts
+/// and RPCs (before, after: the side's own NFS replay,
+/// `side::SideRun::op_rpcs`); the returned per-request vectors follow
+/// `preds`.
 pub fn compute(
     a: &SimOptions,
     m: &Mount,
-    recorded_ops: &[Vec<Op>],
+    fs: &[crate::capture::FsTime],
     preds: &[RequestPrediction],
     op_rpcs: [&[OpRpcs]; 2],
 ) -> Result<Computed> {
@@ -374,24 +375,10 @@ pub fn compute(
         .enumerate()
         .map(|(i, p)| {
             let wall = (p.end_us - p.start_us).max(0) as u64;
-            let fs: u64 = recorded_ops
-                .get(i)
-                .map(|ops| {
-                    ops.iter()
-                        .map(|o| match o.dur_us {
-                            Some(d) => {
-                                timed += 1;
-                                d
-                            }
-                            None => {
-                                untimed += 1;
-                                0
-                            }
-                        })
-                        .sum()
-                })
-                .unwrap_or(0);
-            wall.saturating_sub(fs)
+            let f = fs.get(i).copied().unwrap_or_default();
+            timed += f.timed;
+            untimed += f.untimed;
+            wall.saturating_sub(f.us)
         })
         .collect();
     assumptions.push(
@@ -505,27 +492,14 @@ pub fn compute(
     // build and run both sides
     let mut sides = Vec::new();
     for (after, t) in [(false, tb), (true, ta)] {
-        let groups: Vec<&[Op]> = preds
-            .iter()
-            .map(|p| {
-                if after {
-                    p.after.as_slice()
-                } else {
-                    p.before.as_slice()
-                }
-            })
-            .collect();
         let per_op = op_rpcs[usize::from(after)];
         let none = OpRpcs::default();
         let mut calls = (0u64, 0u64);
         let specs: Vec<RequestSpec> = preds
             .iter()
-            .zip(&groups)
             .enumerate()
             .zip(&cpu_us)
-            .map(|((i, (p, ops)), &cpu)| {
-                spec(p, ops, per_op.get(i).unwrap_or(&none), cpu, t0, &mut calls)
-            })
+            .map(|((i, p), &cpu)| spec(p, per_op.get(i).unwrap_or(&none), cpu, t0, &mut calls))
             .collect();
         let mut params = base.clone();
         params.transport = t;

@@ -495,9 +495,12 @@ fn secs(us: i64) -> f64 {
 pub struct Capture {
     inputs: Vec<String>,
     split_note: String,
-    /// The recorded calls, kept when an NFS replay may need them (the
-    /// capture has NFS options); else only their counts.
+    /// The recorded calls (in memory, or in a temporary file for a large
+    /// capture), read back when an NFS replay needs them.
     rec: crate::capture::Recorded,
+    /// The recorded calls' paths, each with its calls (what the choice of
+    /// NFS roots reads; empty when no change replays the calls).
+    traced: crate::nfs_setup::TracedPaths,
     /// Per request (the split's order), its recorded calls per syscall.
     recorded_counts: Vec<BTreeMap<String, u64>>,
     /// Per background process, its recorded calls per syscall.
@@ -631,6 +634,19 @@ impl Capture {
                 source,
             });
         }
+        // the recorded calls' paths, for the choice of NFS roots
+        let mut traced = crate::nfs_setup::TracedPaths::default();
+        if args.nfs.replays() {
+            for i in 0..rec.len() {
+                let calls = rec.calls(i).map_err(|source| Error::Spill {
+                    dir: std::env::temp_dir().display().to_string(),
+                    source,
+                })?;
+                for o in &calls {
+                    traced.add(o);
+                }
+            }
+        }
         if let Some(p) = &args.workload_out {
             let write = |source| Error::Write {
                 path: p.display().to_string(),
@@ -656,6 +672,7 @@ impl Capture {
                 .collect(),
             split_note: split.note.clone(),
             rec,
+            traced,
             recorded_counts,
             background_counts,
             w,
@@ -732,20 +749,10 @@ impl Capture {
             warm: cap.nfs.nfs_cache == NfsCache::Warm,
         };
         let rec = &cap.rec;
-        // the recorded calls, for the NFS model only
-        let rec_calls: Vec<Vec<statstorm_trace::op::Op>> = if cap.nfs.replays() {
-            rec.all().map_err(|source| Error::Spill {
-                dir: std::env::temp_dir().display().to_string(),
-                source,
-            })?
-        } else {
-            Vec::new()
-        };
-        let traced: Vec<&statstorm_trace::op::Op> = rec_calls.iter().flatten().collect();
-        let nfs = crate::nfs_setup::NfsSetup::from_flags(&flags, &traced).map_err(Error::Nfs)?;
-        drop(traced);
-        // each side lowered and replayed request by request; the calls kept
-        // for the latency simulation only (one mount)
+        let nfs =
+            crate::nfs_setup::NfsSetup::from_paths(&flags, &cap.traced).map_err(Error::Nfs)?;
+        // each side lowered and replayed request by request; each call's
+        // start and RPCs listed for the latency simulation (one mount)
         let keep = nfs.as_ref().is_some_and(|n| n.single().is_some());
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
@@ -755,7 +762,7 @@ impl Capture {
         // in 512 MiB of address space)
         stage("lowering under the recorded settings");
         let none = BTreeMap::new();
-        let mut before = side::run(
+        let before = side::run(
             w,
             &recorded,
             &none,
@@ -764,7 +771,7 @@ impl Capture {
             keep,
         );
         stage("lowering under the proposed settings");
-        let mut after = side::run(
+        let after = side::run(
             w,
             &proposed,
             &latency,
@@ -772,20 +779,12 @@ impl Capture {
             &bg,
             keep,
         );
-        let mut before_ops = before.ops.take().unwrap_or_default();
-        let mut after_ops = after.ops.take().unwrap_or_default();
+        // (the calls themselves are not kept: the latency simulation
+        // takes each call's start and RPCs from the sides)
         let preds: Vec<RequestPrediction> = w
             .requests
             .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let b = before_ops
-                    .get_mut(i)
-                    .map(std::mem::take)
-                    .unwrap_or_default();
-                let a = after_ops.get_mut(i).map(std::mem::take).unwrap_or_default();
-                RequestPrediction::of(r, b, a)
-            })
+            .map(|r| RequestPrediction::of(r, Vec::new(), Vec::new()))
             .collect();
         let completed: std::collections::HashSet<usize> = cap
             .reference
@@ -809,27 +808,42 @@ impl Capture {
         }
         // NFS: RPCs per request, before and after (statstorm-nfs), every
         // side with the background activity too, in time order
-        let rpcs = nfs.as_ref().map(|n| {
-            stage("NFS client model");
-            notes.extend(n.notes.iter().cloned());
-            let groups: Vec<&[statstorm_trace::op::Op]> =
-                rec_calls.iter().map(|o| o.as_slice()).collect();
-            let r = n.replay_with(&groups, &bg, false);
-            // the order `build` uses for the requests; background after them
-            let mut order: Vec<usize> = (0..preds.len()).collect();
-            order.sort_by_key(|&i| (preds[i].start_us, i));
-            let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
-                order.iter().map(|&i| v[i]).collect()
-            };
-            let side_rpcs =
-                |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
-            NfsRpcs {
-                before: side_rpcs(&before),
-                after: side_rpcs(&after),
-                recorded: pick(&r),
-                background: r[preds.len()..].to_vec(),
+        let spill_error = |source| Error::Spill {
+            dir: std::env::temp_dir().display().to_string(),
+            source,
+        };
+        let rpcs = match nfs.as_ref() {
+            None => None,
+            Some(n) => {
+                stage("NFS client model");
+                notes.extend(n.notes.iter().cloned());
+                // the recorded calls read back request by request (a warm
+                // client start needs them all first)
+                let r = if n.warm {
+                    let calls = rec.all().map_err(spill_error)?;
+                    let groups: Vec<&[statstorm_trace::op::Op]> =
+                        calls.iter().map(|o| o.as_slice()).collect();
+                    n.replay_with(&groups, &bg, false)
+                } else {
+                    side::replay_recorded(n, rec, &bg).map_err(spill_error)?
+                };
+                // the order `build` uses for the requests; background after
+                // them
+                let mut order: Vec<usize> = (0..preds.len()).collect();
+                order.sort_by_key(|&i| (preds[i].start_us, i));
+                let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
+                    order.iter().map(|&i| v[i]).collect()
+                };
+                let side_rpcs =
+                    |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
+                Some(NfsRpcs {
+                    before: side_rpcs(&before),
+                    after: side_rpcs(&after),
+                    recorded: pick(&r),
+                    background: r[preds.len()..].to_vec(),
+                })
             }
-        });
+        };
         let lat = match nfs.as_ref().and_then(|n| n.single()) {
             Some(m) => {
                 stage("simulating latency");
@@ -838,7 +852,13 @@ impl Capture {
                     before.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
                     after.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
                 ];
-                Some(latency::compute(&change.sim, m, &rec_calls, &preds, lists)?)
+                Some(latency::compute(
+                    &change.sim,
+                    m,
+                    rec.fs_times(),
+                    &preds,
+                    lists,
+                )?)
             }
             None => None,
         };

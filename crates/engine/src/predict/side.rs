@@ -3,10 +3,10 @@
 //! request's syscalls once it is replayed whole, and the NFS clients take
 //! every call in time order through a merge that releases a call once no
 //! call given out later can come before it ([`Lowerer::horizon`]). A
-//! request's calls are counted, replayed and dropped; they are kept only
-//! when the latency simulation needs them. Memory is bounded by the
-//! requests in flight, not by the capture's length (the lifted workload
-//! itself is still held: docs/predict-streaming.md).
+//! request's calls are counted, replayed and dropped (for the latency
+//! simulation, each call's start and RPCs are listed). Memory is bounded
+//! by the requests in flight, not by the capture's length (the lifted
+//! workload itself is still held: docs/predict-streaming.md).
 
 use crate::nfs_setup::{NfsSetup, OpRpcs};
 use statstorm_nfs::RpcCounts;
@@ -23,10 +23,8 @@ pub(crate) struct SideRun {
     pub counts: Vec<BTreeMap<String, u64>>,
     /// With NFS: RPCs per request, and per background group.
     pub rpcs: Option<(Vec<RpcCounts>, Vec<RpcCounts>)>,
-    /// The calls themselves, when kept.
-    pub ops: Option<Vec<Vec<Op>>>,
-    /// With the calls kept and one NFS mount: each call's RPCs, from the
-    /// same replay as `rpcs` (the latency simulation's input).
+    /// When listed, with one NFS mount: each call's start and RPCs, from
+    /// the same replay as `rpcs` (the latency simulation's input).
     pub op_rpcs: Option<Vec<OpRpcs>>,
 }
 
@@ -85,20 +83,21 @@ impl<'a> Merge<'a> {
 /// Lowers every request of `w` under `cfg` (calls taking `latency`, as
 /// `lower_with`), counts each request's calls and, with `nfs`, replays
 /// them with the `background` groups' recorded calls on the side's NFS
-/// clients (`proposed`: the proposed mount options); keeps the calls
-/// when `keep`. A warm client start (`--nfs-cache warm`) needs the whole
-/// side's calls first: the calls are then kept and replayed after.
+/// clients (`proposed`: the proposed mount options); lists each call's
+/// start and RPCs when `list` and there is one mount. A warm client start
+/// (`--nfs-cache warm`) needs the whole side's calls first: the calls are
+/// then kept and replayed after.
 pub(crate) fn run(
     w: &Workload,
     cfg: &PhpConfig,
     latency: &BTreeMap<OpKind, u64>,
     nfs: Option<(&NfsSetup, bool)>,
     background: &[&[Op]],
-    keep: bool,
+    list: bool,
 ) -> SideRun {
     let n = w.requests.len();
     let stream_nfs = nfs.filter(|(s, _)| !s.warm);
-    let keep = keep || (nfs.is_some() && stream_nfs.is_none());
+    let keep = nfs.is_some() && stream_nfs.is_none();
     let target = statstorm_php::lower::targets(w, latency);
     let compiled = w.compiled_scripts();
     let mut low = Lowerer::new(w, cfg, &target, &compiled);
@@ -124,17 +123,14 @@ pub(crate) fn run(
         for (i, ops) in done {
             counts[i] = count_by_syscall(&ops);
             if keep {
-                if replaying {
-                    merge.add(i, Source::Owned(ops.clone()));
-                }
                 kept[i] = ops;
             } else if replaying {
                 merge.add(i, Source::Owned(ops));
             }
         }
     };
-    // each call's RPCs, for the latency simulation (calls kept, one mount)
-    let listing = keep && nfs.is_some_and(|(s, _)| s.single().is_some());
+    // each call's start and RPCs, for the latency simulation (one mount)
+    let listing = list && nfs.is_some_and(|(s, _)| s.single().is_some());
     let mut op_rpcs: Vec<OpRpcs> = if listing && replaying {
         vec![OpRpcs::default(); n]
     } else {
@@ -145,7 +141,7 @@ pub(crate) fn run(
         if let Some(l) = op_rpcs.get_mut(g) {
             scratch.clear();
             rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
-            l.push(&scratch);
+            l.push(o.t_us, &scratch);
         } else {
             rpcs[g].merge(&c.apply(o));
         }
@@ -188,9 +184,54 @@ pub(crate) fn run(
     SideRun {
         counts,
         rpcs,
-        ops: keep.then_some(kept),
         op_rpcs,
     }
+}
+
+/// The capture's recorded calls replayed on cold clients under the
+/// recorded mount options: every request's calls (read back one request
+/// at a time, in the split's order) and the `background` groups, merged
+/// by (time, group, position) as [`NfsSetup::replay_with`] merges them.
+/// RPCs per request, then per background group. A request's calls are
+/// read when no call left to read can start before the merge's next one
+/// (the least first call of the requests not yet read), so only the
+/// requests in flight are held.
+pub(crate) fn replay_recorded(
+    n: &NfsSetup,
+    rec: &crate::capture::Recorded,
+    background: &[&[Op]],
+) -> std::io::Result<Vec<RpcCounts>> {
+    let k = rec.len();
+    let mut clients = n.clients(false);
+    let mut rpcs = vec![RpcCounts::default(); k + background.len()];
+    let mut merge = Merge {
+        sources: HashMap::new(),
+        heap: BinaryHeap::new(),
+    };
+    for (b, ops) in background.iter().enumerate() {
+        merge.add(k + b, Source::Borrowed(ops));
+    }
+    // horizon[i]: the earliest first call of requests i.. (None: none has
+    // a call)
+    let firsts = rec.first_calls();
+    let mut horizon: Vec<Option<i64>> = vec![None; k + 1];
+    for i in (0..k).rev() {
+        let f = firsts.get(i).copied().flatten();
+        horizon[i] = match (f, horizon[i + 1]) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    for (i, h) in horizon.iter().take(k).enumerate() {
+        // nothing can come before the calls still to read: all of it
+        // goes when none is left with a call
+        if let Some(h) = *h {
+            merge.release(Some(h), &mut |g, _, o| rpcs[g].merge(&clients.apply(o)));
+            merge.add(i, Source::Owned(rec.calls(i)?));
+        }
+    }
+    merge.release(None, &mut |g, _, o| rpcs[g].merge(&clients.apply(o)));
+    Ok(rpcs)
 }
 
 #[cfg(test)]
@@ -246,12 +287,61 @@ mod tests {
                     batch.iter().map(|o| count_by_syscall(o)).collect();
                 assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
                 assert_eq!(got.rpcs.unwrap().0, want, "{file} {roots:?}: RPCs");
-                assert!(got.ops.is_none(), "calls kept though not asked");
+                assert!(got.op_rpcs.is_none(), "calls listed though not asked");
                 assert!(
                     want.iter().any(|c| *c != RpcCounts::default()),
                     "{file}: no RPC at all"
                 );
             }
+        }
+    }
+
+    /// The recorded calls replayed request by request from the capture
+    /// (written out to its temporary file) give what one sorted batch of
+    /// them all gives, background activity included, on one mount and on
+    /// two.
+    #[test]
+    fn recorded_replay_request_by_request_matches_the_batch() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+        for (file, roots) in [
+            ("php/fpm-race-obd.strace.gz", vec!["/tmp/statstorm-lab"]),
+            (
+                "php/fpm-wordpress-rf2.strace.zst",
+                vec!["/usr/share/wordpress"],
+            ),
+            ("php/cli-tree-oc.strace.gz", vec!["/tmp/statstorm-lab"]),
+            ("strace/fpm-opcache-bursts.strace.gz", vec!["/"]),
+            (
+                "php/fpm-race-obd.strace.gz",
+                vec!["/tmp/statstorm-lab:vers=3", "/usr:vers=4.2"],
+            ),
+        ] {
+            let path = dir.join(file);
+            let trace = statstorm_trace::read_paths(std::slice::from_ref(&path))
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let mut fold = crate::capture::Fold::holding(5);
+            for e in &trace.events {
+                fold.push(e, &trace.strings);
+            }
+            let (_, rec, _) = fold.finish().unwrap();
+            assert!(rec.spilled_bytes() > 0, "{file}: nothing written out");
+            let all = rec.all().unwrap();
+            let refs: Vec<&Op> = all.iter().flatten().collect();
+            let flags = NfsFlags {
+                from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
+                nfs_root: roots.iter().map(|r| r.to_string()).collect(),
+                ..NfsFlags::default()
+            };
+            let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
+            let bg: Vec<&[Op]> = rec.background.iter().map(|b| b.ops.as_slice()).collect();
+            let groups: Vec<&[Op]> = all.iter().map(Vec::as_slice).collect();
+            let want = n.replay_with(&groups, &bg, false);
+            let got = replay_recorded(&n, &rec, &bg).unwrap();
+            assert_eq!(got, want, "{file} {roots:?}");
+            assert!(
+                want.iter().any(|c| *c != RpcCounts::default()),
+                "{file}: no RPC at all"
+            );
         }
     }
 
