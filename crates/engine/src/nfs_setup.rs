@@ -4,7 +4,8 @@
 //! the options' flags, so it lives here rather than in the model crate.)
 
 use statstorm_nfs::client::{
-    normalize, replay_groups_warm, ClientParams, Feed, RpcCounts, RpcOp, ServerChange,
+    normalize, replay_groups_warm, replay_groups_warm_each, ClientParams, Feed, RpcCounts, RpcOp,
+    ServerChange,
 };
 use statstorm_nfs::mount::MountOptions;
 use statstorm_trace::op::{Name, Op};
@@ -605,31 +606,22 @@ impl NfsSetup {
         let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
         let opts = if proposed { &m.proposed } else { &m.recorded };
         let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
-        let mut order: Vec<(i64, u32, u32)> = Vec::new();
-        for (g, ops) in all.iter().enumerate() {
-            order.extend(
-                ops.iter()
-                    .enumerate()
-                    .map(|(j, o)| (o.t_us, g as u32, j as u32)),
-            );
-        }
-        order.sort_unstable();
-        let mut f = Feed::new(&warm, opts, &m.params, &self.changes);
-        let mut counts = vec![RpcCounts::default(); all.len()];
         // per request, per call (by position: a call applied out of its
         // position's order still lands at its position)
         let mut per_call: Vec<Vec<Vec<RpcOp>>> =
             groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
-        let mut list = Vec::new();
-        for (i, &(_, g, j)) in order.iter().enumerate() {
-            list.clear();
-            let (g, j) = (g as usize, j as usize);
-            let c = f.apply_listed(&all[g][j], i, Some(&mut list));
-            counts[g].merge(&c);
-            if let Some(slot) = per_call.get_mut(g).and_then(|v| v.get_mut(j)) {
-                slot.extend_from_slice(&list);
-            }
-        }
+        let counts = replay_groups_warm_each(
+            &warm,
+            &all,
+            opts,
+            &m.params,
+            &self.changes,
+            Some(&mut |g, j, rpcs| {
+                if let Some(slot) = per_call.get_mut(g).and_then(|v| v.get_mut(j)) {
+                    slot.extend_from_slice(rpcs);
+                }
+            }),
+        );
         let lists = per_call
             .into_iter()
             .zip(groups)

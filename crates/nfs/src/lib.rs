@@ -21,7 +21,7 @@ pub mod client;
 pub mod mount;
 
 pub use client::{
-    replay, replay_groups, replay_groups_warm, replay_warm, warmup_ops, Client, ClientParams, Feed,
-    Replay, RpcCounts, RpcOp, ServerChange,
+    replay, replay_groups, replay_groups_warm, replay_groups_warm_each, replay_warm, warmup_ops,
+    Client, ClientParams, Feed, Replay, RpcCounts, RpcOp, ServerChange,
 };
 pub use mount::{AtimeMode, LookupCache, MountEntry, MountError, MountOptions, Vers};

@@ -239,6 +239,25 @@ mod tests {
     use super::*;
     use crate::nfs_setup::NfsFlags;
 
+    /// Captures whose requests overlap across workers (fpm) and run alone
+    /// (cli), each with its NFS roots (two mounts in the last).
+    const CASES: &[(&str, &[&str])] = &[
+        ("php/fpm-race-obd.strace.gz", &["/tmp/statstorm-lab"]),
+        (
+            "php/fpm-wordpress-rf2.strace.zst",
+            &["/usr/share/wordpress"],
+        ),
+        ("php/cli-tree-oc.strace.gz", &["/tmp/statstorm-lab"]),
+        (
+            "strace/fpm-opcache-bursts.strace.gz",
+            &["/tmp/statstorm-fx/fpm-opcache-bursts"],
+        ),
+        (
+            "php/fpm-race-obd.strace.gz",
+            &["/tmp/statstorm-lab:vers=3", "/usr:vers=4.2"],
+        ),
+    ];
+
     /// The streaming side gives what lowering everything and replaying
     /// it in one sorted batch gives: the same calls per request and the
     /// same RPCs per request, on captures whose requests overlap across
@@ -246,22 +265,7 @@ mod tests {
     #[test]
     fn streaming_side_matches_the_batch_lower_and_replay() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        for (file, roots) in [
-            ("php/fpm-race-obd.strace.gz", vec!["/tmp/statstorm-lab"]),
-            (
-                "php/fpm-wordpress-rf2.strace.zst",
-                vec!["/usr/share/wordpress"],
-            ),
-            ("php/cli-tree-oc.strace.gz", vec!["/tmp/statstorm-lab"]),
-            (
-                "strace/fpm-opcache-bursts.strace.gz",
-                vec!["/tmp/statstorm-fx/fpm-opcache-bursts"],
-            ),
-            (
-                "php/fpm-race-obd.strace.gz",
-                vec!["/tmp/statstorm-lab:vers=3", "/usr:vers=4.2"],
-            ),
-        ] {
+        for &(file, roots) in CASES {
             let path = dir.join(file);
             let trace = statstorm_trace::read_paths(std::slice::from_ref(&path))
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -303,19 +307,7 @@ mod tests {
     #[test]
     fn recorded_replay_request_by_request_matches_the_batch() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-        for (file, roots) in [
-            ("php/fpm-race-obd.strace.gz", vec!["/tmp/statstorm-lab"]),
-            (
-                "php/fpm-wordpress-rf2.strace.zst",
-                vec!["/usr/share/wordpress"],
-            ),
-            ("php/cli-tree-oc.strace.gz", vec!["/tmp/statstorm-lab"]),
-            ("strace/fpm-opcache-bursts.strace.gz", vec!["/"]),
-            (
-                "php/fpm-race-obd.strace.gz",
-                vec!["/tmp/statstorm-lab:vers=3", "/usr:vers=4.2"],
-            ),
-        ] {
+        for &(file, roots) in CASES {
             let path = dir.join(file);
             let trace = statstorm_trace::read_paths(std::slice::from_ref(&path))
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

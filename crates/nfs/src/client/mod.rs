@@ -402,6 +402,24 @@ pub fn replay_groups_warm(
     params: &ClientParams,
     server_changes: &[ServerChange],
 ) -> Vec<RpcCounts> {
+    replay_groups_warm_each(warmup, groups, opts, params, server_changes, None)
+}
+
+/// What [`replay_groups_warm_each`] tells of each op as it is applied:
+/// its group, its position in the group, and its RPCs in the order the
+/// client sent them.
+pub type EachOp<'a> = &'a mut dyn FnMut(usize, usize, &[RpcOp]);
+
+/// [`replay_groups_warm`], telling `each` every op's RPCs as it is
+/// applied.
+pub fn replay_groups_warm_each(
+    warmup: &[Op],
+    groups: &[&[Op]],
+    opts: &MountOptions,
+    params: &ClientParams,
+    server_changes: &[ServerChange],
+    mut each: Option<EachOp<'_>>,
+) -> Vec<RpcCounts> {
     let mut order: Vec<(i64, u32, u32)> = Vec::new();
     for (g, ops) in groups.iter().enumerate() {
         order.extend(
@@ -413,9 +431,19 @@ pub fn replay_groups_warm(
     order.sort_unstable();
     let mut f = Feed::new(warmup, opts, params, server_changes);
     let mut out = vec![RpcCounts::default(); groups.len()];
+    let mut list = Vec::new();
     for (i, &(_, g, j)) in order.iter().enumerate() {
-        let n = f.apply(&groups[g as usize][j as usize], i);
-        out[g as usize].merge(&n);
+        let (g, j) = (g as usize, j as usize);
+        let n = match each.as_deref_mut() {
+            Some(each) => {
+                list.clear();
+                let n = f.apply_listed(&groups[g][j], i, Some(&mut list));
+                each(g, j, &list);
+                n
+            }
+            None => f.apply(&groups[g][j], i),
+        };
+        out[g].merge(&n);
     }
     f.finish();
     out

@@ -1539,7 +1539,7 @@ impl TraceFacts {
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
 /// them (normalized by the caller) and the trace's `facts`; with the
-/// first [`crate::infer::SEARCH_REQUESTS`] requests' calls (the others
+/// first `infer::SEARCH_REQUESTS` (16) requests' calls (the others
 /// empty), what the settings inference needs.
 pub fn lift_parts_from(
     facts: &TraceFacts,
@@ -1610,7 +1610,7 @@ struct Lifted {
     evidence: Evidence,
     links: BTreeMap<String, String>,
     file_cache: Option<FileCacheSeen>,
-    /// The first [`crate::infer::SEARCH_REQUESTS`] requests' calls, for
+    /// The first `infer::SEARCH_REQUESTS` (16) requests' calls, for
     /// the settings inference (the others empty).
     real: Vec<Vec<Op>>,
     /// The calls' median durations ([`Workload::latency_us`]).

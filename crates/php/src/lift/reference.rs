@@ -82,7 +82,7 @@ pub fn lift_with_reference_parts(
 
 /// [`lift_with_reference_parts`] of the requests' calls `real` as
 /// [`request_ops`] gives them (held wherever the caller keeps them); with
-/// the first [`crate::infer::SEARCH_REQUESTS`] requests' calls.
+/// the first `infer::SEARCH_REQUESTS` (16) requests' calls.
 pub fn lift_with_reference_from(
     facts: &TraceFacts,
     requests: &Requests,
