@@ -18,7 +18,13 @@ use statstorm_trace::op::{Name, Op, OpKind};
 use statstorm_trace::Flags;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+/// The lowering's maps (paths, pids, indices): the project's fast hash
+/// (`statstorm_trace::event::FastHash`) instead of SipHash (a capture is
+/// not adversarial hash-flooding input).
+type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
+type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
 
 struct Worker {
     realpath: RealpathCache,
@@ -46,9 +52,9 @@ impl Worker {
         };
         Worker {
             realpath: RealpathCache::new(limit, cfg.realpath_cache_ttl),
-            user_ini: HashMap::new(),
-            once_names: HashSet::new(),
-            keys: HashSet::new(),
+            user_ini: HashMap::default(),
+            once_names: HashSet::default(),
+            keys: HashSet::default(),
         }
     }
 }
@@ -725,11 +731,11 @@ impl<'a> Lowerer<'a> {
             facts,
             cfg,
             target,
-            workers: HashMap::new(),
+            workers: HashMap::default(),
             pool: Shm::default(),
             disk,
-            live: HashMap::new(),
-            last: HashMap::new(),
+            live: HashMap::default(),
+            last: HashMap::default(),
             queue: BinaryHeap::new(),
             pushed: 0,
             last_start: i64::MIN,
@@ -755,9 +761,9 @@ impl<'a> Lowerer<'a> {
                 anchored: false,
                 anchor: None,
             },
-            included: HashMap::new(),
-            added: HashMap::new(),
-            raced: HashSet::new(),
+            included: HashMap::default(),
+            added: HashMap::default(),
+            raced: HashSet::default(),
             opcache: self.cfg.opcache_on(r.cli),
             opcache_started: false,
             lock_path: String::new(),

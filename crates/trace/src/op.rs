@@ -30,7 +30,9 @@
 
 use crate::event::{Event, Flags, Interner, Kind, Ret};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+/// The normalizer's maps (fds, files, pids): the fast hash of the
+/// parser's maps ([`crate::event::FastHash`]).
+type HashMap<K, V> = std::collections::HashMap<K, V, crate::event::FastHash>;
 
 /// Lexical path normalization shared by the models: collapses `//`, drops
 /// `.`, resolves `..` against the component before it, no trailing slash

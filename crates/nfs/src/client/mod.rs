@@ -31,7 +31,13 @@ use crate::mount::{AtimeMode, LookupCache, MountOptions, Vers};
 use serde::Serialize;
 use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// The client's maps, keyed by path ids, pids and small tuples: the
+/// project's fast hash (`statstorm_trace::event::FastHash`) instead of
+/// SipHash, which took ~8% of predict's cycles with NFS options (a
+/// capture is not adversarial hash-flooding input).
+type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
 
 const S: i64 = 1_000_000;
 
@@ -50,7 +56,7 @@ pub struct ClientParams {
     /// `None`: at the first op.
     pub root_attr_time_us: Option<i64>,
     /// File sizes when known (READ count = ceil(size / rsize), R37).
-    pub file_sizes: HashMap<String, u64>,
+    pub file_sizes: std::collections::HashMap<String, u64>,
     /// NFSv4 lease time of the server, seconds (Linux nfsd: 90). The
     /// client's renew daemon runs every 2/3 of it and returns delegations
     /// not referenced since its previous run.
@@ -67,7 +73,7 @@ impl ClientParams {
             kernel: (6, 1),
             delegations: false,
             root_attr_time_us: None,
-            file_sizes: HashMap::new(),
+            file_sizes: std::collections::HashMap::new(),
             namespace: Default::default(),
             lease_s: 90,
         }
@@ -472,7 +478,7 @@ pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> V
     };
     let shift = last.t_us - first.t_us + 1_000;
     // opens for reading not closed yet, per (pid, path)
-    let mut open: HashMap<(u32, &str), u32> = HashMap::new();
+    let mut open: HashMap<(u32, &str), u32> = HashMap::default();
     let mut out = Vec::new();
     for o in v {
         let keep = match o.kind {
@@ -562,12 +568,12 @@ impl Client {
             params,
             paths,
             root,
-            inodes: HashMap::new(),
-            dentries: HashMap::new(),
-            server: HashMap::new(),
-            opens: HashMap::new(),
-            login: HashMap::new(),
-            learned: HashMap::new(),
+            inodes: HashMap::default(),
+            dentries: HashMap::default(),
+            server: HashMap::default(),
+            opens: HashMap::default(),
+            login: HashMap::default(),
+            learned: HashMap::default(),
             rpcs: Vec::new(),
             cur_pid: 0,
             cur_index: usize::MAX,
@@ -660,11 +666,11 @@ impl Client {
                 inval_times: false,
                 inval_atime: false,
                 has_pages: false,
-                access: HashMap::new(),
+                access: HashMap::default(),
                 cca: 0,
                 deleg: false,
                 deleg_ref: false,
-                open_state: HashMap::new(),
+                open_state: HashMap::default(),
                 dirty_bytes: 0,
             },
         );

@@ -7,7 +7,9 @@
 //! 4.35 GB). Node 0 is `/`. Ids are given in the order paths are first
 //! seen, so they are deterministic for a given input.
 
-use std::collections::HashMap;
+/// Keyed by (parent id, name): the project's fast hash, as the client's
+/// maps.
+type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
 
 /// An interned path (an index into [`Paths`]).
 pub type PathId = u32;
@@ -26,7 +28,7 @@ impl Default for Paths {
     fn default() -> Self {
         Paths {
             nodes: vec![(SLASH, "".into())],
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 }
