@@ -64,6 +64,16 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The temporary file of the capture's calls (in `$TMPDIR`) failed.
+    fn spill(source: std::io::Error) -> Error {
+        Error::Spill {
+            dir: std::env::temp_dir().display().to_string(),
+            source,
+        }
+    }
+}
+
 /// The name of the first stage [`predict`] reports: reading the traces.
 pub const READING: &str = "reading traces";
 
@@ -490,8 +500,8 @@ fn secs(us: i64) -> f64 {
 /// activity outside requests, the lifted workload (completed from the
 /// reference capture, if any), and the settings it was recorded under with
 /// their provenance. The trace itself is not kept; each prediction lowers
-/// both sides request by request (`side`), keeping the lowered calls only
-/// when the latency simulation needs them.
+/// both sides request by request (`side`), listing each call's start and
+/// RPCs only when the latency simulation needs them.
 pub struct Capture {
     inputs: Vec<String>,
     split_note: String,
@@ -597,10 +607,7 @@ impl Capture {
             ));
         }
         stage("splitting requests");
-        let (split, mut rec, facts) = fold.finish().map_err(|source| Error::Spill {
-            dir: std::env::temp_dir().display().to_string(),
-            source,
-        })?;
+        let (split, mut rec, facts) = fold.finish().map_err(Error::spill)?;
         let recorded_counts: Vec<BTreeMap<String, u64>> = rec.counts().to_vec();
         let background_counts: Vec<BTreeMap<String, u64>> = rec
             .background
@@ -629,19 +636,13 @@ impl Capture {
             w
         };
         if let Some(source) = rec.take_error() {
-            return Err(Error::Spill {
-                dir: std::env::temp_dir().display().to_string(),
-                source,
-            });
+            return Err(Error::spill(source));
         }
         // the recorded calls' paths, for the choice of NFS roots
         let mut traced = crate::nfs_setup::TracedPaths::default();
         if args.nfs.replays() {
             for i in 0..rec.len() {
-                let calls = rec.calls(i).map_err(|source| Error::Spill {
-                    dir: std::env::temp_dir().display().to_string(),
-                    source,
-                })?;
+                let calls = rec.calls(i).map_err(Error::spill)?;
                 for o in &calls {
                     traced.add(o);
                 }
@@ -753,7 +754,7 @@ impl Capture {
             crate::nfs_setup::NfsSetup::from_paths(&flags, &cap.traced).map_err(Error::Nfs)?;
         // each side lowered and replayed request by request; each call's
         // start and RPCs listed for the latency simulation (one mount)
-        let keep = nfs.as_ref().is_some_and(|n| n.single().is_some());
+        let list = nfs.as_ref().is_some_and(|n| n.single().is_some());
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
         // one side after the other: at once (one thread each) they took
@@ -768,7 +769,7 @@ impl Capture {
             &none,
             nfs.as_ref().map(|n| (n, false)),
             &bg,
-            keep,
+            list,
         );
         stage("lowering under the proposed settings");
         let after = side::run(
@@ -777,7 +778,7 @@ impl Capture {
             &latency,
             nfs.as_ref().map(|n| (n, true)),
             &bg,
-            keep,
+            list,
         );
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
@@ -808,10 +809,6 @@ impl Capture {
         }
         // NFS: RPCs per request, before and after (statstorm-nfs), every
         // side with the background activity too, in time order
-        let spill_error = |source| Error::Spill {
-            dir: std::env::temp_dir().display().to_string(),
-            source,
-        };
         let rpcs = match nfs.as_ref() {
             None => None,
             Some(n) => {
@@ -820,12 +817,12 @@ impl Capture {
                 // the recorded calls read back request by request (a warm
                 // client start needs them all first)
                 let r = if n.warm {
-                    let calls = rec.all().map_err(spill_error)?;
+                    let calls = rec.all().map_err(Error::spill)?;
                     let groups: Vec<&[statstorm_trace::op::Op]> =
                         calls.iter().map(|o| o.as_slice()).collect();
                     n.replay_with(&groups, &bg, false)
                 } else {
-                    side::replay_recorded(n, rec, &bg).map_err(spill_error)?
+                    side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
                 };
                 // the order `build` uses for the requests; background after
                 // them
