@@ -20,6 +20,8 @@
 //!   recorded settings once; each [`predict::Change`] predicted on it
 //!   lowers the proposed side and replays each side once.
 //! - [`check`]: the modelled "before" against the recorded calls.
+//! - [`diagnose`]: findings, ranked plans with their predicted effect and
+//!   risk, and the changes that will not help (docs/diagnose.md).
 //! - [`simulate`]: scenario files and the causes of a simulated run.
 //!
 //! ```
@@ -64,6 +66,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod check;
+pub mod diagnose;
 pub mod nfs_setup;
 pub mod predict;
 pub mod settings;

@@ -5,6 +5,7 @@
 //! here: one [`Table`] rendered as aligned text or as a Markdown table, and
 //! unit pickers for human output.
 
+pub mod diagnose;
 pub mod findings;
 pub mod predict;
 pub mod profile;

@@ -33,6 +33,8 @@ enum Command {
     Predict(Box<cmd::predict::Args>),
     /// Simulate workers, RPC slots and the server: latency, stalls, 502s.
     Simulate(cmd::simulate::Args),
+    /// Say what makes the storm, what to change, what it will do and risk.
+    Diagnose(Box<cmd::diagnose::Args>),
 }
 
 fn main() {
@@ -41,6 +43,7 @@ fn main() {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Predict(a) => cmd::predict::run(*a),
         Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Diagnose(a) => cmd::diagnose::run(*a),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -691,6 +691,27 @@ impl Capture {
         &self.recorded.config
     }
 
+    /// The lifted PHP operations of the capture's requests.
+    pub fn workload(&self) -> &Workload {
+        &self.w
+    }
+
+    /// The directories the activity outside requests writes into (kept
+    /// only when the capture's calls reach the NFS model).
+    pub fn background_written(&self) -> Vec<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for b in &self.rec.background {
+            for o in b.ops.iter().filter(|o| crate::diagnose::op_writes(o)) {
+                for p in std::iter::once(&*o.path).chain(o.path2.as_deref()) {
+                    if let Some((d, _)) = p.rsplit_once('/') {
+                        out.insert(if d.is_empty() { "/" } else { d }.to_string());
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
     /// Predicts `change` on this capture: both sides (the recorded and the
     /// proposed settings) lowered and replayed by the NFS model request by
     /// request, the recorded calls replayed too, latency simulated.

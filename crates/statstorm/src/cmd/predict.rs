@@ -199,16 +199,22 @@ impl From<Args> for PredictOptions {
                     NfsCache::Warm => EngineCache::Warm,
                 },
             },
-            sim: SimOptions {
-                workers: s.workers,
-                rate: s.rate,
-                slots: s.slots,
-                rtt: s.rtt,
-                server_latency: s.server_latency,
-                iops: s.iops,
-                burst: s.burst,
-            },
+            sim: s.into(),
             read: Default::default(),
+        }
+    }
+}
+
+impl From<SimArgs> for SimOptions {
+    fn from(s: SimArgs) -> Self {
+        SimOptions {
+            workers: s.workers,
+            rate: s.rate,
+            slots: s.slots,
+            rtt: s.rtt,
+            server_latency: s.server_latency,
+            iops: s.iops,
+            burst: s.burst,
         }
     }
 }

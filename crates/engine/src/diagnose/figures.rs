@@ -1,0 +1,224 @@
+//! A prediction's figures as a plan states them: metadata calls, RPCs by
+//! op and simulated latency, before and after, and the effect of the
+//! change between them.
+
+use crate::predict::{latency::LatencySide, Report, Side};
+use serde::Serialize;
+use statstorm_php::lower::CHECKED;
+use std::collections::BTreeMap;
+
+/// One side of a prediction (the capture's requests under one set of
+/// settings), totals over its requests.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Figures {
+    /// The metadata calls statstorm models (`newfstatat`, `openat`,
+    /// `access`, `readlink`), by syscall.
+    pub syscalls: BTreeMap<String, u64>,
+    /// Their sum.
+    pub metadata_calls: u64,
+    /// NFS RPCs by op as mountstats names them (with an NFS mount).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<BTreeMap<String, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpc_total: Option<u64>,
+    /// The simulated TTFB (with one NFS mount).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+}
+
+/// Simulated TTFB of one side (estimates of the simulator).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Requests refused (502): every worker busy, the backlog full.
+    pub dropped: u64,
+    pub served: u64,
+    pub max_slot_wait_ms: f64,
+}
+
+impl Latency {
+    fn of(s: &LatencySide) -> Latency {
+        Latency {
+            p50_ms: s.p50_ms,
+            p99_ms: s.p99_ms,
+            max_ms: s.max_ms,
+            dropped: s.dropped,
+            served: s.served,
+            max_slot_wait_ms: s.max_slot_wait_ms,
+        }
+    }
+
+    /// Share of the requests refused.
+    pub fn drop_rate(&self) -> f64 {
+        let all = self.dropped + self.served;
+        if all == 0 {
+            0.0
+        } else {
+            self.dropped as f64 / all as f64
+        }
+    }
+}
+
+impl Figures {
+    fn of(side: &Side, latency: Option<&LatencySide>) -> Figures {
+        let syscalls: BTreeMap<String, u64> = CHECKED
+            .iter()
+            .map(|k| (k.to_string(), side.get(k)))
+            .collect();
+        let metadata_calls = syscalls.values().sum();
+        Figures {
+            syscalls,
+            metadata_calls,
+            rpc_total: side.rpc.as_ref().map(|r| r.values().sum()),
+            rpcs: side.rpc.clone(),
+            latency: latency.map(Latency::of),
+        }
+    }
+
+    /// RPCs of `op` (0 without NFS).
+    pub fn rpc(&self, op: &str) -> u64 {
+        self.rpcs
+            .as_ref()
+            .and_then(|r| r.get(op))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Calls of `syscall`.
+    pub fn calls(&self, syscall: &str) -> u64 {
+        self.syscalls.get(syscall).copied().unwrap_or(0)
+    }
+}
+
+/// The modelled figures of a report: before (the recorded settings), after
+/// (the proposed ones), and what the capture itself recorded.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Predicted {
+    pub before: Figures,
+    pub after: Figures,
+}
+
+impl Predicted {
+    /// The report's totals and latency.
+    pub fn of(r: &Report) -> Predicted {
+        let lat = r.latency.as_ref();
+        Predicted {
+            before: Figures::of(&r.totals.before, lat.and_then(|l| l.before.as_ref())),
+            after: Figures::of(&r.totals.after, lat.and_then(|l| l.after.as_ref())),
+        }
+    }
+
+    /// The figures of the calls the capture recorded (the NFS model's
+    /// RPCs for them, with NFS; latency: not simulated for them).
+    pub fn recorded_of(r: &Report) -> Figures {
+        Figures::of(&r.totals.recorded, None)
+    }
+
+    /// What the change does, per figure.
+    pub fn effect(&self, requests: usize) -> Effect {
+        let (b, a) = (&self.before, &self.after);
+        let p99 = match (&b.latency, &a.latency) {
+            (Some(x), Some(y)) => Some(Change::of(x.p99_ms, y.p99_ms, 0.05, 1.0)),
+            _ => None,
+        };
+        let n = requests.max(1) as f64;
+        Effect {
+            metadata_calls: Change::of(b.metadata_calls as f64, a.metadata_calls as f64, 0.01, n),
+            rpcs: match (b.rpc_total, a.rpc_total) {
+                (Some(x), Some(y)) => Some(Change::of(x as f64, y as f64, 0.01, n)),
+                _ => None,
+            },
+            p99_ms: p99,
+            dropped: match (&b.latency, &a.latency) {
+                (Some(x), Some(y)) => {
+                    Some(Change::of(x.dropped as f64, y.dropped as f64, 0.0, 1.0))
+                }
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Which way a figure moved, beyond the noise a model's figure has.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Down,
+    Same,
+    Up,
+}
+
+/// A figure before and after.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Change {
+    pub before: f64,
+    pub after: f64,
+    pub direction: Direction,
+}
+
+impl Change {
+    /// `before` -> `after`; a move smaller than `rel` of `before` or
+    /// smaller than `abs` is no move.
+    fn of(before: f64, after: f64, rel: f64, abs: f64) -> Change {
+        let d = after - before;
+        let direction = if d.abs() < abs || d.abs() < rel * before.abs() || d == 0.0 {
+            Direction::Same
+        } else if d < 0.0 {
+            Direction::Down
+        } else {
+            Direction::Up
+        };
+        Change {
+            before,
+            after,
+            direction,
+        }
+    }
+
+    /// `after / before` (1 when both are 0).
+    pub fn ratio(&self) -> f64 {
+        if self.before == 0.0 {
+            if self.after == 0.0 {
+                1.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            self.after / self.before
+        }
+    }
+}
+
+/// A change's predicted effect on each figure.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Effect {
+    pub metadata_calls: Change,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<Change>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<Change>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<Change>,
+}
+
+impl Effect {
+    fn changes(&self) -> impl Iterator<Item = &Change> {
+        std::iter::once(&self.metadata_calls)
+            .chain(self.rpcs.iter())
+            .chain(self.p99_ms.iter())
+            .chain(self.dropped.iter())
+    }
+
+    /// Some figure goes down and none goes up.
+    pub fn helps(&self) -> bool {
+        self.changes().any(|c| c.direction == Direction::Down)
+            && !self.changes().any(|c| c.direction == Direction::Up)
+    }
+
+    /// Some figure goes up.
+    pub fn hurts(&self) -> bool {
+        self.changes().any(|c| c.direction == Direction::Up)
+    }
+}

@@ -1,0 +1,457 @@
+//! Findings: which mechanism makes the capture's metadata calls, each
+//! measured by the model. A mechanism's share is what the change that
+//! switches it off removes (the stat calls and GETATTRs
+//! `validate_timestamps=0` removes are the OPcache revalidation storm),
+//! so a finding never claims more than the plan that fixes it delivers.
+//! Findings the changes do not measure (a file-check loop, writes into
+//! code directories, queueing and refused requests) come from the lifted
+//! operations and the baseline's simulated figures.
+
+use super::candidates::{Candidate, Mechanism};
+use super::figures::Predicted;
+use serde::Serialize;
+use statstorm_nfs::mount::MountOptions;
+use statstorm_php::workload::PhpOpKind;
+use statstorm_php::{PhpConfig, Workload};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// How much a finding matters, lowest first.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Under 5% of the metadata calls or RPCs.
+    Info,
+    /// 5% or more.
+    Minor,
+    /// 20% or more, or queueing that lengthens the slowest requests.
+    Major,
+    /// Half or more, or refused requests (502).
+    Critical,
+}
+
+impl Severity {
+    fn of_share(share: f64) -> Severity {
+        if share >= 0.5 {
+            Severity::Critical
+        } else if share >= 0.2 {
+            Severity::Major
+        } else if share >= 0.05 {
+            Severity::Minor
+        } else {
+            Severity::Info
+        }
+    }
+}
+
+/// What a finding's share is a share of.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareOf {
+    /// The capture's metadata calls (storage that is not NFS).
+    MetadataCalls,
+    /// The RPCs to the NFS server: on NFS what loads the server and
+    /// the transport.
+    Rpcs,
+    /// The simulated p99 TTFB.
+    P99,
+    /// The requests.
+    Requests,
+}
+
+/// One finding: its kind and evidence, its severity, and its share (of
+/// the RPCs on NFS, of the metadata calls otherwise).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Finding {
+    pub severity: Severity,
+    pub share: f64,
+    pub share_of: ShareOf,
+    #[serde(flatten)]
+    pub kind: Kind,
+}
+
+impl Finding {
+    /// The kind's stable identifier.
+    pub fn id(&self) -> &'static str {
+        self.kind.id()
+    }
+}
+
+/// What the removal of a mechanism takes away, as the model predicts it.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Removed {
+    /// Metadata calls removed, by syscall (those that drop).
+    pub calls: BTreeMap<String, u64>,
+    /// RPCs removed, by op (those that drop; with NFS).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub rpcs: BTreeMap<String, u64>,
+    /// The change that removes them (`key=value`, several joined by ",").
+    pub by: String,
+}
+
+impl Removed {
+    fn of(p: &Predicted, c: &Candidate) -> Removed {
+        let drop = |b: u64, a: u64| b.saturating_sub(a);
+        let calls = p
+            .before
+            .syscalls
+            .iter()
+            .map(|(k, &b)| (k.clone(), drop(b, p.after.calls(k))))
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        let rpcs = p
+            .before
+            .rpcs
+            .iter()
+            .flatten()
+            .map(|(k, &b)| (k.clone(), drop(b, p.after.rpc(k))))
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        Removed {
+            calls,
+            rpcs,
+            by: c
+                .settings
+                .iter()
+                .map(|s| s.assignment())
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+    fn total_calls(&self) -> u64 {
+        self.calls.values().sum()
+    }
+    fn total_rpcs(&self) -> u64 {
+        self.rpcs.values().sum()
+    }
+    /// RPCs of `op` removed.
+    pub fn rpc(&self, op: &str) -> u64 {
+        self.rpcs.get(op).copied().unwrap_or(0)
+    }
+}
+
+/// The kinds of finding, each with its evidence. In JSON:
+/// `{"kind", "severity", "share", "evidence": {...}}`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(tag = "kind", content = "evidence", rename_all = "snake_case")]
+pub enum Kind {
+    /// OPcache validates cached scripts' timestamps (R64): a stat per
+    /// script every revalidate_freq seconds per worker; on NFS a GETATTR
+    /// once the attribute cache has expired.
+    OpcacheRevalidationStorm {
+        removed: Removed,
+        revalidate_freq_s: u64,
+        /// The mount's acregmax (with NFS).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        acregmax_s: Option<u32>,
+        /// revalidate_freq >= acregmax: every validation finds the
+        /// attributes expired and sends a GETATTR.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        every_validation_getattr: Option<bool>,
+    },
+    /// OPcache off: every request compiles every script again.
+    OpcacheOff { removed: Removed },
+    /// OPcache's hash table full: scripts past it compile in every
+    /// request.
+    OpcacheFull {
+        removed: Removed,
+        max_accelerated_files: u64,
+    },
+    /// Realpath walks (lstat of every path component, R53) that a larger
+    /// or longer-lived realpath cache keeps (R54).
+    RealpathCacheMisses {
+        removed: Removed,
+        realpath_cache_size: u64,
+        realpath_cache_ttl_s: u64,
+    },
+    /// open_basedir resolves paths around the realpath cache (R58).
+    OpenBasedirWalks {
+        removed: Removed,
+        open_basedir: String,
+    },
+    /// NFS close-to-open: every open sends a GETATTR (and an ACCESS).
+    CloseToOpenRevalidation { removed: Removed, opens: u64 },
+    /// NFS attribute cache expiry: a stat past acregmin/acregmax is a
+    /// synchronous GETATTR.
+    AttributeCacheExpiry {
+        removed: Removed,
+        acregmin_s: u32,
+        acregmax_s: u32,
+    },
+    /// file_exists/is_readable/filesize... over many distinct paths: each
+    /// new path is a call no cache answers.
+    FileCheckLoop {
+        calls: u64,
+        distinct_paths: u64,
+        top_directory: String,
+        top_directory_calls: u64,
+        examples: Vec<String>,
+    },
+    /// The requests write into directories that hold scripts: on NFS a
+    /// directory change invalidates the cached lookups under it.
+    WritesIntoCodeDirectories { directories: Vec<String> },
+    /// Requests wait for an RPC slot (simulated).
+    RpcSlotQueueing { max_slot_wait_ms: f64, p99_ms: f64 },
+    /// Requests refused: every worker busy and the listen backlog full
+    /// (simulated 502s).
+    BacklogOverflow { dropped: u64, served: u64 },
+}
+
+impl Kind {
+    /// Stable identifier.
+    pub fn id(&self) -> &'static str {
+        match self {
+            Kind::OpcacheRevalidationStorm { .. } => "opcache_revalidation_storm",
+            Kind::OpcacheOff { .. } => "opcache_off",
+            Kind::OpcacheFull { .. } => "opcache_full",
+            Kind::RealpathCacheMisses { .. } => "realpath_cache_misses",
+            Kind::OpenBasedirWalks { .. } => "open_basedir_walks",
+            Kind::CloseToOpenRevalidation { .. } => "close_to_open_revalidation",
+            Kind::AttributeCacheExpiry { .. } => "attribute_cache_expiry",
+            Kind::FileCheckLoop { .. } => "file_check_loop",
+            Kind::WritesIntoCodeDirectories { .. } => "writes_into_code_directories",
+            Kind::RpcSlotQueueing { .. } => "rpc_slot_queueing",
+            Kind::BacklogOverflow { .. } => "backlog_overflow",
+        }
+    }
+
+    /// The mechanism whose change removes it (attributed findings).
+    pub fn mechanism(&self) -> Option<Mechanism> {
+        Some(match self {
+            Kind::OpcacheRevalidationStorm { .. } => Mechanism::OpcacheValidation,
+            Kind::OpcacheOff { .. } => Mechanism::OpcacheOff,
+            Kind::OpcacheFull { .. } => Mechanism::OpcacheFull,
+            Kind::RealpathCacheMisses { .. } => Mechanism::RealpathCache,
+            Kind::OpenBasedirWalks { .. } => Mechanism::OpenBasedir,
+            Kind::CloseToOpenRevalidation { .. } => Mechanism::CloseToOpen,
+            Kind::AttributeCacheExpiry { .. } => Mechanism::AttributeCache,
+            _ => return None,
+        })
+    }
+}
+
+/// What the findings are computed from.
+pub struct Inputs<'a> {
+    /// The capture under its recorded settings.
+    pub base: &'a Predicted,
+    /// Each single candidate and its prediction.
+    pub singles: &'a [(Candidate, Predicted)],
+    pub workload: &'a Workload,
+    pub php: &'a PhpConfig,
+    pub mount: Option<&'a MountOptions>,
+}
+
+/// A file-check loop: this many distinct paths at the least.
+pub const LOOP_MIN_PATHS: u64 = 100;
+/// ... each checked at most this many times a request on average.
+pub const LOOP_MAX_CHECKS: u64 = 4;
+/// Findings below this share are left out.
+pub const MIN_SHARE: f64 = 0.01;
+
+/// The findings of `i`, most important first.
+pub fn findings(i: &Inputs) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let base = &i.base.before;
+    // on NFS the RPCs are the storm (a call the client's caches answer
+    // costs microseconds); elsewhere the calls themselves
+    let (share_of, total) = match base.rpc_total {
+        Some(t) if t > 0 => (ShareOf::Rpcs, t),
+        _ => (ShareOf::MetadataCalls, base.metadata_calls),
+    };
+    let share = |r: &Removed| -> f64 {
+        let n = match share_of {
+            ShareOf::Rpcs => r.total_rpcs(),
+            _ => r.total_calls(),
+        };
+        n as f64 / total.max(1) as f64
+    };
+    // per mechanism, the change that removes the most
+    let mut best: BTreeMap<Mechanism, (Removed, f64)> = BTreeMap::new();
+    for (c, p) in i.singles {
+        let r = Removed::of(p, c);
+        let s = share(&r);
+        if best.get(&c.mechanism).map_or(true, |(_, b)| s > *b) {
+            best.insert(c.mechanism, (r, s));
+        }
+    }
+    for (m, (removed, s)) in best {
+        if s < MIN_SHARE {
+            continue;
+        }
+        let kind = match m {
+            Mechanism::OpcacheValidation => {
+                let acregmax = i.mount.map(|m| m.acregmax_s());
+                Kind::OpcacheRevalidationStorm {
+                    removed,
+                    revalidate_freq_s: i.php.revalidate_freq,
+                    acregmax_s: acregmax,
+                    every_validation_getattr: acregmax
+                        .map(|a| i.php.revalidate_freq >= u64::from(a)),
+                }
+            }
+            Mechanism::OpcacheOff => Kind::OpcacheOff { removed },
+            Mechanism::OpcacheFull => Kind::OpcacheFull {
+                removed,
+                max_accelerated_files: i.php.max_accelerated_files,
+            },
+            Mechanism::RealpathCache => Kind::RealpathCacheMisses {
+                removed,
+                realpath_cache_size: i.php.realpath_cache_size,
+                realpath_cache_ttl_s: i.php.realpath_cache_ttl,
+            },
+            Mechanism::OpenBasedir => Kind::OpenBasedirWalks {
+                removed,
+                open_basedir: i.php.open_basedir.clone(),
+            },
+            Mechanism::CloseToOpen => Kind::CloseToOpenRevalidation {
+                removed,
+                opens: base.calls("openat"),
+            },
+            Mechanism::AttributeCache => match i.mount {
+                Some(m) => Kind::AttributeCacheExpiry {
+                    removed,
+                    acregmin_s: m.acregmin_s(),
+                    acregmax_s: m.acregmax_s(),
+                },
+                None => continue,
+            },
+            // lookupcache, atime and the transport are not mechanisms of
+            // a storm: their effect shows in the plans
+            Mechanism::LookupCache | Mechanism::Atime | Mechanism::Transport => continue,
+        };
+        out.push(Finding {
+            severity: Severity::of_share(s),
+            share: s,
+            share_of,
+            kind,
+        });
+    }
+    if let Some(f) = file_check_loop(i.workload, base.metadata_calls) {
+        out.push(f);
+    }
+    if let Some(f) = writes_into_code(i.workload) {
+        out.push(f);
+    }
+    if let Some(l) = &base.latency {
+        let all = l.dropped + l.served;
+        if l.dropped > 0 {
+            out.push(Finding {
+                severity: Severity::Critical,
+                share: l.drop_rate(),
+                share_of: ShareOf::Requests,
+                kind: Kind::BacklogOverflow {
+                    dropped: l.dropped,
+                    served: l.served,
+                },
+            });
+        }
+        // a slot wait that is a tenth of the slowest requests' time
+        if all > 0 && l.max_slot_wait_ms >= 1.0 && l.max_slot_wait_ms >= 0.1 * l.p99_ms {
+            let s = (l.max_slot_wait_ms / l.p99_ms.max(f64::MIN_POSITIVE)).min(1.0);
+            out.push(Finding {
+                severity: if s >= 0.2 {
+                    Severity::Major
+                } else {
+                    Severity::Minor
+                },
+                share: s,
+                share_of: ShareOf::P99,
+                kind: Kind::RpcSlotQueueing {
+                    max_slot_wait_ms: l.max_slot_wait_ms,
+                    p99_ms: l.p99_ms,
+                },
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(b.share.total_cmp(&a.share))
+    });
+    out
+}
+
+/// file_exists/is_readable/filesize... calls: a loop when they reach many
+/// distinct paths and a share of the metadata calls worth naming.
+fn file_check_loop(w: &Workload, metadata_calls: u64) -> Option<Finding> {
+    let mut calls = 0u64;
+    let mut paths: HashSet<&str> = HashSet::new();
+    // per request, its distinct paths (summed over the requests)
+    let mut own: HashSet<&str> = HashSet::new();
+    let mut per_request = 0u64;
+    let mut dirs: HashMap<&str, u64> = HashMap::new();
+    let mut examples = Vec::new();
+    for r in &w.requests {
+        per_request += own.len() as u64;
+        own.clear();
+        for o in &r.ops {
+            let p: &str = match &o.kind {
+                PhpOpKind::Stat { path, .. } | PhpOpKind::Access { path, .. } => path,
+                _ => continue,
+            };
+            calls += 1;
+            own.insert(p);
+            if paths.insert(p) && examples.len() < 3 {
+                examples.push(p.to_string());
+            }
+            let dir = p
+                .rsplit_once('/')
+                .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d });
+            *dirs.entry(dir).or_default() += 1;
+        }
+    }
+    per_request += own.len() as u64;
+    let distinct = paths.len() as u64;
+    let share = calls as f64 / metadata_calls.max(1) as f64;
+    // a loop over unique paths: in a request each path checked a few
+    // times at most (file_exists + is_readable + filesize is three); a
+    // few paths checked over and over are not one
+    if distinct < LOOP_MIN_PATHS || calls > LOOP_MAX_CHECKS * per_request || share < 0.05 {
+        return None;
+    }
+    let (top, top_calls) = dirs
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+        .unwrap_or(("/", 0));
+    Some(Finding {
+        severity: Severity::of_share(share),
+        share: share.min(1.0),
+        share_of: ShareOf::MetadataCalls,
+        kind: Kind::FileCheckLoop {
+            calls,
+            distinct_paths: distinct,
+            top_directory: top.to_string(),
+            top_directory_calls: top_calls,
+            examples,
+        },
+    })
+}
+
+/// Directories the requests write into (create, rename, unlink, mkdir,
+/// rmdir, an open for writing) that also hold scripts they compile.
+fn writes_into_code(w: &Workload) -> Option<Finding> {
+    let written = super::written_dirs(w);
+    if written.is_empty() {
+        return None;
+    }
+    let mut code: HashSet<&str> = HashSet::new();
+    for r in &w.requests {
+        for p in r.compiled() {
+            if let Some((d, _)) = p.rsplit_once('/') {
+                code.insert(d);
+            }
+        }
+    }
+    let dirs: Vec<String> = written
+        .into_iter()
+        .filter(|d| code.contains(d.as_str()))
+        .collect();
+    if dirs.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        severity: Severity::Minor,
+        share: 0.0,
+        share_of: ShareOf::MetadataCalls,
+        kind: Kind::WritesIntoCodeDirectories { directories: dirs },
+    })
+}

@@ -1,0 +1,659 @@
+//! `diagnose`: what makes a capture's metadata calls, what to change, what
+//! the change will do and what it risks (docs/diagnose.md).
+//!
+//! The capture is loaded once ([`Capture::load`]); the baseline is its
+//! prediction under its own settings; each candidate change
+//! ([`candidates::catalogue`]) is predicted on the same capture, in
+//! parallel; the findings ([`findings::findings`]) are measured by those
+//! predictions; plans combine the changes that help, each combination
+//! predicted again, and are ranked by predicted p99 TTFB, then RPCs, then
+//! metadata calls, then risk. Renderers put the [`Diagnosis`] into words.
+
+pub mod candidates;
+pub mod figures;
+pub mod findings;
+
+use crate::predict::{Capture, Change, PredictOptions, Report, Result};
+use candidates::{Candidate, Layer, NotProposed, Risk, Setting};
+use figures::{Effect, Predicted};
+use findings::Finding;
+use rayon::prelude::*;
+use serde::Serialize;
+use statstorm_nfs::mount::MountOptions;
+use statstorm_php::workload::PhpOpKind;
+use statstorm_php::Workload;
+use statstorm_trace::event::Flags;
+use statstorm_trace::op::{Op, OpKind};
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+
+/// What to diagnose.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The capture, the settings it ran under (`from_php*`), its NFS mount
+    /// (`nfs`) and the simulator's parameters (`sim`); the proposal fields
+    /// (`php`, `php_ini`, `nfs.mount`) are not used.
+    pub predict: PredictOptions,
+    /// Directories written through other clients (shared uploads, caches):
+    /// never `nocto` nor long attribute caching there.
+    pub writable: Vec<String>,
+}
+
+/// The result of [`diagnose`].
+#[derive(Debug, Serialize)]
+pub struct Diagnosis {
+    pub schema: &'static str,
+    pub inputs: Vec<String>,
+    /// Requests in the capture.
+    pub requests: usize,
+    /// How the requests were split.
+    pub split: String,
+    /// The capture under its own settings: the model's figures, and the
+    /// calls the trace recorded (the model's "before" is checked against
+    /// them: `before_check`).
+    pub baseline: Baseline,
+    /// Most important first.
+    pub findings: Vec<Finding>,
+    /// Best first.
+    pub plans: Vec<Plan>,
+    /// Changes predicted to do nothing here (or to make it worse).
+    pub will_not_help: Vec<NoHelp>,
+    /// Changes not proposed, and why.
+    pub not_proposed: Vec<NotProposed>,
+    /// What was not given and was inferred or defaulted, and how to give it.
+    pub assumed: Vec<Assumed>,
+    /// The prediction's notes (what the capture hides, the models' inputs).
+    pub notes: Vec<String>,
+}
+
+/// The capture's own figures.
+#[derive(Debug, Serialize)]
+pub struct Baseline {
+    /// The model under the recorded settings.
+    pub modelled: figures::Figures,
+    /// What the trace recorded (the NFS model's RPCs for the recorded
+    /// calls, with NFS).
+    pub recorded: figures::Figures,
+    pub before_check: crate::check::BeforeCheck,
+    /// The NFS mount: root and recorded options (with NFS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<Mount>,
+}
+
+/// The NFS mount diagnosed.
+#[derive(Debug, Serialize)]
+pub struct Mount {
+    pub root: String,
+    pub options: String,
+}
+
+/// A plan: changes predicted together.
+#[derive(Debug, Serialize)]
+pub struct Plan {
+    /// 1 = best.
+    pub rank: usize,
+    pub changes: Vec<Setting>,
+    pub predicted: Predicted,
+    pub effect: Effect,
+    /// The highest risk of its changes.
+    pub risk: Risk,
+    /// Each change's risk, one sentence each.
+    pub risks: Vec<String>,
+    /// What a deploy must do with the plan in place.
+    pub deploy: Vec<String>,
+    pub snippets: Snippets,
+    /// How to see that the plan works once applied.
+    pub verify: Vec<Verify>,
+}
+
+/// The plan's lines, ready to paste.
+#[derive(Debug, Default, Serialize)]
+pub struct Snippets {
+    /// php.ini lines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub php_ini: Vec<String>,
+    /// The same as php-fpm pool lines (they win over php.ini).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fpm_pool: Vec<String>,
+    /// The mount's whole option string (fstab's fourth field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<String>,
+}
+
+/// Where a counter is read.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CounterSource {
+    /// A syscall count (`strace -c -f`, or `statstorm analyze` of a new capture).
+    Syscalls,
+    /// An NFS op count (`/proc/self/mountstats`, `nfsstat -c`).
+    NfsOps,
+}
+
+/// A counter that must drop once the plan is applied.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Verify {
+    pub source: CounterSource,
+    pub counter: String,
+    pub per_request_before: f64,
+    pub per_request_after: f64,
+}
+
+/// A change predicted not to help.
+#[derive(Debug, Serialize)]
+pub struct NoHelp {
+    pub changes: Vec<Setting>,
+    pub effect: Effect,
+    /// It makes some figure worse.
+    pub worse: bool,
+}
+
+/// Where an input value came from when nobody stated it.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Shown by the trace.
+    Inferred,
+    /// A default.
+    Default,
+}
+
+/// What an assumed value is about.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Topic {
+    /// A php.ini setting the capture ran under.
+    Php,
+    /// The storage and its mount.
+    Storage,
+    /// The latency simulation's pool, network and server.
+    Simulator,
+}
+
+/// An input value that was not given.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Assumed {
+    pub topic: Topic,
+    pub what: String,
+    pub value: String,
+    pub basis: Basis,
+    /// How to give it.
+    pub supply: String,
+}
+
+/// The name of the first stage after reading: the baseline prediction.
+pub const BASELINE: &str = "predicting under the recorded settings";
+/// The stage that predicts each candidate.
+pub const CANDIDATES: &str = "predicting candidate changes";
+/// The stage that predicts combinations.
+pub const COMBINING: &str = "predicting combined plans";
+
+/// Diagnoses the capture of `opts`. `stage` is told each stage's name as
+/// it starts.
+pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<Diagnosis> {
+    let cap = Capture::load(&opts.predict, stage)?;
+    stage(BASELINE);
+    let sim = opts.predict.sim.clone();
+    let base = cap.predict(
+        &Change {
+            sim: sim.clone(),
+            ..Change::default()
+        },
+        &mut |_| {},
+    )?;
+    let requests = base.requests.len();
+    let bp = Predicted::of(&base);
+    let mount = match &base.nfs {
+        Some(n) => Some((
+            n.nfs_root.clone(),
+            MountOptions::parse(&n.recorded_mount).map_err(|e| {
+                crate::predict::Error::Nfs(format!("the recorded mount options: {e}"))
+            })?,
+        )),
+        None => None,
+    };
+    let w = cap.workload();
+    let mut written: Vec<String> = Vec::new();
+    if let Some((root, _)) = &mount {
+        for d in written_dirs(w)
+            .into_iter()
+            .chain(cap.background_written())
+            .chain(opts.writable.iter().cloned())
+        {
+            if (under(&d, root) || under(root, &d)) && !written.contains(&d) {
+                written.push(d);
+            }
+        }
+        written.sort();
+    }
+    let scripts: BTreeSet<&str> = w.requests.iter().flat_map(|r| r.compiled()).collect();
+    let ctx = candidates::Context {
+        php: cap.recorded_settings(),
+        fpm: w.requests.iter().any(|r| !r.cli),
+        cli: w.requests.iter().any(|r| r.cli),
+        mount: mount.as_ref().map(|(r, m)| (r.as_str(), m)),
+        written: &written,
+        opcache_full: w.evidence.opcache_hash_full,
+        scripts: scripts.len(),
+    };
+    let (cands, not_proposed) = candidates::catalogue(&ctx);
+    stage(CANDIDATES);
+    let predicted: Vec<Result<Predicted>> = cands
+        .par_iter()
+        .map(|c| predict_settings(&cap, &c.settings, &sim))
+        .collect();
+    let mut singles = Vec::new();
+    for (c, p) in cands.into_iter().zip(predicted) {
+        singles.push((c, p?));
+    }
+    let found = findings::findings(&findings::Inputs {
+        base: &bp,
+        singles: &singles,
+        workload: w,
+        php: cap.recorded_settings(),
+        mount: mount.as_ref().map(|(_, m)| m),
+    });
+    // the changes that help, best first
+    let mut helpful: Vec<(Vec<&Candidate>, Predicted)> = singles
+        .iter()
+        .filter(|(_, p)| p.effect(requests).helps())
+        .map(|(c, p)| (vec![c], p.clone()))
+        .collect();
+    helpful.sort_by(|a, b| rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0)));
+    let will_not_help = singles
+        .iter()
+        .filter(|(_, p)| !p.effect(requests).helps())
+        .map(|(c, p)| {
+            let effect = p.effect(requests);
+            NoHelp {
+                changes: c.settings.clone(),
+                worse: effect.hurts(),
+                effect,
+            }
+        })
+        .collect();
+    stage(COMBINING);
+    let mut plans = helpful.clone();
+    // greedy: the best single, then each next helpful change of another
+    // mechanism kept when the combination predicts better; once over all
+    // of them, once over the low-risk ones only
+    for max_risk in [Risk::High, Risk::Low] {
+        let pool: Vec<&(Vec<&Candidate>, Predicted)> = helpful
+            .iter()
+            .filter(|(c, _)| c[0].risk <= max_risk)
+            .collect();
+        let Some(first) = pool.first() else { continue };
+        let mut cur: (Vec<&Candidate>, Predicted) = (*first).clone();
+        for (next, _) in pool.iter().skip(1) {
+            let n = next[0];
+            let clash = cur.0.iter().any(|c| {
+                c.mechanism == n.mechanism
+                    || c.settings
+                        .iter()
+                        .any(|a| n.settings.iter().any(|b| candidates::conflict(a, b)))
+            });
+            if clash {
+                continue;
+            }
+            let mut with = cur.0.clone();
+            with.push(n);
+            let settings: Vec<Setting> = with.iter().flat_map(|c| c.settings.clone()).collect();
+            let p = predict_settings(&cap, &settings, &sim)?;
+            if rank(&p, risk_of(&with), &cur.1, risk_of(&cur.0)) == Ordering::Less
+                && better_than(&p, &cur.1)
+            {
+                cur = (with, p);
+                plans.push(cur.clone());
+            }
+        }
+    }
+    plans.sort_by(|a, b| rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0)));
+    let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
+    plans.retain(|(c, _)| {
+        let mut k: Vec<String> = c
+            .iter()
+            .flat_map(|c| c.settings.iter().map(Setting::assignment))
+            .collect();
+        k.sort();
+        seen.insert(k)
+    });
+    let plans = plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, (c, p))| plan(i + 1, &c, p, requests, mount.as_ref().map(|m| &m.1)))
+        .collect();
+    let assumed = assumed(&base, opts);
+    Ok(Diagnosis {
+        schema: "statstorm.diagnose/1",
+        inputs: base.inputs.clone(),
+        requests,
+        split: base.split.clone(),
+        baseline: Baseline {
+            modelled: bp.before.clone(),
+            recorded: figures::Predicted::recorded_of(&base),
+            before_check: base.before_check.clone(),
+            nfs: base.nfs.as_ref().map(|n| Mount {
+                root: n.nfs_root.clone(),
+                options: n.recorded_mount.clone(),
+            }),
+        },
+        findings: found,
+        plans,
+        will_not_help,
+        not_proposed,
+        assumed,
+        notes: base.notes.clone(),
+    })
+}
+
+/// `settings` predicted on `cap`.
+fn predict_settings(
+    cap: &Capture,
+    settings: &[Setting],
+    sim: &crate::predict::SimOptions,
+) -> Result<Predicted> {
+    let mut ch = Change {
+        sim: sim.clone(),
+        ..Change::default()
+    };
+    let mount: Vec<String> = settings
+        .iter()
+        .filter(|s| s.layer == Layer::Mount)
+        .map(Setting::assignment)
+        .collect();
+    if !mount.is_empty() {
+        ch.mount.push(mount.join(","));
+    }
+    ch.php = settings
+        .iter()
+        .filter(|s| s.layer == Layer::Php)
+        .map(Setting::assignment)
+        .collect();
+    let r: Report = cap.predict(&ch, &mut |_| {})?;
+    Ok(Predicted::of(&r))
+}
+
+fn risk_of(c: &[&Candidate]) -> Risk {
+    c.iter().map(|c| c.risk).max().unwrap_or(Risk::None)
+}
+
+/// Whether `a` differs from `b` by more than `rel` of the larger.
+fn differs(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() > rel * a.abs().max(b.abs())
+}
+
+/// Plans in order: predicted p99 TTFB (beyond 2%), then RPCs (beyond
+/// 1%), then metadata calls, then risk.
+fn rank(a: &Predicted, ra: Risk, b: &Predicted, rb: Risk) -> Ordering {
+    if let (Some(x), Some(y)) = (&a.after.latency, &b.after.latency) {
+        if differs(x.p99_ms, y.p99_ms, 0.02) {
+            return x.p99_ms.total_cmp(&y.p99_ms);
+        }
+    }
+    if let (Some(x), Some(y)) = (a.after.rpc_total, b.after.rpc_total) {
+        if differs(x as f64, y as f64, 0.01) {
+            return x.cmp(&y);
+        }
+    }
+    a.after
+        .metadata_calls
+        .cmp(&b.after.metadata_calls)
+        .then(ra.cmp(&rb))
+}
+
+/// `a` improves on `b` in some figure beyond the noise.
+fn better_than(a: &Predicted, b: &Predicted) -> bool {
+    let lat = match (&a.after.latency, &b.after.latency) {
+        (Some(x), Some(y)) => x.p99_ms < y.p99_ms && differs(x.p99_ms, y.p99_ms, 0.02),
+        _ => false,
+    };
+    let rpcs = match (a.after.rpc_total, b.after.rpc_total) {
+        (Some(x), Some(y)) => x < y && differs(x as f64, y as f64, 0.01),
+        _ => false,
+    };
+    let calls = a.after.metadata_calls < b.after.metadata_calls
+        && differs(
+            a.after.metadata_calls as f64,
+            b.after.metadata_calls as f64,
+            0.01,
+        );
+    lat || rpcs || calls
+}
+
+fn plan(
+    rank: usize,
+    c: &[&Candidate],
+    predicted: Predicted,
+    requests: usize,
+    mount: Option<&MountOptions>,
+) -> Plan {
+    let changes: Vec<Setting> = c.iter().flat_map(|c| c.settings.clone()).collect();
+    let php: Vec<&Setting> = changes.iter().filter(|s| s.layer == Layer::Php).collect();
+    let mount_opts: Vec<String> = changes
+        .iter()
+        .filter(|s| s.layer == Layer::Mount)
+        .map(Setting::assignment)
+        .collect();
+    let snippets = Snippets {
+        php_ini: php
+            .iter()
+            .map(|s| format!("{} = {}", s.key, s.value).trim_end().to_string())
+            .collect(),
+        fpm_pool: php
+            .iter()
+            .map(|s| {
+                format!("php_admin_value[{}] = {}", s.key, s.value)
+                    .trim_end()
+                    .to_string()
+            })
+            .collect(),
+        mount_options: match (mount, mount_opts.is_empty()) {
+            (Some(m), false) => MountOptions::parse(&mount_opts.join(","))
+                .ok()
+                .map(|p| m.overlay(&p).render()),
+            _ => None,
+        },
+    };
+    Plan {
+        rank,
+        changes,
+        effect: predicted.effect(requests),
+        verify: verify(&predicted, requests),
+        predicted,
+        risk: risk_of(c),
+        risks: c.iter().map(|c| c.risk_text.clone()).collect(),
+        deploy: c.iter().filter_map(|c| c.deploy.clone()).collect(),
+        snippets,
+    }
+}
+
+/// The syscall and the NFS op that drop the most.
+fn verify(p: &Predicted, requests: usize) -> Vec<Verify> {
+    let n = requests.max(1) as f64;
+    let mut out = Vec::new();
+    let most = |pairs: Vec<(String, u64, u64)>| {
+        pairs
+            .into_iter()
+            .filter(|(_, b, a)| a < b)
+            .max_by(|x, y| (x.1 - x.2).cmp(&(y.1 - y.2)).then(y.0.cmp(&x.0)))
+    };
+    let calls = p
+        .before
+        .syscalls
+        .iter()
+        .map(|(k, &b)| (k.clone(), b, p.after.calls(k)))
+        .collect();
+    if let Some((k, b, a)) = most(calls) {
+        out.push(Verify {
+            source: CounterSource::Syscalls,
+            counter: k,
+            per_request_before: b as f64 / n,
+            per_request_after: a as f64 / n,
+        });
+    }
+    let rpcs = p
+        .before
+        .rpcs
+        .iter()
+        .flatten()
+        .map(|(k, &b)| (k.clone(), b, p.after.rpc(k)))
+        .collect();
+    if let Some((k, b, a)) = most(rpcs) {
+        out.push(Verify {
+            source: CounterSource::NfsOps,
+            counter: k,
+            per_request_before: b as f64 / n,
+            per_request_after: a as f64 / n,
+        });
+    }
+    out
+}
+
+/// What the report took from the trace or from defaults, and how to give it.
+fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
+    use crate::settings::Provenance;
+    let mut out = Vec::new();
+    let php = "--php-ini FILE, --php-info FILE or --php KEY=VALUE";
+    for (k, p) in &base.recorded.provenance {
+        let basis = match p {
+            Provenance::Inferred => Basis::Inferred,
+            Provenance::Default => Basis::Default,
+            Provenance::Stated { .. } => continue,
+        };
+        out.push(Assumed {
+            topic: Topic::Php,
+            what: k.clone(),
+            value: base.recorded.settings.get(k).cloned().unwrap_or_default(),
+            basis,
+            supply: php.into(),
+        });
+    }
+    if base.nfs.is_none() {
+        out.push(Assumed {
+            topic: Topic::Storage,
+            what: "storage".into(),
+            value: "not NFS: no RPCs nor latency predicted".into(),
+            basis: Basis::Default,
+            supply: "--mounts FILE (a copy of /proc/mounts), --from-mount OPTS or --nfs-root DIR"
+                .into(),
+        });
+    }
+    if let Some(p) = base.latency.as_ref().and_then(|l| l.params.as_ref()) {
+        let s = &opts.predict.sim;
+        let mut d = |what: &str, value: String, given: bool, supply: &str| {
+            if !given {
+                out.push(Assumed {
+                    topic: Topic::Simulator,
+                    what: what.into(),
+                    value,
+                    basis: Basis::Default,
+                    supply: supply.into(),
+                });
+            }
+        };
+        d(
+            "php-fpm workers (pm.max_children)",
+            p.workers.to_string(),
+            s.workers.is_some(),
+            "--workers N",
+        );
+        d(
+            "network round trip to the NFS server",
+            format!("{} ms", p.rtt_ms),
+            s.rtt.is_some(),
+            "--rtt MS",
+        );
+        d(
+            "NFS server time per RPC",
+            format!("{} ms", p.server_latency_ms),
+            s.server_latency.is_some(),
+            "--server-latency MS",
+        );
+        d(
+            "NFS server IOPS budget",
+            "none".into(),
+            s.iops.is_some(),
+            "--iops N",
+        );
+    }
+    out
+}
+
+/// Whether `path` is `dir` or lies under it.
+fn under(path: &str, dir: &str) -> bool {
+    dir == "/" || path == dir || (path.starts_with(dir) && path[dir.len()..].starts_with('/'))
+}
+
+/// The parent directory of `path`.
+fn parent(path: &str) -> Option<&str> {
+    match path.rsplit_once('/') {
+        Some(("", _)) => Some("/"),
+        Some((d, _)) => Some(d),
+        None => None,
+    }
+}
+
+/// Kernel filesystems, never on NFS (`/dev/null` opened for writing is
+/// no write into a directory).
+const PSEUDO: [&str; 4] = ["/dev", "/proc", "/sys", "/run"];
+
+/// Whether `o` writes into its directory (creates, renames, removes, or
+/// opens for writing) outside the kernel's own filesystems.
+pub fn op_writes(o: &Op) -> bool {
+    if PSEUDO.iter().any(|p| under(&o.path, p)) {
+        return false;
+    }
+    match o.kind {
+        OpKind::Mkdir | OpKind::Rmdir | OpKind::Unlink | OpKind::Rename => true,
+        OpKind::Open => o.flags & (Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT) != 0,
+        _ => false,
+    }
+}
+
+/// The directories the requests of `w` write into, sorted.
+pub fn written_dirs(w: &Workload) -> Vec<String> {
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    let add = |out: &mut BTreeSet<String>, o: &Op| {
+        if op_writes(o) {
+            if let Some(d) = parent(&o.path) {
+                out.insert(d.to_string());
+            }
+            if let Some(d) = o.path2.as_deref().and_then(parent) {
+                out.insert(d.to_string());
+            }
+        }
+    };
+    for r in &w.requests {
+        for o in &r.ops {
+            match &o.kind {
+                PhpOpKind::Write { op } | PhpOpKind::Raw { op } => add(&mut out, op),
+                PhpOpKind::Open { path, flags, .. }
+                    if flags & (Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT) != 0
+                        && !PSEUDO.iter().any(|p| under(path, p)) =>
+                {
+                    if let Some(d) = parent(path) {
+                        out.insert(d.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn under_and_parent() {
+        assert!(under("/srv/www/a", "/srv/www"));
+        assert!(under("/srv/www", "/srv/www"));
+        assert!(!under("/srv/wwwx", "/srv/www"));
+        assert!(under("/tmp", "/"));
+        assert_eq!(parent("/a/b"), Some("/a"));
+        assert_eq!(parent("/a"), Some("/"));
+        assert_eq!(parent("a"), None);
+    }
+}

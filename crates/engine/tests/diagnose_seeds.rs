@@ -1,0 +1,220 @@
+//! diagnose on the seeds' cases (../shared/seeds): each built from real
+//! captures (the PHP harness's, or the NFS lab's for 002 and 004) with
+//! that seed's mount settings. For each: the seed's mechanism is the top
+//! finding, the seed's fix (or a better one) is a plan with the predicted
+//! effect stated here, and the seed's advice that the model shows to do
+//! nothing here is under "will not help".
+
+use statstorm_engine::diagnose::candidates::Setting;
+use statstorm_engine::diagnose::figures::Direction;
+use statstorm_engine::diagnose::{diagnose, Diagnosis, Options, Plan};
+use statstorm_engine::predict::{NfsOptions, PredictOptions};
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn lab(block: &str, file: &str) -> PathBuf {
+    let p = repo()
+        .join("../shared/fixtures/nfs-lab/strace")
+        .join(block)
+        .join(file);
+    assert!(p.exists(), "missing lab fixture {}", p.display());
+    p
+}
+
+fn php(file: &str) -> PathBuf {
+    repo().join("tests/fixtures/php").join(file)
+}
+
+fn run(traces: Vec<PathBuf>, mount: Option<(&str, &str)>) -> Diagnosis {
+    let nfs = match mount {
+        Some((opts, root)) => NfsOptions {
+            from_mount: Some(opts.into()),
+            nfs_root: vec![root.into()],
+            ..NfsOptions::default()
+        },
+        None => NfsOptions::default(),
+    };
+    let opts = Options {
+        predict: PredictOptions {
+            traces,
+            nfs,
+            ..PredictOptions::default()
+        },
+        writable: Vec::new(),
+    };
+    diagnose(&opts, &mut |_| {}).expect("diagnose")
+}
+
+fn keys(s: &[Setting]) -> Vec<String> {
+    s.iter().map(Setting::assignment).collect()
+}
+
+/// The best plan holding `change`.
+fn plan_with<'a>(d: &'a Diagnosis, change: &str) -> &'a Plan {
+    d.plans
+        .iter()
+        .find(|p| keys(&p.changes).iter().any(|k| k == change))
+        .unwrap_or_else(|| panic!("no plan with {change}: {:?}", plans(d)))
+}
+
+fn plans(d: &Diagnosis) -> Vec<Vec<String>> {
+    d.plans.iter().map(|p| keys(&p.changes)).collect()
+}
+
+fn no_help(d: &Diagnosis) -> Vec<String> {
+    d.will_not_help
+        .iter()
+        .flat_map(|n| keys(&n.changes))
+        .collect()
+}
+
+fn per_request(v: f64, d: &Diagnosis) -> f64 {
+    v / d.requests as f64
+}
+
+/// Seed 001: a theme on local storage (ZFS), revalidate_freq=0: OPcache
+/// stats every script of every page. The fix applied: revalidate_freq=60.
+#[test]
+fn seed_001_revalidate_freq_0() {
+    let d = run(vec![php("fpm-tree-rf0.strace.gz")], None);
+    assert_eq!(
+        d.findings[0].id(),
+        "opcache_revalidation_storm",
+        "{:?}",
+        d.findings
+    );
+    assert_eq!(keys(&d.plans[0].changes), ["opcache.revalidate_freq=60"]);
+    let e = &d.plans[0].effect;
+    assert_eq!(e.metadata_calls.direction, Direction::Down);
+    // 28.1 -> 9.4 metadata calls per request (two thirds fewer)
+    let (b, a) = (
+        per_request(e.metadata_calls.before, &d),
+        per_request(e.metadata_calls.after, &d),
+    );
+    assert!(
+        (27.0..30.0).contains(&b) && (8.0..11.0).contains(&a),
+        "{b} -> {a}"
+    );
+    // validate_timestamps=0 does as well over this capture, at more risk
+    let vt = plan_with(&d, "opcache.validate_timestamps=0");
+    assert!(vt.rank > 1 && vt.deploy.iter().any(|s| s.contains("reload")));
+}
+
+/// Seed 002: OPcache off on NFSv3 (mod_php): stat -> GETATTR, open ->
+/// GETATTR (close-to-open). The lab's real client, defaults.
+#[test]
+fn seed_002_close_to_open() {
+    let d = run(
+        vec![lab("3/defaults", "fpm_nooc-series.strace.gz")],
+        Some(("vers=3", "/mnt/nfs")),
+    );
+    assert_eq!(
+        d.findings[0].id(),
+        "close_to_open_revalidation",
+        "{:?}",
+        d.findings
+    );
+    let p = plan_with(&d, "nocto");
+    let r = p.effect.rpcs.expect("rpcs");
+    // 324 -> 188 RPCs per request: the open's GETATTR gone
+    let (b, a) = (per_request(r.before, &d), per_request(r.after, &d));
+    assert!(
+        (300.0..350.0).contains(&b) && (170.0..200.0).contains(&a),
+        "{b} -> {a}"
+    );
+    // the better plan also turns OPcache on (no open at all)
+    let best = &d.plans[0];
+    assert!(keys(&best.changes).contains(&"opcache.enable=1".to_string()));
+    assert!(best.predicted.after.rpc_total <= p.predicted.after.rpc_total);
+    assert!(no_help(&d).contains(&"lookupcache=pos".to_string()));
+}
+
+/// Seed 003: on realpath cache misses PHP lstat()s every path component
+/// (10-15 per included file); the fix applied: realpath_cache_size=1M,
+/// realpath_cache_ttl=300. Real WordPress with the 16K cache of the
+/// seed's days (OPcache off); the seed counts syscalls, so no NFS mount.
+#[test]
+fn seed_003_realpath_cache_size() {
+    let d = run(vec![php("fpm-wordpress-rcs16k.strace.zst")], None);
+    assert_eq!(
+        d.findings[0].id(),
+        "realpath_cache_misses",
+        "{:?}",
+        d.findings
+    );
+    let p = d
+        .plans
+        .iter()
+        .find(|p| keys(&p.changes) == ["realpath_cache_size=4M"])
+        .unwrap_or_else(|| panic!("{:?}", plans(&d)));
+    let b = per_request(p.predicted.before.calls("newfstatat") as f64, &d);
+    let a = per_request(p.predicted.after.calls("newfstatat") as f64, &d);
+    // 2,258 -> 836 stat calls per request with the cache alone
+    assert!(
+        (2_100.0..2_400.0).contains(&b) && (700.0..950.0).contains(&a),
+        "{b} -> {a}"
+    );
+    // the best plan also turns OPcache on
+    assert!(d.plans[0].predicted.after.metadata_calls <= p.predicted.after.metadata_calls);
+    // the capture lasts 7 s: a longer ttl changes nothing in it
+    assert!(no_help(&d).contains(&"realpath_cache_ttl=600".to_string()));
+}
+
+/// Seed 003's commenter: with open_basedir ~15k lstat per request, a few
+/// after removing it. Real WordPress under open_basedir; realpath cache
+/// tuning does nothing while open_basedir is set.
+#[test]
+fn seed_003_open_basedir() {
+    let d = run(vec![php("fpm-wordpress-obd.strace.zst")], None);
+    assert_eq!(d.findings[0].id(), "open_basedir_walks", "{:?}", d.findings);
+    let p = plan_with(&d, "open_basedir=");
+    assert_eq!(p.rank, 1, "{:?}", plans(&d));
+    let b = per_request(p.predicted.before.calls("newfstatat") as f64, &d);
+    let a = per_request(p.predicted.after.calls("newfstatat") as f64, &d);
+    // 18,655 -> under 1,000 stat calls per request
+    assert!(b > 15_000.0 && a < 1_000.0, "{b} -> {a}");
+    assert!(
+        no_help(&d).contains(&"realpath_cache_ttl=600".to_string()),
+        "{:?}",
+        no_help(&d)
+    );
+}
+
+/// Seed 004: a job checks thousands of unique attachment paths on
+/// NFSv4.1; each stat past acregmin is a GETATTR. Long attribute caching
+/// removes them; nocto does nothing for a stat loop (the lab shows it).
+#[test]
+fn seed_004_file_check_loop() {
+    let d = run(
+        vec![
+            lab("4.1/defaults", "cli_fe-cold.strace.gz"),
+            lab("4.1/defaults", "cli_fe-warm.strace.gz"),
+        ],
+        Some(("vers=4.1", "/mnt/nfs")),
+    );
+    assert_eq!(d.findings[0].id(), "file_check_loop", "{:?}", d.findings);
+    assert!(d
+        .findings
+        .iter()
+        .any(|f| f.id() == "attribute_cache_expiry"));
+    let p = &d.plans[0];
+    assert!(
+        keys(&p.changes)[0].starts_with("actimeo="),
+        "{:?}",
+        plans(&d)
+    );
+    // GETATTR 1,002 -> 0 per run
+    let g = (
+        per_request(p.predicted.before.rpc("GETATTR") as f64, &d),
+        per_request(p.predicted.after.rpc("GETATTR") as f64, &d),
+    );
+    assert!(g.0 > 900.0 && g.1 < 10.0, "{g:?}");
+    assert!(
+        no_help(&d).contains(&"nocto".to_string()),
+        "{:?}",
+        no_help(&d)
+    );
+}

@@ -1,0 +1,448 @@
+//! `statstorm diagnose` in words: the findings (mechanism, evidence), the
+//! ranked plans (snippets, predicted effect, risk, deploy step, how to
+//! verify), the changes that will not help, what was assumed. Text fits
+//! 80 columns; JSON is the diagnosis with a sentence per finding added.
+
+use statstorm_engine::diagnose::candidates::{Risk, Setting};
+use statstorm_engine::diagnose::figures::{Change, Direction, Effect, Figures};
+use statstorm_engine::diagnose::findings::{Finding, Kind, Removed, Severity, ShareOf};
+use statstorm_engine::diagnose::{Assumed, Basis, CounterSource, Diagnosis, Plan, Topic};
+use std::io::{Result, Write};
+
+/// Width of the text output.
+pub const WIDTH: usize = 80;
+
+/// The name a person can search for.
+pub fn name(k: &Kind) -> &'static str {
+    match k {
+        Kind::OpcacheRevalidationStorm { .. } => "OPcache revalidation storm",
+        Kind::OpcacheOff { .. } => "OPcache off",
+        Kind::OpcacheFull { .. } => "OPcache full (max_accelerated_files)",
+        Kind::RealpathCacheMisses { .. } => "realpath cache misses (lstat walks)",
+        Kind::OpenBasedirWalks { .. } => "open_basedir realpath walks",
+        Kind::CloseToOpenRevalidation { .. } => "NFS close-to-open revalidation",
+        Kind::AttributeCacheExpiry { .. } => "NFS attribute cache expiry",
+        Kind::FileCheckLoop { .. } => "file-check loop over unique paths",
+        Kind::WritesIntoCodeDirectories { .. } => "writes into code directories",
+        Kind::RpcSlotQueueing { .. } => "RPC slot queueing",
+        Kind::BacklogOverflow { .. } => "php-fpm listen backlog overflow (502)",
+    }
+}
+
+/// How the mechanism works, in plain words.
+pub fn mechanism(k: &Kind) -> String {
+    match k {
+        Kind::OpcacheRevalidationStorm {
+            revalidate_freq_s,
+            acregmax_s,
+            every_validation_getattr,
+            ..
+        } => {
+            let mut s = if *revalidate_freq_s == 0 {
+                "OPcache checks a cached script's timestamp with a stat() at every use (opcache.validate_timestamps=1, revalidate_freq=0): every script of every page is stat()ed again.".to_string()
+            } else {
+                format!(
+                    "OPcache checks a cached script's timestamp with a stat() when its last check is more than {revalidate_freq_s} s old (opcache.validate_timestamps=1, revalidate_freq={revalidate_freq_s}): the first page after that stats every script it includes, in each worker that runs one before the first check ends."
+                )
+            };
+            match (acregmax_s, every_validation_getattr) {
+                (Some(a), Some(true)) => s.push_str(&format!(
+                    " revalidate_freq is at least the mount's acregmax ({a} s): the attributes have always expired by then, so every validation is a GETATTR to the server."
+                )),
+                (Some(a), Some(false)) => s.push_str(&format!(
+                    " On NFS a validation is a GETATTR once the file's cached attributes are older than acregmin..acregmax (here at most {a} s)."
+                )),
+                _ => {}
+            }
+            s
+        }
+        Kind::OpcacheOff { .. } => "OPcache is off: every request opens, reads and compiles every script it includes again.".into(),
+        Kind::OpcacheFull { max_accelerated_files, .. } => format!(
+            "OPcache's hash table (opcache.max_accelerated_files={max_accelerated_files}) is full: the scripts that do not fit are compiled again in every request."
+        ),
+        Kind::RealpathCacheMisses { realpath_cache_size, realpath_cache_ttl_s, .. } => format!(
+            "PHP resolves each included path with an lstat() of every directory component when the realpath cache does not hold it; the cache (realpath_cache_size={realpath_cache_size} bytes, realpath_cache_ttl={realpath_cache_ttl_s} s) is too small or expires too soon for this application."
+        ),
+        Kind::OpenBasedirWalks { open_basedir, .. } => format!(
+            "With open_basedir set ({open_basedir}) PHP resolves paths itself to check them, walking every directory component with lstat() around the realpath cache."
+        ),
+        Kind::CloseToOpenRevalidation { opens, removed } => format!(
+            "On NFS each open() revalidates its file with the server (close-to-open consistency): a GETATTR{} per open, even when the attributes are cached ({opens} opens here).",
+            if removed.rpc("ACCESS") > 0 { " and an ACCESS" } else { "" }
+        ),
+        Kind::AttributeCacheExpiry { acregmin_s, acregmax_s, .. } => format!(
+            "The NFS client trusts a file's cached attributes for acregmin={acregmin_s} s growing to acregmax={acregmax_s} s; a stat() past that is a synchronous GETATTR to the server."
+        ),
+        Kind::FileCheckLoop { distinct_paths, top_directory, .. } => format!(
+            "The application checks {distinct_paths} distinct paths (file_exists, is_readable, filesize and the like), mostly under {top_directory}: a path checked for the first time is a call no cache answers."
+        ),
+        Kind::WritesIntoCodeDirectories { directories } => format!(
+            "Requests create, rename or remove files in directories that hold scripts ({}): on NFS each such change makes the client look the directory's entries up again.",
+            directories.join(", ")
+        ),
+        Kind::RpcSlotQueueing { max_slot_wait_ms, .. } => format!(
+            "Requests wait for a free RPC slot on the mount's transport (up to {max_slot_wait_ms:.1} ms in the simulation): bursts of metadata calls from many workers queue behind each other."
+        ),
+        Kind::BacklogOverflow { dropped, served } => format!(
+            "Every php-fpm worker is busy and the listen backlog is full: {dropped} of {} requests are refused (502) in the simulation.",
+            dropped + served
+        ),
+    }
+}
+
+fn removed_words(r: &Removed) -> String {
+    let mut parts: Vec<String> = r.calls.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    parts.extend(r.rpcs.iter().map(|(k, v)| format!("{v} {k}")));
+    format!("{} removed by {}", parts.join(", "), r.by)
+}
+
+/// The finding's evidence in one sentence.
+pub fn evidence(f: &Finding) -> String {
+    match &f.kind {
+        Kind::OpcacheRevalidationStorm { removed, .. }
+        | Kind::OpcacheOff { removed }
+        | Kind::OpcacheFull { removed, .. }
+        | Kind::RealpathCacheMisses { removed, .. }
+        | Kind::OpenBasedirWalks { removed, .. }
+        | Kind::CloseToOpenRevalidation { removed, .. }
+        | Kind::AttributeCacheExpiry { removed, .. } => removed_words(removed),
+        Kind::FileCheckLoop {
+            calls,
+            distinct_paths,
+            top_directory,
+            top_directory_calls,
+            examples,
+        } => format!(
+            "{calls} checks of {distinct_paths} distinct paths; {top_directory_calls} under {top_directory}; e.g. {}",
+            examples.join(", ")
+        ),
+        Kind::WritesIntoCodeDirectories { directories } => {
+            format!("written: {}", directories.join(", "))
+        }
+        Kind::RpcSlotQueueing {
+            max_slot_wait_ms,
+            p99_ms,
+        } => format!("longest slot wait {max_slot_wait_ms:.1} ms; p99 TTFB {p99_ms:.1} ms (simulated)"),
+        Kind::BacklogOverflow { dropped, served } => {
+            format!("{dropped} refused, {served} served (simulated)")
+        }
+    }
+}
+
+/// One line: the name and the share.
+pub fn summary(f: &Finding) -> String {
+    let pct = f.share * 100.0;
+    let share = match (&f.kind, f.share_of) {
+        (Kind::WritesIntoCodeDirectories { .. }, _) => String::new(),
+        (_, ShareOf::P99) => format!(" ({pct:.0}% of the p99 TTFB)"),
+        (_, ShareOf::Requests) => format!(" ({pct:.2}% of the requests)"),
+        (_, ShareOf::Rpcs) => format!(" ({pct:.0}% of the RPCs)"),
+        (_, ShareOf::MetadataCalls) => format!(" ({pct:.0}% of the metadata calls)"),
+    };
+    format!("{}{share}", name(&f.kind))
+}
+
+fn risk(r: Risk) -> &'static str {
+    match r {
+        Risk::None => "none",
+        Risk::Low => "low",
+        Risk::Medium => "medium",
+        Risk::High => "high",
+    }
+}
+
+fn severity(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Minor => "minor",
+        Severity::Major => "major",
+        Severity::Critical => "critical",
+    }
+}
+
+/// `text` wrapped to the width with `first` before the first line and
+/// `indent` before the others.
+fn wrap(out: &mut impl Write, first: &str, indent: &str, text: &str) -> Result<()> {
+    let opts = textwrap::Options::new(WIDTH)
+        .initial_indent(first)
+        .subsequent_indent(indent)
+        .break_words(false);
+    for l in textwrap::wrap(text, opts) {
+        writeln!(out, "{}", l.trim_end())?;
+    }
+    Ok(())
+}
+
+fn assignments(s: &[Setting]) -> String {
+    s.iter()
+        .map(Setting::assignment)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn num(v: f64) -> String {
+    if v >= 100.0 || v == v.round() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn arrow(c: &Change, per: f64, unit: &str) -> String {
+    let mark = match c.direction {
+        Direction::Down => "",
+        Direction::Same => " (same)",
+        Direction::Up => " (worse)",
+    };
+    format!(
+        "{} -> {}{unit}{mark}",
+        num(c.before / per),
+        num(c.after / per)
+    )
+}
+
+/// The effect as "label before -> after" parts, per request for counts.
+pub fn effect_parts(e: &Effect, requests: usize) -> Vec<String> {
+    let n = requests.max(1) as f64;
+    let mut v = vec![format!(
+        "metadata calls/req {}",
+        arrow(&e.metadata_calls, n, "")
+    )];
+    if let Some(r) = &e.rpcs {
+        v.push(format!("RPCs/req {}", arrow(r, n, "")));
+    }
+    if let Some(p) = &e.p99_ms {
+        v.push(format!("p99 TTFB {}", arrow(p, 1.0, " ms")));
+    }
+    if let Some(d) = &e.dropped {
+        if d.before > 0.0 || d.after > 0.0 {
+            v.push(format!("502s {}", arrow(d, 1.0, "")));
+        }
+    }
+    v
+}
+
+fn figures_line(f: &Figures, requests: usize) -> String {
+    let n = requests.max(1) as f64;
+    let mut s = format!("metadata calls/req {}", num(f.metadata_calls as f64 / n));
+    if let Some(t) = f.rpc_total {
+        s.push_str(&format!(", RPCs/req {}", num(t as f64 / n)));
+    }
+    if let Some(l) = &f.latency {
+        s.push_str(&format!(
+            ", TTFB p50 {} ms p99 {} ms (simulated)",
+            num(l.p50_ms),
+            num(l.p99_ms)
+        ));
+        if l.dropped > 0 {
+            s.push_str(&format!(", {} refused (502)", l.dropped));
+        }
+    }
+    s
+}
+
+fn plan_text(out: &mut impl Write, p: &Plan, requests: usize) -> Result<()> {
+    wrap(
+        out,
+        &format!("  Plan {} (risk: {}): ", p.rank, risk(p.risk)),
+        "      ",
+        &assignments(&p.changes),
+    )?;
+    wrap(
+        out,
+        "      predicted: ",
+        "                 ",
+        &effect_parts(&p.effect, requests).join("; "),
+    )?;
+    for l in &p.snippets.php_ini {
+        writeln!(out, "      php.ini:   {l}")?;
+    }
+    for l in &p.snippets.fpm_pool {
+        writeln!(out, "      (or pool)  {l}")?;
+    }
+    if let Some(m) = &p.snippets.mount_options {
+        wrap(out, "      mount:     ", "                 ", m)?;
+    }
+    for r in &p.risks {
+        wrap(out, "      risk:      ", "                 ", r)?;
+    }
+    for d in &p.deploy {
+        wrap(out, "      deploy:    ", "                 ", d)?;
+    }
+    for v in &p.verify {
+        let how = match v.source {
+            CounterSource::Syscalls => "strace -c -f, or statstorm analyze of a new capture",
+            CounterSource::NfsOps => "nfsstat -c or /proc/self/mountstats",
+        };
+        wrap(
+            out,
+            "      verify:    ",
+            "                 ",
+            &format!(
+                "{} per request ({how}) should fall from {} to about {}",
+                v.counter,
+                num(v.per_request_before),
+                num(v.per_request_after)
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// The diagnosis as text, 80 columns.
+pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
+    wrap(out, "statstorm diagnose: ", "  ", &d.inputs.join(", "))?;
+    wrap(
+        out,
+        "",
+        "  ",
+        &format!("{} requests ({})", d.requests, d.split),
+    )?;
+    match &d.baseline.nfs {
+        Some(m) => wrap(
+            out,
+            "",
+            "  ",
+            &format!("storage: NFS under {} ({})", m.root, m.options),
+        )?,
+        None => writeln!(out, "storage: not NFS (no mount given)")?,
+    }
+    wrap(
+        out,
+        "now: ",
+        "     ",
+        &figures_line(&d.baseline.modelled, d.requests),
+    )?;
+    let bc = &d.baseline.before_check;
+    if bc.requests_beyond > 0 {
+        wrap(
+            out,
+            "warning: ",
+            "         ",
+            &format!(
+                "the model's figures under the recorded settings differ from the recorded calls on {} of {} requests: check {} (give the php.ini the capture ran under)",
+                bc.requests_beyond,
+                bc.requests,
+                bc.suspects.join(", ")
+            ),
+        )?;
+    }
+    writeln!(out, "\nWhat is wrong")?;
+    if d.findings.is_empty() {
+        writeln!(out, "  nothing the models can attribute to a setting")?;
+    }
+    for (i, f) in d.findings.iter().enumerate() {
+        wrap(
+            out,
+            &format!("{:>3}. [{}] ", i + 1, severity(f.severity)),
+            "     ",
+            &summary(f),
+        )?;
+        wrap(out, "     ", "     ", &mechanism(&f.kind))?;
+        wrap(out, "     evidence: ", "     ", &evidence(f))?;
+    }
+    writeln!(out, "\nWhat to change (best first)")?;
+    if d.plans.is_empty() {
+        writeln!(out, "  no candidate change is predicted to help")?;
+    }
+    for p in &d.plans {
+        plan_text(out, p, d.requests)?;
+    }
+    if !d.will_not_help.is_empty() {
+        writeln!(out, "\nWill not help here (predicted)")?;
+        for n in &d.will_not_help {
+            wrap(
+                out,
+                &format!("  {:<22} ", assignments(&n.changes)),
+                "                         ",
+                &effect_parts(&n.effect, d.requests).join("; "),
+            )?;
+        }
+    }
+    if !d.not_proposed.is_empty() {
+        writeln!(out, "\nNot proposed")?;
+        // the changes set aside for one reason, together
+        let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+        for n in &d.not_proposed {
+            let a = assignments(&n.settings);
+            match groups.iter_mut().find(|(w, _)| *w == n.why) {
+                Some((_, v)) => v.push(a),
+                None => groups.push((&n.why, vec![a])),
+            }
+        }
+        for (why, changes) in groups {
+            wrap(out, &format!("  {}: ", changes.join(", ")), "    ", why)?;
+        }
+    }
+    if !d.assumed.is_empty() {
+        writeln!(out, "\nAssumed (state them for a sharper answer)")?;
+        for (basis, words) in [
+            (Basis::Inferred, "PHP settings read from the trace"),
+            (Basis::Default, "PHP settings at PHP 8.2's defaults"),
+        ] {
+            let php: Vec<&Assumed> = d
+                .assumed
+                .iter()
+                .filter(|a| a.topic == Topic::Php && a.basis == basis)
+                .collect();
+            if let Some(a) = php.first() {
+                let pairs: Vec<String> = php
+                    .iter()
+                    .map(|a| format!("{}={}", a.what, a.value))
+                    .collect();
+                wrap(
+                    out,
+                    &format!("  {words}: "),
+                    "    ",
+                    &format!("{} (state them with {})", pairs.join(" "), a.supply),
+                )?;
+            }
+        }
+        for a in d.assumed.iter().filter(|a| a.topic != Topic::Php) {
+            wrap(
+                out,
+                &format!("  {} = {}: ", a.what, a.value),
+                "    ",
+                &format!("give {}", a.supply),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A finding with its words, for JSON.
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    #[serde(flatten)]
+    finding: &'a Finding,
+    name: &'static str,
+    summary: String,
+    mechanism: String,
+}
+
+impl crate::Export for Diagnosis {
+    const FORMATS: &'static [crate::Format] = &[crate::Format::Text, crate::Format::Json];
+    fn export(&self, format: crate::Format, out: &mut dyn Write) -> Result<()> {
+        match format {
+            crate::Format::Text => text(&mut &mut *out, self),
+            crate::Format::Json => {
+                // the diagnosis's own fields, each finding with its words
+                let mut doc = serde_json::to_value(self)?;
+                let findings: Vec<FindingJson> = self
+                    .findings
+                    .iter()
+                    .map(|f| FindingJson {
+                        finding: f,
+                        name: name(&f.kind),
+                        summary: summary(f),
+                        mechanism: mechanism(&f.kind),
+                    })
+                    .collect();
+                doc["findings"] = serde_json::to_value(findings)?;
+                serde_json::to_writer_pretty(&mut *out, &doc)?;
+                writeln!(out)
+            }
+            f => Err(crate::unsupported("diagnose's report", f, Self::FORMATS)),
+        }
+    }
+}

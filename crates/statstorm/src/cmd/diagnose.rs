@@ -1,0 +1,120 @@
+//! `statstorm diagnose TRACE... [--php-ini F] [--php-info F] [--php K=V]...
+//! [--mounts F | --from-mount OPTS] [--nfs-root DIR]... [--writable DIR]...
+//! [simulator flags] [--format text|json] [-o FILE]`
+//!
+//! Glue: flags -> [`Options`] -> `statstorm_engine::diagnose` -> a
+//! renderer (`render::diagnose`).
+//!
+//! Exit codes: 0 diagnosed; 2 bad arguments, unreadable input or a
+//! malformed setting.
+
+use super::predict::{NfsCache, OnOff, SimArgs};
+use anyhow::{Context, Result};
+use statstorm_engine::diagnose::{Diagnosis, Options};
+use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions};
+use statstorm_render::Export;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// strace logs (`strace -f -ttt -T -y` of php-fpm or php-cli; .gz/.zst
+    /// by content).
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    /// The php.ini the capture ran under (default: inferred from the
+    /// trace, the rest PHP's defaults; the report lists them).
+    #[arg(long = "php-ini", value_name = "FILE")]
+    pub php_ini: Option<PathBuf>,
+    /// `php -i` / `php-fpm -i` output of the recording machine.
+    #[arg(long = "php-info", value_name = "FILE")]
+    pub php_info: Option<PathBuf>,
+    /// A setting the capture ran under, over --php-ini (repeatable).
+    #[arg(long = "php", value_name = "KEY=VALUE")]
+    pub php: Vec<String>,
+    /// A copy of /proc/mounts of the recording machine (the NFS mounts the
+    /// trace uses and their options).
+    #[arg(long = "mounts", value_name = "FILE")]
+    pub mounts: Option<PathBuf>,
+    /// NFS mount options the capture ran under (e.g. "vers=4.1").
+    #[arg(long = "from-mount", value_name = "OPTS")]
+    pub from_mount: Option<String>,
+    /// A directory on NFS, with the options it was recorded under after a
+    /// colon (repeatable; default: the NFS mounts of --mounts the trace
+    /// uses).
+    #[arg(long = "nfs-root", value_name = "DIR[:OPTS]")]
+    pub nfs_root: Vec<String>,
+    /// Whether the NFS server grants NFSv4 read delegations.
+    #[arg(long = "delegations", value_enum, default_value_t = OnOff::Off)]
+    pub delegations: OnOff,
+    /// The NFS client's caches at the first traced call.
+    #[arg(long = "nfs-cache", value_enum, default_value_t = NfsCache::Cold)]
+    pub nfs_cache: NfsCache,
+    /// A directory written through other clients (uploads, caches shared
+    /// by several nodes): never given nocto nor long attribute caching
+    /// (repeatable; directories the trace writes to count too).
+    #[arg(long = "writable", value_name = "DIR")]
+    pub writable: Vec<String>,
+    /// Simulator flags for the latency figures (with NFS).
+    #[command(flatten)]
+    pub sim: Box<SimArgs>,
+    /// Output format.
+    #[arg(long, default_value = "text", value_parser = super::format_parser::<Diagnosis>())]
+    pub format: statstorm_render::Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl From<Args> for Options {
+    fn from(a: Args) -> Self {
+        Options {
+            predict: PredictOptions {
+                traces: a.traces,
+                from_php: a.php,
+                from_php_ini: a.php_ini,
+                from_php_info: a.php_info,
+                nfs: NfsOptions {
+                    from_mount: a.from_mount,
+                    mounts: a.mounts,
+                    nfs_root: a.nfs_root,
+                    delegations: a.delegations == OnOff::On,
+                    nfs_cache: match a.nfs_cache {
+                        NfsCache::Cold => EngineCache::Cold,
+                        NfsCache::Warm => EngineCache::Warm,
+                    },
+                    ..NfsOptions::default()
+                },
+                sim: (*a.sim).into(),
+                ..PredictOptions::default()
+            },
+            writable: a.writable,
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let format = args.format;
+    let output = args.output.clone();
+    let opts = Options::from(args);
+    let stages = crate::progress::Stages::new("diagnose");
+    let d = statstorm_engine::diagnose::diagnose(&opts, &mut |s| stages.stage(s))?;
+    drop(stages);
+    match output {
+        Some(p) => {
+            let f =
+                std::fs::File::create(&p).with_context(|| format!("writing {}", p.display()))?;
+            let mut out = std::io::BufWriter::new(f);
+            d.export(format, &mut out)
+                .and_then(|_| out.flush())
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            d.export(format, &mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(0)
+}
