@@ -6,7 +6,7 @@
 use statstorm_engine::diagnose::candidates::{Risk, Setting};
 use statstorm_engine::diagnose::figures::{Change, Direction, Effect, Figures};
 use statstorm_engine::diagnose::findings::{Finding, Kind, Removed, Severity, ShareOf};
-use statstorm_engine::diagnose::{Assumed, Basis, CounterSource, Diagnosis, Plan, Topic};
+use statstorm_engine::diagnose::{Assumed, Basis, CounterSource, Diagnosis, Plan, Topic, Unknown};
 use std::io::{Result, Write};
 
 /// Width of the text output.
@@ -140,6 +140,16 @@ pub fn summary(f: &Finding) -> String {
         (_, ShareOf::MetadataCalls) => format!(" ({pct:.0}% of the metadata calls)"),
     };
     format!("{}{share}", name(&f.kind))
+}
+
+/// What an unknown means, and how to give what is missing.
+pub fn unknown(u: Unknown) -> &'static str {
+    match u {
+        Unknown::SummaryOnly => "anything beyond totals: an strace -c table has no calls, paths, requests or times, so no mechanism can be measured and no change predicted; record with strace -f -ttt -T -y (the calls themselves) for a diagnosis",
+        Unknown::NoTimestamps => "time windows and latency: the trace has no timestamps, so OPcache's revalidate_freq, the attribute cache's expiry and the realpath cache's ttl cannot be judged (record with strace -ttt)",
+        Unknown::NoDurations => "the capture's own call times: the trace has no -T durations (record with strace -T)",
+        Unknown::NotPhp => "PHP settings: the trace shows neither php-fpm requests nor php-cli processes, so no php.ini change is proposed (trace the PHP workers: strace -f -p PID of the php-fpm master)",
+    }
 }
 
 fn risk(r: Risk) -> &'static str {
@@ -307,12 +317,20 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
         )?,
         None => writeln!(out, "storage: not NFS (no mount given)")?,
     }
-    wrap(
-        out,
-        "now: ",
-        "     ",
-        &figures_line(&d.baseline.modelled, d.requests),
-    )?;
+    if d.summary.is_some() {
+        writeln!(
+            out,
+            "now: {} metadata calls in the table (totals only)",
+            d.baseline.recorded.metadata_calls
+        )?;
+    } else {
+        wrap(
+            out,
+            "now: ",
+            "     ",
+            &figures_line(&d.baseline.modelled, d.requests),
+        )?;
+    }
     let bc = &d.baseline.before_check;
     if bc.requests_beyond > 0 {
         wrap(
@@ -326,6 +344,27 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
                 bc.suspects.join(", ")
             ),
         )?;
+    }
+    if !d.unknown.is_empty() {
+        writeln!(out, "\nCould not determine")?;
+        for u in &d.unknown {
+            wrap(out, "  - ", "    ", unknown(*u))?;
+        }
+    }
+    if let Some(s) = &d.summary {
+        writeln!(out, "\nMetadata calls in the table")?;
+        for r in s
+            .rows
+            .iter()
+            .filter(|r| d.baseline.recorded.syscalls.contains_key(&r.name))
+        {
+            writeln!(
+                out,
+                "  {:<12} {:>12} calls {:>10} errors",
+                r.name, r.calls, r.errors
+            )?;
+        }
+        return Ok(());
     }
     writeln!(out, "\nWhat is wrong")?;
     if d.findings.is_empty() {

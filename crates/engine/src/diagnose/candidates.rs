@@ -117,6 +117,8 @@ pub struct NotProposed {
 pub struct Context<'a> {
     /// The recorded settings.
     pub php: &'a PhpConfig,
+    /// The trace is no PHP program's: no PHP setting is proposed.
+    pub not_php: bool,
     /// Some request ran in php-fpm (not only php-cli).
     pub fpm: bool,
     /// Some request ran in php-cli.
@@ -144,16 +146,37 @@ pub const REVALIDATE_FREQ_S: u64 = 60;
 /// The candidates of `ctx`, and the changes set aside with the reason.
 pub fn catalogue(ctx: &Context) -> (Vec<Candidate>, Vec<NotProposed>) {
     let mut out = Vec::new();
-    let mut aside = Vec::new();
-    let p = ctx.php;
-    let opcache = (ctx.fpm && p.opcache_enable) || (ctx.cli && p.opcache_on(true));
-    let c = |mechanism, settings, risk, risk_text: &str, deploy: Option<&str>| Candidate {
+    if !ctx.not_php {
+        php_candidates(ctx, &mut out);
+    }
+    let aside = match ctx.mount {
+        Some((root, m)) => mount_candidates(ctx, root, m, &mut out),
+        None => Vec::new(),
+    };
+    (out, aside)
+}
+
+/// A candidate.
+fn c(
+    mechanism: Mechanism,
+    settings: Vec<Setting>,
+    risk: Risk,
+    risk_text: &str,
+    deploy: Option<&str>,
+) -> Candidate {
+    Candidate {
         mechanism,
         settings,
         risk,
         risk_text: risk_text.into(),
         deploy: deploy.map(str::to_string),
-    };
+    }
+}
+
+/// The php.ini changes.
+fn php_candidates(ctx: &Context, out: &mut Vec<Candidate>) {
+    let p = ctx.php;
+    let opcache = (ctx.fpm && p.opcache_enable) || (ctx.cli && p.opcache_on(true));
     if opcache && p.validate_timestamps {
         out.push(c(
             Mechanism::OpcacheValidation,
@@ -238,9 +261,17 @@ pub fn catalogue(ctx: &Context) -> (Vec<Candidate>, Vec<NotProposed>) {
             None,
         ));
     }
-    let Some((root, m)) = ctx.mount else {
-        return (out, aside);
-    };
+}
+
+/// The mount option changes, and those set aside (a written directory
+/// under the root).
+fn mount_candidates(
+    ctx: &Context,
+    root: &str,
+    m: &MountOptions,
+    out: &mut Vec<Candidate>,
+) -> Vec<NotProposed> {
+    let mut aside = Vec::new();
     // close-to-open and long attribute caching serve stale data to a
     // directory written through another client
     let mut guarded = Vec::new();
@@ -318,7 +349,7 @@ pub fn catalogue(ctx: &Context) -> (Vec<Candidate>, Vec<NotProposed>) {
             Some("remount (nconnect takes effect on a new mount of the server)"),
         ));
     }
-    (out, aside)
+    aside
 }
 
 /// Whether two settings cannot stand in one plan: the same key, or

@@ -62,6 +62,11 @@ pub struct Diagnosis {
     pub not_proposed: Vec<NotProposed>,
     /// What was not given and was inferred or defaulted, and how to give it.
     pub assumed: Vec<Assumed>,
+    /// What the input could not show.
+    pub unknown: Vec<Unknown>,
+    /// The `strace -c` tables, when that is all the input is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<statstorm_trace::Summary>,
     /// The prediction's notes (what the capture hides, the models' inputs).
     pub notes: Vec<String>,
 }
@@ -148,6 +153,23 @@ pub struct NoHelp {
     pub worse: bool,
 }
 
+/// What the input could not show, and so what the diagnosis cannot say.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Unknown {
+    /// Only `strace -c` tables: no calls, paths, requests or times, so no
+    /// mechanism can be measured and no change predicted.
+    SummaryOnly,
+    /// No timestamps: time windows (revalidate_freq, the attribute
+    /// cache, the realpath cache's ttl) and latency cannot be judged.
+    NoTimestamps,
+    /// No `-T` durations: the capture's own call times are unknown.
+    NoDurations,
+    /// Neither php-fpm requests nor php-cli processes: PHP settings do
+    /// not apply.
+    NotPhp,
+}
+
 /// Where an input value came from when nobody stated it.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -191,7 +213,13 @@ pub const COMBINING: &str = "predicting combined plans";
 /// Diagnoses the capture of `opts`. `stage` is told each stage's name as
 /// it starts.
 pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<Diagnosis> {
-    let cap = Capture::load(&opts.predict, stage)?;
+    let cap = match Capture::load(&opts.predict, stage) {
+        Ok(c) => c,
+        Err(crate::predict::Error::SummaryOnly { summary, .. }) => {
+            return Ok(table_only(opts, summary))
+        }
+        Err(e) => return Err(e),
+    };
     stage(BASELINE);
     let sim = opts.predict.sim.clone();
     let base = cap.predict(
@@ -227,8 +255,22 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         written.sort();
     }
     let scripts: BTreeSet<&str> = w.requests.iter().flat_map(|r| r.compiled()).collect();
+    let mut unknown = Vec::new();
+    let format = cap.format();
+    if !format.timestamps {
+        unknown.push(Unknown::NoTimestamps);
+    }
+    if !format.durations {
+        unknown.push(Unknown::NoDurations);
+    }
+    // the whole trace as one request, and no script compiled in it
+    let php = cap.mode() != statstorm_php::request::RequestMode::Whole || !scripts.is_empty();
+    if !php {
+        unknown.push(Unknown::NotPhp);
+    }
     let ctx = candidates::Context {
         php: cap.recorded_settings(),
+        not_php: !php,
         fpm: w.requests.iter().any(|r| !r.cli),
         cli: w.requests.iter().any(|r| r.cli),
         mount: mount.as_ref().map(|(r, m)| (r.as_str(), m)),
@@ -322,7 +364,10 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         .enumerate()
         .map(|(i, (c, p))| plan(i + 1, &c, p, requests, mount.as_ref().map(|m| &m.1)))
         .collect();
-    let assumed = assumed(&base, opts);
+    let mut assumed = assumed(&base, opts);
+    if !php {
+        assumed.retain(|a| a.topic != Topic::Php);
+    }
     Ok(Diagnosis {
         schema: "statstorm.diagnose/1",
         inputs: base.inputs.clone(),
@@ -342,8 +387,47 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         will_not_help,
         not_proposed,
         assumed,
+        unknown,
+        summary: None,
         notes: base.notes.clone(),
     })
+}
+
+/// The diagnosis of `strace -c` tables alone: their metadata calls, and
+/// that nothing can be measured or predicted from totals.
+fn table_only(opts: &Options, summary: statstorm_trace::Summary) -> Diagnosis {
+    let mut recorded = figures::Figures::default();
+    for r in &summary.rows {
+        if statstorm_trace::event::Kind::from_name(r.name.as_bytes()).is_metadata() {
+            *recorded.syscalls.entry(r.name.clone()).or_default() += r.calls;
+            recorded.metadata_calls += r.calls;
+        }
+    }
+    Diagnosis {
+        schema: "statstorm.diagnose/1",
+        inputs: opts
+            .predict
+            .traces
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        requests: 0,
+        split: "an strace -c summary table: no requests".into(),
+        baseline: Baseline {
+            modelled: figures::Figures::default(),
+            recorded,
+            before_check: crate::check::BeforeCheck::default(),
+            nfs: None,
+        },
+        findings: Vec::new(),
+        plans: Vec::new(),
+        will_not_help: Vec::new(),
+        not_proposed: Vec::new(),
+        assumed: Vec::new(),
+        unknown: vec![Unknown::SummaryOnly],
+        summary: Some(summary),
+        notes: Vec::new(),
+    }
 }
 
 /// `settings` predicted on `cap`.

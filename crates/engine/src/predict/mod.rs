@@ -35,6 +35,12 @@ pub enum Error {
     },
     #[error("no strace events in {files} (expected `strace -f -ttt -T -y` output)")]
     NoEvents { files: String },
+    /// The input is `strace -c` tables only: totals, no calls to model.
+    #[error("{files}: an `strace -c` summary table (totals only, no calls): predicting needs the calls themselves (`strace -f -ttt -T -y`)")]
+    SummaryOnly {
+        files: String,
+        summary: statstorm_trace::Summary,
+    },
     #[error(transparent)]
     Setting(#[from] statstorm_php::ConfigError),
     /// The reference capture cannot complete the requests.
@@ -526,6 +532,18 @@ pub struct Capture {
     notes: Vec<String>,
     /// The NFS side as recorded (`mount`, the proposal, is ignored here).
     nfs: NfsOptions,
+    /// How the requests were split.
+    mode: statstorm_php::request::RequestMode,
+    format: InputFormat,
+}
+
+/// What the traces' format shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InputFormat {
+    /// Every input has timestamps (`-t`, `-tt`, `-ttt` or `-r`).
+    pub timestamps: bool,
+    /// Every input has `-T` durations.
+    pub durations: bool,
 }
 
 /// A change to predict on a [`Capture`]: proposed php settings, storage
@@ -583,15 +601,24 @@ impl Capture {
                 source,
             })?;
         if read.events == 0 {
-            return Err(Error::NoEvents {
-                files: args
-                    .traces
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+            let files = args
+                .traces
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(match read.summary {
+                Some(summary) => Error::SummaryOnly { files, summary },
+                None => Error::NoEvents { files },
             });
         }
+        let format = InputFormat {
+            timestamps: read
+                .inputs
+                .iter()
+                .all(|i| i.detected.timestamps != statstorm_trace::TsKind::None),
+            durations: read.inputs.iter().all(|i| i.detected.durations),
+        };
         let mut notes = Vec::new();
         if read.skipped() > 0 {
             notes.push(format!(
@@ -683,7 +710,20 @@ impl Capture {
             source,
             notes,
             nfs: args.nfs.clone(),
+            mode: split.mode,
+            format,
         })
+    }
+
+    /// How the requests were split (php-fpm, php-cli, both, or neither:
+    /// the whole trace as one request).
+    pub fn mode(&self) -> statstorm_php::request::RequestMode {
+        self.mode
+    }
+
+    /// What the traces' format shows (timestamps, durations).
+    pub fn format(&self) -> InputFormat {
+        self.format
     }
 
     /// The settings the capture was recorded under.

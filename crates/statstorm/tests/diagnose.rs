@@ -1,0 +1,182 @@
+//! `statstorm diagnose` through the command line: the JSON document's
+//! shape (statstorm.diagnose/1), 80-column text, -o, and partial or odd
+//! input giving a report that says what it could not determine.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{fixtures, json, run};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn lab(file: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/nfs-lab/strace/3/defaults")
+        .join(file);
+    assert!(p.exists(), "missing lab fixture {}", p.display());
+    p
+}
+
+fn arr<'a>(v: &'a Value, k: &str) -> &'a Vec<Value> {
+    v[k].as_array()
+        .unwrap_or_else(|| panic!("{k} is not an array: {v}"))
+}
+
+fn narrow(text: &str) {
+    for (i, l) in text.lines().enumerate() {
+        assert!(
+            l.chars().count() <= 80,
+            "line {} has {} columns: {l:?}",
+            i + 1,
+            l.chars().count()
+        );
+    }
+}
+
+#[test]
+fn json_document_has_the_documented_fields() {
+    let t = lab("fpm_nooc-series.strace.gz");
+    let v = json(
+        "diagnose",
+        &[
+            t.to_str().unwrap(),
+            "--from-mount",
+            "vers=3",
+            "--nfs-root",
+            "/mnt/nfs",
+        ],
+    );
+    assert_eq!(v["schema"], "statstorm.diagnose/1");
+    let f = arr(&v, "findings");
+    assert!(!f.is_empty());
+    for x in f {
+        for k in [
+            "kind",
+            "severity",
+            "summary",
+            "evidence",
+            "mechanism",
+            "share",
+        ] {
+            assert!(!x[k].is_null(), "finding without {k}: {x}");
+        }
+    }
+    // ranked: most important first
+    let sev = |x: &Value| match x["severity"].as_str().unwrap() {
+        "critical" => 3,
+        "major" => 2,
+        "minor" => 1,
+        _ => 0,
+    };
+    assert!(f.windows(2).all(|w| sev(&w[0]) >= sev(&w[1])));
+    let plans = arr(&v, "plans");
+    assert!(!plans.is_empty());
+    for (i, p) in plans.iter().enumerate() {
+        assert_eq!(p["rank"], i + 1);
+        for c in arr(p, "changes") {
+            assert!(c["key"].is_string() && c["value"].is_string(), "{c}");
+        }
+        for k in ["predicted", "risk", "verify", "effect", "risks"] {
+            assert!(!p[k].is_null(), "plan without {k}: {p}");
+        }
+        assert!(p["predicted"]["before"]["rpcs"].is_object());
+        assert!(p["predicted"]["after"]["latency"]["p99_ms"].is_number());
+    }
+    for n in arr(&v, "will_not_help") {
+        assert!(
+            n["effect"]["metadata_calls"]["direction"].is_string(),
+            "{n}"
+        );
+    }
+    assert!(!arr(&v, "assumed").is_empty());
+    assert!(v["unknown"].is_array());
+}
+
+#[test]
+fn text_fits_80_columns_and_o_writes_the_file() {
+    let t = lab("fpm_nooc-series.strace.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.txt");
+    let stdout = run(
+        "diagnose",
+        &[
+            t.to_str().unwrap(),
+            "--from-mount",
+            "vers=3",
+            "--nfs-root",
+            "/mnt/nfs",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(stdout.is_empty());
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("What is wrong") && text.contains("Plan 1"));
+    narrow(&text);
+    let text = run(
+        "diagnose",
+        &[fixtures("php/fpm-wordpress-obd.strace.zst")
+            .to_str()
+            .unwrap()],
+    );
+    narrow(&text);
+}
+
+/// Odd input: a report that says what it could not determine, exit 0.
+#[test]
+fn partial_input_says_what_it_could_not_determine() {
+    let dir = tempfile::tempdir().unwrap();
+    // no timestamps, no durations, not PHP
+    let plain = dir.path().join("plain.strace");
+    std::fs::write(
+        &plain,
+        "1234 open(\"/etc/passwd\", O_RDONLY) = 3\n1234 stat(\"/etc/hosts\", {st_mode=S_IFREG|0644, st_size=1, ...}) = 0\n1234 close(3) = 0\n",
+    )
+    .unwrap();
+    let v = json("diagnose", &[plain.to_str().unwrap()]);
+    let unknown: Vec<&str> = arr(&v, "unknown")
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    assert_eq!(unknown, ["no_timestamps", "no_durations", "not_php"]);
+    assert!(arr(&v, "plans").is_empty());
+    // nothing PHP proposed nor assumed for a program that is not PHP
+    assert!(arr(&v, "will_not_help").is_empty());
+    assert!(arr(&v, "assumed").iter().all(|a| a["topic"] != "php"));
+    let text = run("diagnose", &[plain.to_str().unwrap()]);
+    assert!(text.contains("Could not determine"));
+    narrow(&text);
+    // an strace -c table alone
+    let table = fixtures("seeds/004-strace-c-before.txt");
+    let v = json("diagnose", &[table.to_str().unwrap()]);
+    assert_eq!(arr(&v, "unknown")[0], "summary_only");
+    assert_eq!(v["baseline"]["recorded"]["metadata_calls"], 12025);
+    let text = run("diagnose", &[table.to_str().unwrap()]);
+    assert!(text.contains("an strace -c table has no calls"), "{text}");
+    narrow(&text);
+}
+
+#[test]
+fn missing_file_and_bad_setting_exit_2_naming_them() {
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["diagnose", "/nonexistent/x.strace"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.strace"));
+    let t = lab("fpm_nooc-series.strace.gz");
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args([
+            "diagnose",
+            t.to_str().unwrap(),
+            "--php",
+            "realpath_cache_sise=1M",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("realpath_cache_sise"), "{err}");
+}
