@@ -15,7 +15,7 @@
 use crate::spill::{Chunk, Spill};
 use statstorm_php::lift::{CallSource, FactsBuilder, TraceFacts};
 use statstorm_php::request::{Requests, Splitter};
-use statstorm_trace::op::{Normalizer, Op};
+use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Event, Interner, Trace};
 use std::collections::BTreeMap;
 use std::io;
@@ -82,6 +82,8 @@ pub struct Recorded {
     pub background: Vec<Background>,
     /// The first error reading the spill back through [`CallSource`].
     error: std::sync::Mutex<Option<io::Error>>,
+    /// Metadata calls over time and by directory.
+    pub timeline: Timeline,
 }
 
 impl std::fmt::Debug for Recorded {
@@ -217,6 +219,43 @@ pub struct Fold {
     spill: Option<Spill>,
     error: Option<io::Error>,
     seen: u64,
+    timeline: Timeline,
+}
+
+/// The capture's metadata calls (the syscalls the models count:
+/// `statstorm_php::lower::CHECKED`) over time and by directory, every
+/// process included: what a report plots. Bounded by the trace's length
+/// in seconds and its distinct directories.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Calls per second of the trace's clock.
+    pub per_second: BTreeMap<i64, u64>,
+    /// Calls per directory (the parent of the call's path).
+    pub dirs: std::collections::HashMap<Box<str>, u64>,
+}
+
+impl Timeline {
+    fn push(&mut self, op: &statstorm_trace::op::Op) {
+        let name = op.kind.syscall_name(op.flags());
+        if !statstorm_php::lower::CHECKED.contains(&name) || op.kind == OpKind::Fstat {
+            return;
+        }
+        *self
+            .per_second
+            .entry(op.t_us.div_euclid(1_000_000))
+            .or_default() += 1;
+        let dir = match op.path.rsplit_once('/') {
+            Some(("", _)) => "/",
+            Some((d, _)) => d,
+            None => return,
+        };
+        match self.dirs.get_mut(dir) {
+            Some(n) => *n += 1,
+            None => {
+                self.dirs.insert(dir.into(), 1);
+            }
+        }
+    }
 }
 
 impl Default for Fold {
@@ -245,6 +284,7 @@ impl Fold {
             spill: None,
             error: None,
             seen: 0,
+            timeline: Timeline::default(),
         }
     }
 
@@ -253,6 +293,7 @@ impl Fold {
         let unit = self.split.push(e, strings).0 as usize;
         self.facts.push(e, strings);
         if let Some(op) = self.norm.push(e, strings) {
+            self.timeline.push(&op);
             if unit >= self.units.len() {
                 self.units.resize_with(unit + 1, UnitCalls::default);
                 self.counts.resize_with(unit + 1, Vec::new);
@@ -362,6 +403,7 @@ impl Fold {
             first_us,
             background: Vec::new(),
             error: std::sync::Mutex::new(None),
+            timeline: self.timeline,
         };
         for (pid, units) in background {
             let ops = rec.units_calls(&units)?;

@@ -92,21 +92,102 @@ impl Figures {
     }
 }
 
-/// The modelled figures of a report: before (the recorded settings), after
-/// (the proposed ones), and what the capture itself recorded.
+/// The modelled figures of a report: before (the recorded settings) and
+/// after (the proposed ones).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Predicted {
     pub before: Figures,
     pub after: Figures,
+    /// The simulated TTFB's distribution, before and after (with latency).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb: Option<Distribution>,
+    /// Requests in start order, at most [`MAX_POINTS`] evenly picked
+    /// (what a report plots; not in the JSON of every plan).
+    #[serde(skip)]
+    pub points: Vec<RequestPoint>,
+}
+
+/// Requests kept for plots.
+pub const MAX_POINTS: usize = 2000;
+
+/// Quantiles 1%, 2%, ..., 100% (nearest rank) of the simulated TTFB, ms.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Distribution {
+    pub before_ms: Vec<f64>,
+    pub after_ms: Vec<f64>,
+}
+
+/// One request's figures before and after.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RequestPoint {
+    /// Trace clock, seconds.
+    pub start_s: f64,
+    pub calls_before: u64,
+    pub calls_after: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcs_before: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcs_after: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_before_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttfb_after_ms: Option<f64>,
+}
+
+/// Quantiles 1..=100 % of `v` (nearest rank); empty for no value.
+fn percentiles(mut v: Vec<f64>) -> Vec<f64> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    v.sort_by(f64::total_cmp);
+    (1..=100)
+        .map(|p| {
+            let rank = ((p as f64 / 100.0) * v.len() as f64).ceil() as usize;
+            v[rank.clamp(1, v.len()) - 1]
+        })
+        .collect()
 }
 
 impl Predicted {
-    /// The report's totals and latency.
+    /// The report's totals, latency and plotted requests.
     pub fn of(r: &Report) -> Predicted {
         let lat = r.latency.as_ref();
+        let calls = |s: &Side| CHECKED.iter().map(|k| s.get(k)).sum::<u64>();
+        let rpcs = |s: &Side| s.rpc.as_ref().map(|m| m.values().sum::<u64>());
+        let step = r.requests.len().div_ceil(MAX_POINTS).max(1);
+        let points = r
+            .requests
+            .iter()
+            .step_by(step)
+            .map(|q| RequestPoint {
+                start_s: q.start,
+                calls_before: calls(&q.before),
+                calls_after: calls(&q.after),
+                rpcs_before: rpcs(&q.before),
+                rpcs_after: rpcs(&q.after),
+                ttfb_before_ms: q.before.latency_ms,
+                ttfb_after_ms: q.after.latency_ms,
+            })
+            .collect();
+        let before: Vec<f64> = r
+            .requests
+            .iter()
+            .filter_map(|q| q.before.latency_ms)
+            .collect();
+        let after: Vec<f64> = r
+            .requests
+            .iter()
+            .filter_map(|q| q.after.latency_ms)
+            .collect();
+        let ttfb = (!before.is_empty() || !after.is_empty()).then(|| Distribution {
+            before_ms: percentiles(before),
+            after_ms: percentiles(after),
+        });
         Predicted {
             before: Figures::of(&r.totals.before, lat.and_then(|l| l.before.as_ref())),
             after: Figures::of(&r.totals.after, lat.and_then(|l| l.after.as_ref())),
+            ttfb,
+            points,
         }
     }
 

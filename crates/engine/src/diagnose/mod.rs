@@ -69,6 +69,58 @@ pub struct Diagnosis {
     pub summary: Option<statstorm_trace::Summary>,
     /// The prediction's notes (what the capture hides, the models' inputs).
     pub notes: Vec<String>,
+    /// What a report plots.
+    pub plots: Plots,
+}
+
+/// What a report plots, besides each plan's TTFB distribution.
+#[derive(Debug, Default, Serialize)]
+pub struct Plots {
+    /// The first second of the series (trace clock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<i64>,
+    /// Metadata calls in each second from `start_s` on (every process;
+    /// empty when the trace spans more than [`MAX_SERIES_S`]).
+    pub metadata_per_s: Vec<u64>,
+    /// Seconds with several times the median (`analyze`'s bursts).
+    pub bursts: Vec<crate::analyze::Burst>,
+    /// Directories by metadata calls, most first (at most [`TOP_DIRS`]).
+    pub top_dirs: Vec<(String, u64)>,
+    /// The best plan's requests before and after (at most
+    /// [`figures::MAX_POINTS`], in start order).
+    pub requests: Vec<figures::RequestPoint>,
+}
+
+/// The longest series plotted, seconds.
+pub const MAX_SERIES_S: i64 = 100_000;
+/// Directories plotted.
+pub const TOP_DIRS: usize = 12;
+
+/// The plots' data of a capture's timeline and its best plan.
+fn plots(t: &crate::capture::Timeline, best: Option<&figures::Predicted>) -> Plots {
+    let mut p = Plots::default();
+    if let (Some((&first, _)), Some((&last, _))) = (
+        t.per_second.first_key_value(),
+        t.per_second.last_key_value(),
+    ) {
+        if last - first < MAX_SERIES_S {
+            let mut v = vec![0u64; (last - first + 1) as usize];
+            for (&s, &n) in &t.per_second {
+                v[(s - first) as usize] = n;
+            }
+            p.bursts = crate::analyze::find_bursts(first, &v).1;
+            p.start_s = Some(first);
+            p.metadata_per_s = v;
+        }
+    }
+    let mut dirs: Vec<(String, u64)> = t.dirs.iter().map(|(d, &n)| (d.to_string(), n)).collect();
+    dirs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    dirs.truncate(TOP_DIRS);
+    p.top_dirs = dirs;
+    if let Some(b) = best {
+        p.requests = b.points.clone();
+    }
+    p
 }
 
 /// The capture's own figures.
@@ -359,6 +411,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         k.sort();
         seen.insert(k)
     });
+    let plots = plots(cap.timeline(), plans.first().map(|p| &p.1).or(Some(&bp)));
     let plans = plans
         .into_iter()
         .enumerate()
@@ -390,6 +443,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         unknown,
         summary: None,
         notes: base.notes.clone(),
+        plots,
     })
 }
 
@@ -427,6 +481,7 @@ fn table_only(opts: &Options, summary: statstorm_trace::Summary) -> Diagnosis {
         unknown: vec![Unknown::SummaryOnly],
         summary: Some(summary),
         notes: Vec::new(),
+        plots: Plots::default(),
     }
 }
 

@@ -726,6 +726,11 @@ impl Capture {
         self.format
     }
 
+    /// The capture's metadata calls over time and by directory.
+    pub fn timeline(&self) -> &crate::capture::Timeline {
+        &self.rec.timeline
+    }
+
     /// The settings the capture was recorded under.
     pub fn recorded_settings(&self) -> &PhpConfig {
         &self.recorded.config
