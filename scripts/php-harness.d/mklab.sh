@@ -11,6 +11,16 @@
 #   www/inc/lib/u{1,2}.php          found through include_path (second entry)
 #   www/rel/r1.php                  included as './rel/r1.php'
 #   data/d{0..3}/f{i}.txt           40 names, every fifth missing
+#   site/index.php     entry of the theme workload (seed 000, a WordPress theme):
+#                      require_once of 180 files by absolute paths built from
+#                      ABSPATH (define('ABSPATH', __DIR__ . '/')), each defining
+#                      one function; echoes the count of included files
+#   site/theme/inc/part-{0..29}.php                 30
+#   site/theme/template-parts/header/part-{0..19}   20
+#   site/theme/template-parts/content/part-{0..29}  30
+#   site/theme/template-parts/footer/part-{0..19}   20
+#   site/theme/lib/vendor/a/src/part-{0..39}        40
+#   site/theme/lib/vendor/b/src/part-{0..39}        40
 set -euo pipefail
 LAB=${1:-/tmp/statstorm-lab}
 rm -rf "$LAB"
@@ -98,4 +108,27 @@ for ($r = 0; $r < 3; $r++) {
 }
 echo $yes, ' ', count($GLOBALS['n']), "\n";
 PHP
+# the theme (seed 000): the layout and include order of the NFS lab's
+# workload (its site/index.php and site/theme/...), under $LAB/site
+S=$LAB/site
+mkdir -p "$S"
+{
+  echo '<?php'
+  echo '// Theme workload (statstorm php-harness, seed 000): require_once 180 files'
+  echo '// by absolute paths, WordPress style (ABSPATH . ...).'
+  echo "define('ABSPATH', __DIR__ . '/');"
+  echo "\$GLOBALS['parts'] = [];"
+  for spec in inc:30 template-parts/header:20 template-parts/content:30 \
+              template-parts/footer:20 lib/vendor/a/src:40 lib/vendor/b/src:40; do
+    d=theme/${spec%%:*}
+    mkdir -p "$S/$d"
+    for i in $(seq 0 $((${spec##*:} - 1))); do
+      fn=${d//[^a-zA-Z0-9]/_}_part_$i
+      printf '<?php\n// %s/part-%s.php\nfunction %s() { return %s; }\n$GLOBALS["parts"][] = "%s/part-%s.php";\n' \
+        "$d" "$i" "$fn" "$i" "$d" "$i" >"$S/$d/part-$i.php"
+      echo "require_once ABSPATH . '$d/part-$i.php';"
+    done
+  done
+  echo "echo count(\$GLOBALS['parts']), \"\\n\";"
+} >"$S/index.php"
 find "$LAB" -exec touch -h -d '2026-01-01 00:00:00' {} +

@@ -7,8 +7,9 @@
 
 use statstorm_engine::diagnose::candidates::Setting;
 use statstorm_engine::diagnose::figures::Direction;
+use statstorm_engine::diagnose::findings::Kind;
 use statstorm_engine::diagnose::{diagnose, Diagnosis, Options, Plan};
-use statstorm_engine::predict::{NfsOptions, PredictOptions};
+use statstorm_engine::predict::{NfsOptions, PredictOptions, SimOptions};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -29,6 +30,10 @@ fn php(file: &str) -> PathBuf {
 }
 
 fn run(traces: Vec<PathBuf>, mount: Option<(&str, &str)>) -> Diagnosis {
+    run_with(traces, mount, SimOptions::default())
+}
+
+fn run_with(traces: Vec<PathBuf>, mount: Option<(&str, &str)>, sim: SimOptions) -> Diagnosis {
     let nfs = match mount {
         Some((opts, root)) => NfsOptions {
             from_mount: Some(opts.into()),
@@ -41,6 +46,7 @@ fn run(traces: Vec<PathBuf>, mount: Option<(&str, &str)>) -> Diagnosis {
         predict: PredictOptions {
             traces,
             nfs,
+            sim,
             ..PredictOptions::default()
         },
         writable: Vec::new(),
@@ -73,6 +79,63 @@ fn no_help(d: &Diagnosis) -> Vec<String> {
 
 fn per_request(v: f64, d: &Diagnosis) -> f64 {
     v / d.requests as f64
+}
+
+/// Seed 000: a WordPress-style theme (180 require_once) on NFSv4.1,
+/// OPcache revalidate_freq=60, 16 session slots, 2 ms per RPC. The
+/// harness's capture: 4 workers, a request every 2 s for 150 s. The fix
+/// applied: validate_timestamps=0 with a reload on deploy; the advice
+/// lookupcache=pos does nothing here.
+#[test]
+fn seed_000_opcache_revalidation() {
+    let d = run_with(
+        vec![php("fpm-theme-rf60.strace.gz")],
+        Some(("vers=4.1", "/tmp/statstorm-lab/site")),
+        SimOptions {
+            slots: Some(16),
+            workers: Some(50),
+            server_latency: Some(2.0),
+            ..SimOptions::default()
+        },
+    );
+    let f = &d.findings[0];
+    assert_eq!(f.id(), "opcache_revalidation_storm", "{:?}", d.findings);
+    // revalidate_freq (60) >= acregmax (60): every validation a GETATTR
+    match &f.kind {
+        Kind::OpcacheRevalidationStorm {
+            every_validation_getattr,
+            removed,
+            ..
+        } => {
+            assert_eq!(*every_validation_getattr, Some(true));
+            // two windows of 180 includes + the entry script
+            assert!((350..=400).contains(&removed.rpc("GETATTR")), "{removed:?}");
+        }
+        k => panic!("{k:?}"),
+    }
+    let p = &d.plans[0];
+    assert_eq!(keys(&p.changes), ["opcache.validate_timestamps=0"]);
+    assert!(p.deploy.iter().any(|s| s.contains("reload php-fpm")));
+    let getattr = (
+        per_request(p.predicted.before.rpc("GETATTR") as f64, &d),
+        per_request(p.predicted.after.rpc("GETATTR") as f64, &d),
+    );
+    assert!(getattr.0 > 4.0 && getattr.1 < 0.5, "{getattr:?}");
+    // the requests that revalidate (one a minute: OPcache's stamp is
+    // shared by the pool) wait ~490 ms for 181 GETATTRs; after: none
+    let spikes: Vec<(f64, f64)> = d
+        .plots
+        .requests
+        .iter()
+        .skip(1)
+        .filter(|q| q.rpcs_before.unwrap_or(0) > 150)
+        .map(|q| (q.ttfb_before_ms.unwrap(), q.ttfb_after_ms.unwrap()))
+        .collect();
+    assert_eq!(spikes.len(), 2, "{:?}", d.plots.requests);
+    for (b, a) in spikes {
+        assert!(b > 400.0 && a < 50.0, "{b} -> {a}");
+    }
+    assert!(no_help(&d).contains(&"lookupcache=pos".to_string()));
 }
 
 /// Seed 001: a theme on local storage (ZFS), revalidate_freq=0: OPcache
