@@ -22,6 +22,7 @@
 //! - [`check`]: the modelled "before" against the recorded calls.
 //! - [`diagnose`]: findings, ranked plans with their predicted effect and
 //!   risk, and the changes that will not help (docs/diagnose.md).
+//! - [`evidence`]: configuration files of the recording machine (php-fpm pools).
 //! - [`simulate`]: scenario files and the causes of a simulated run.
 //!
 //! ```
@@ -67,6 +68,7 @@ pub mod analyze;
 pub mod capture;
 pub mod check;
 pub mod diagnose;
+pub mod evidence;
 pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
