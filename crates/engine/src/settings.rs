@@ -33,6 +33,10 @@ pub struct Stated<'a> {
     pub php_info: Option<&'a Path>,
     /// The php.ini in force.
     pub ini: Option<&'a Path>,
+    /// The php-fpm pool's php values (`php_admin_value[...]`, ...), in the
+    /// order that reproduces the pool (over the php.ini; `at` names the
+    /// file's line).
+    pub pool: &'a [Pair],
     /// `key=value` settings (`at` names where they were given).
     pub flags: &'a [String],
 }
@@ -40,7 +44,10 @@ pub struct Stated<'a> {
 impl Stated<'_> {
     /// Whether anything was stated.
     pub fn any(&self) -> bool {
-        self.php_info.is_some() || self.ini.is_some() || !self.flags.is_empty()
+        self.php_info.is_some()
+            || self.ini.is_some()
+            || !self.pool.is_empty()
+            || !self.flags.is_empty()
     }
 }
 
@@ -121,6 +128,7 @@ pub fn recorded(w: &Workload, stated: Stated<'_>) -> Result<Recorded, ConfigErro
         let pairs = ini_pairs(&read(p)?, &p.display().to_string())?;
         apply(pairs, &mut r, false)?;
     }
+    apply(stated.pool.to_vec(), &mut r, false)?;
     let mut flags = Vec::new();
     for f in stated.flags {
         let Some((k, v)) = f.split_once('=') else {

@@ -123,6 +123,7 @@ proptest! {
                 ..PredictOptions::default()
             },
             writable: marked.iter().cloned().collect(),
+            ..Options::default()
         };
         let d = diagnose(&opts, &mut |_| {}).unwrap();
         // a write under /srv (the NFS root), by the trace or marked
@@ -169,6 +170,7 @@ fn run(t: &str, writable: &[&str]) -> statstorm_engine::diagnose::Diagnosis {
             ..PredictOptions::default()
         },
         writable: writable.iter().map(|s| s.to_string()).collect(),
+        ..Options::default()
     };
     diagnose(&opts, &mut |_| {}).unwrap()
 }

@@ -50,6 +50,7 @@ fn run_with(traces: Vec<PathBuf>, mount: Option<(&str, &str)>, sim: SimOptions) 
             ..PredictOptions::default()
         },
         writable: Vec::new(),
+        ..Options::default()
     };
     diagnose(&opts, &mut |_| {}).expect("diagnose")
 }
@@ -142,7 +143,27 @@ fn seed_000_opcache_revalidation() {
 /// stats every script of every page. The fix applied: revalidate_freq=60.
 #[test]
 fn seed_001_revalidate_freq_0() {
-    let d = run(vec![php("fpm-tree-rf0.strace.gz")], None);
+    // the pool of seed 001 (200 static children, backlog 128,
+    // php_admin_value[opcache.revalidate_freq] = 0)
+    let pool = repo().join("tests/fixtures/evidence/seed-001.conf");
+    let d = diagnose(
+        &Options {
+            predict: PredictOptions {
+                traces: vec![php("fpm-tree-rf0.strace.gz")],
+                ..PredictOptions::default()
+            },
+            fpm_conf: Some(pool),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    let p = d.pool.as_ref().unwrap();
+    assert_eq!((p.max_children, p.listen_backlog), (Some(200), 128));
+    // the pool's admin value wins over any php.ini: the plan says where
+    let at = &d.plans[0].snippets.set_at;
+    assert_eq!(at.len(), 1, "{at:?}");
+    assert!(at[0].1.ends_with("seed-001.conf:13"), "{at:?}");
     assert_eq!(
         d.findings[0].id(),
         "opcache_revalidation_storm",

@@ -176,7 +176,8 @@ fn wrap(out: &mut impl Write, first: &str, indent: &str, text: &str) -> Result<(
     let opts = textwrap::Options::new(WIDTH)
         .initial_indent(first)
         .subsequent_indent(indent)
-        .break_words(false);
+        .break_words(false)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     for l in textwrap::wrap(text, opts) {
         writeln!(out, "{}", l.trim_end())?;
     }
@@ -270,6 +271,14 @@ fn plan_text(out: &mut impl Write, p: &Plan, requests: usize) -> Result<()> {
     for l in &p.snippets.fpm_pool {
         writeln!(out, "      (or pool)  {l}")?;
     }
+    for (k, at) in &p.snippets.set_at {
+        wrap(
+            out,
+            "      note:      ",
+            "                 ",
+            &format!("{k} is set at {at}: change it there"),
+        )?;
+    }
     if let Some(m) = &p.snippets.mount_options {
         wrap(out, "      mount:     ", "                 ", m)?;
     }
@@ -301,7 +310,14 @@ fn plan_text(out: &mut impl Write, p: &Plan, requests: usize) -> Result<()> {
 
 /// The diagnosis as text, 80 columns.
 pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
-    wrap(out, "statstorm diagnose: ", "  ", &d.inputs.join(", "))?;
+    // (paths may be longer than a line: cut where they must be)
+    let opts = textwrap::Options::new(WIDTH)
+        .initial_indent("statstorm diagnose: ")
+        .subsequent_indent("  ")
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    for l in textwrap::wrap(&d.inputs.join(", "), opts) {
+        writeln!(out, "{}", l.trim_end())?;
+    }
     wrap(
         out,
         "",
@@ -316,6 +332,28 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
             &format!("storage: NFS under {} ({})", m.root, m.options),
         )?,
         None => writeln!(out, "storage: not NFS (no mount given)")?,
+    }
+    if let Some(p) = &d.pool {
+        let children = p
+            .max_children
+            .map_or("pm.max_children not stated".to_string(), |n| {
+                format!("pm.max_children {n}")
+            });
+        wrap(
+            out,
+            "",
+            "  ",
+            &format!(
+                "php-fpm pool [{}] of {}: {children}, listen.backlog {}, {} php values the model uses",
+                p.name,
+                p.file,
+                p.listen_backlog,
+                p.php.len()
+            ),
+        )?;
+        for s in &p.skipped {
+            wrap(out, "  skipped: ", "    ", s)?;
+        }
     }
     if d.summary.is_some() {
         writeln!(
@@ -460,10 +498,15 @@ struct FindingJson<'a> {
 }
 
 impl crate::Export for Diagnosis {
-    const FORMATS: &'static [crate::Format] = &[crate::Format::Text, crate::Format::Json];
+    const FORMATS: &'static [crate::Format] = &[
+        crate::Format::Text,
+        crate::Format::Json,
+        crate::Format::Html,
+    ];
     fn export(&self, format: crate::Format, out: &mut dyn Write) -> Result<()> {
         match format {
             crate::Format::Text => text(&mut &mut *out, self),
+            crate::Format::Html => crate::diagnose_html::html(self, out),
             crate::Format::Json => {
                 // the diagnosis's own fields, each finding with its words
                 let mut doc = serde_json::to_value(self)?;

@@ -6,6 +6,7 @@
 //! unit pickers for human output.
 
 pub mod diagnose;
+pub mod diagnose_html;
 pub mod findings;
 pub mod predict;
 pub mod profile;
@@ -17,6 +18,8 @@ pub enum Format {
     Text,
     Markdown,
     Json,
+    /// One self-contained HTML page (diagnose's report).
+    Html,
 }
 
 impl Format {
@@ -26,6 +29,7 @@ impl Format {
             Format::Text => "text",
             Format::Markdown => "md",
             Format::Json => "json",
+            Format::Html => "html",
         }
     }
 }

@@ -413,6 +413,7 @@ impl super::Export for View<'_> {
                 serde_json::to_writer(&mut *out, &doc)?;
                 out.write_all(b"\n")
             }
+            f => Err(super::unsupported("analyze's profile", f, Self::FORMATS)),
         }
     }
 }

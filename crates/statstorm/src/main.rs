@@ -35,6 +35,8 @@ enum Command {
     Simulate(cmd::simulate::Args),
     /// Say what makes the storm, what to change, what it will do and risk.
     Diagnose(Box<cmd::diagnose::Args>),
+    /// Diagnose the built-in case (seed 000) and write its HTML report.
+    Demo(cmd::demo::Args),
 }
 
 fn main() {
@@ -44,6 +46,7 @@ fn main() {
         Command::Predict(a) => cmd::predict::run(*a),
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(*a),
+        Command::Demo(a) => cmd::demo::run(a),
     };
     match code {
         Ok(c) => std::process::exit(c),

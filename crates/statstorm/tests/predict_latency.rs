@@ -337,8 +337,8 @@ fn slots_are_session_slots_on_v41() {
 }
 
 /// With an IOPS budget the server queues RPCs; a pool held up by them
-/// refuses requests (502). The proposed mount, with fewer RPCs, refuses
-/// fewer.
+/// refuses requests (502) once its listen queue (php-fpm's 511 before
+/// PHP 8.2) is full. The proposed mount, with fewer RPCs, refuses fewer.
 #[test]
 fn iops_budget_drops_fewer_requests_after() {
     let v = predict_json(
@@ -352,9 +352,12 @@ fn iops_budget_drops_fewer_requests_after() {
             "4",
             "--iops",
             "200",
+            "--listen-backlog",
+            "511",
         ],
     );
     let l = &v["latency"];
+    assert_eq!(l["params"]["listen_backlog"], 511);
     assert_eq!(f(&l["params"]["iops"]), 200.0);
     assert_eq!(f(&l["params"]["burst"]), 200.0);
     let (b, a) = (&l["before"], &l["after"]);
@@ -428,4 +431,18 @@ fn warm_nfs_cache_predicts_a_run_that_followed_the_same_work() {
         };
         assert!(note(&warm) && !note(&cold));
     }
+}
+
+/// php-fpm 8.2 listens with -1 when its pool states no listen.backlog:
+/// Linux gives it net.core.somaxconn (4096 since 5.4), not 511.
+#[test]
+fn listen_backlog_defaults_to_php_fpm_8_2s() {
+    let v = predict_json("fpm_nooc-series", &[]);
+    let l = &v["latency"];
+    assert_eq!(l["params"]["listen_backlog"], 4096);
+    assert!(l["assumptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a.as_str().unwrap().contains("listen.backlog 4096")));
 }

@@ -367,8 +367,61 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
             .cmp(&a.severity)
             .then(b.share.total_cmp(&a.share))
     });
+    causes_first(&mut out);
     out
 }
+
+/// The removal of a finding, when the model measured one.
+fn removed(k: &Kind) -> Option<&Removed> {
+    match k {
+        Kind::OpcacheRevalidationStorm { removed, .. }
+        | Kind::OpcacheOff { removed }
+        | Kind::OpcacheFull { removed, .. }
+        | Kind::RealpathCacheMisses { removed, .. }
+        | Kind::OpenBasedirWalks { removed, .. }
+        | Kind::CloseToOpenRevalidation { removed, .. }
+        | Kind::AttributeCacheExpiry { removed, .. } => Some(removed),
+        _ => None,
+    }
+}
+
+/// Share of `effect`'s RPCs that `cause` removes too (per op, the lesser).
+fn covered(cause: &Removed, effect: &Removed) -> f64 {
+    let both: u64 = effect
+        .rpcs
+        .iter()
+        .map(|(op, &n)| n.min(cause.rpc(op)))
+        .sum();
+    both as f64 / effect.total_rpcs().max(1) as f64
+}
+
+/// An NFS-cache finding whose RPCs a PHP finding of the same severity
+/// removes too (at least [`COVERED`] of them) is that finding's
+/// consequence: the stats OPcache's validations make are what expire in
+/// the attribute cache. The cause is put first.
+fn causes_first(out: &mut [Finding]) {
+    let php = |f: &Finding| removed(&f.kind).is_some_and(|r| !r.calls.is_empty());
+    let nfs = |f: &Finding| removed(&f.kind).is_some_and(|r| r.calls.is_empty());
+    let mut moved = true;
+    while moved {
+        moved = false;
+        for i in 1..out.len() {
+            let (a, b) = (&out[i - 1], &out[i]);
+            if a.severity == b.severity
+                && nfs(a)
+                && php(b)
+                && covered(removed(&b.kind).unwrap(), removed(&a.kind).unwrap()) >= COVERED
+            {
+                out.swap(i - 1, i);
+                moved = true;
+            }
+        }
+    }
+}
+
+/// How much of an NFS-cache finding's RPCs a PHP finding must remove to
+/// be its cause.
+pub const COVERED: f64 = 0.8;
 
 /// file_exists/is_readable/filesize... calls: a loop when they reach many
 /// distinct paths and a share of the metadata calls worth naming.

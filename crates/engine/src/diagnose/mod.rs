@@ -37,6 +37,86 @@ pub struct Options {
     /// Directories written through other clients (shared uploads, caches):
     /// never `nocto` nor long attribute caching there.
     pub writable: Vec<String>,
+    /// The php-fpm pool file the capture ran under: its php values (over
+    /// the php.ini), `pm.max_children` and `listen.backlog` (unless the
+    /// simulator options state them).
+    pub fpm_conf: Option<std::path::PathBuf>,
+    /// The pool of `fpm_conf` (default: its only pool, or the first).
+    pub fpm_pool: Option<String>,
+}
+
+/// The php-fpm pool read (`--fpm-conf`).
+#[derive(Debug, Serialize)]
+pub struct PoolOut {
+    pub file: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_children: Option<u32>,
+    /// The listen queue it gives (stated, or php-fpm 8.2's default).
+    pub listen_backlog: u32,
+    /// php values of the pool the model knows, `key=value`.
+    pub php: Vec<String>,
+    /// Lines php-fpm would refuse or the reader could not use
+    /// (`FILE:LINE: why: text`).
+    pub skipped: Vec<String>,
+}
+
+/// `opts` with the pool file's values, and what was read.
+fn with_pool(opts: &Options) -> Result<(PredictOptions, Option<PoolOut>)> {
+    use crate::evidence::fpm;
+    let mut p = opts.predict.clone();
+    let Some(path) = &opts.fpm_conf else {
+        return Ok((p, None));
+    };
+    let file = path.display().to_string();
+    let f = fpm::read(path).map_err(|e| crate::predict::Error::Evidence(e.to_string()))?;
+    let pool = match &opts.fpm_pool {
+        Some(n) => f.pool(n).ok_or_else(|| {
+            crate::predict::Error::Evidence(format!(
+                "{file}: no pool [{n}] (pools: {})",
+                f.pools
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?,
+        None => f.pools.first().ok_or_else(|| {
+            crate::predict::Error::Evidence(format!("{file}: no pool section ([www] or the like)"))
+        })?,
+    };
+    let pairs = pool.php_pairs(&file);
+    let known: Vec<String> = pairs
+        .iter()
+        .filter(|q| statstorm_php::config::KEYS.contains(&q.key.as_str()))
+        .map(|q| format!("{}={}", q.key, q.value))
+        .collect();
+    p.from_pool = pairs;
+    if p.sim.workers.is_none() {
+        p.sim.workers = pool.max_children;
+    }
+    if p.sim.listen_backlog.is_none() {
+        p.sim.listen_backlog = Some(pool.backlog());
+    }
+    let mut skipped: Vec<String> = f.skipped.iter().map(|s| s.describe(&file)).collect();
+    if f.pools.len() > 1 && opts.fpm_pool.is_none() {
+        skipped.push(format!(
+            "{file}: {} pools; the first, [{}], was read (--fpm-pool NAME for another)",
+            f.pools.len(),
+            pool.name
+        ));
+    }
+    Ok((
+        p,
+        Some(PoolOut {
+            file,
+            name: pool.name.clone(),
+            max_children: pool.max_children,
+            listen_backlog: pool.backlog(),
+            php: known,
+            skipped,
+        }),
+    ))
 }
 
 /// The result of [`diagnose`].
@@ -71,6 +151,9 @@ pub struct Diagnosis {
     pub notes: Vec<String>,
     /// What a report plots.
     pub plots: Plots,
+    /// The php-fpm pool file read (`--fpm-conf`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolOut>,
 }
 
 /// What a report plots, besides each plan's TTFB distribution.
@@ -175,6 +258,10 @@ pub struct Snippets {
     /// The mount's whole option string (fstab's fourth field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<String>,
+    /// Settings of the plan stated in a file given (a pool's
+    /// `php_admin_value` beats php.ini): (key, `FILE:LINE`) to edit there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_at: Vec<(String, String)>,
 }
 
 /// Where a counter is read.
@@ -265,6 +352,11 @@ pub const COMBINING: &str = "predicting combined plans";
 /// Diagnoses the capture of `opts`. `stage` is told each stage's name as
 /// it starts.
 pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<Diagnosis> {
+    let (popts, pool) = with_pool(opts)?;
+    let opts = &Options {
+        predict: popts,
+        ..opts.clone()
+    };
     let cap = match Capture::load(&opts.predict, stage) {
         Ok(c) => c,
         Err(crate::predict::Error::SummaryOnly { summary, .. }) => {
@@ -295,12 +387,19 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     let w = cap.workload();
     let mut written: Vec<String> = Vec::new();
     if let Some((root, _)) = &mount {
-        for d in written_dirs(w)
+        // a directory the trace writes into is on the mount when it lies
+        // under the root; a tree marked writable, when it overlaps it
+        let traced = written_dirs(w)
             .into_iter()
             .chain(cap.background_written())
-            .chain(opts.writable.iter().cloned())
-        {
-            if (under(&d, root) || under(root, &d)) && !written.contains(&d) {
+            .filter(|d| under(d, root));
+        let marked = opts
+            .writable
+            .iter()
+            .filter(|d| under(d, root) || under(root, d))
+            .cloned();
+        for d in traced.chain(marked) {
+            if !written.contains(&d) {
                 written.push(d);
             }
         }
@@ -415,7 +514,11 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     let plans = plans
         .into_iter()
         .enumerate()
-        .map(|(i, (c, p))| plan(i + 1, &c, p, requests, mount.as_ref().map(|m| &m.1)))
+        .map(|(i, (c, p))| {
+            let mut pl = plan(i + 1, &c, p, requests, mount.as_ref().map(|m| &m.1));
+            pl.snippets.set_at = set_at(&pl.changes, &base);
+            pl
+        })
         .collect();
     let mut assumed = assumed(&base, opts);
     if !php {
@@ -444,6 +547,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         summary: None,
         notes: base.notes.clone(),
         plots,
+        pool,
     })
 }
 
@@ -482,6 +586,7 @@ fn table_only(opts: &Options, summary: statstorm_trace::Summary) -> Diagnosis {
         summary: Some(summary),
         notes: Vec::new(),
         plots: Plots::default(),
+        pool: None,
     }
 }
 
@@ -587,11 +692,10 @@ fn plan(
             })
             .collect(),
         mount_options: match (mount, mount_opts.is_empty()) {
-            (Some(m), false) => MountOptions::parse(&mount_opts.join(","))
-                .ok()
-                .map(|p| m.overlay(&p).render()),
+            (Some(m), false) => Some(mount_line(m, &changes)),
             _ => None,
         },
+        set_at: Vec::new(),
     };
     Plan {
         rank,
@@ -604,6 +708,54 @@ fn plan(
         deploy: c.iter().filter_map(|c| c.deploy.clone()).collect(),
         snippets,
     }
+}
+
+/// The plan's php settings stated in a file line (`FILE:LINE`): where to
+/// change them (a pool's php_admin_value wins over any php.ini).
+fn set_at(changes: &[Setting], base: &Report) -> Vec<(String, String)> {
+    use crate::settings::Provenance;
+    changes
+        .iter()
+        .filter(|s| s.layer == Layer::Php)
+        .filter_map(|s| match base.recorded.provenance.get(&s.key) {
+            Some(Provenance::Stated { at }) if !at.starts_with("--") => {
+                Some((s.key.clone(), at.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The recorded options with the plan's mount changes in place of the
+/// options they replace (`actimeo` the four `ac*` times, `nocto` `cto`),
+/// as short as the mount command takes them.
+fn mount_line(m: &MountOptions, changes: &[Setting]) -> String {
+    let keys: Vec<&str> = changes
+        .iter()
+        .filter(|s| s.layer == Layer::Mount)
+        .map(|s| s.key.as_str())
+        .collect();
+    let replaced = |k: &str| {
+        keys.iter().any(|c| {
+            *c == k
+                || (*c == "actimeo" && k.starts_with("ac"))
+                || (*c == "nocto" && k == "cto")
+                || (*c == "noatime" && k.ends_with("atime"))
+        })
+    };
+    let mut out: Vec<String> = m
+        .render()
+        .split(',')
+        .filter(|o| !o.is_empty() && !replaced(o.split('=').next().unwrap_or(o)))
+        .map(str::to_string)
+        .collect();
+    out.extend(
+        changes
+            .iter()
+            .filter(|s| s.layer == Layer::Mount)
+            .map(Setting::assignment),
+    );
+    out.join(",")
 }
 
 /// The syscall and the NFS op that drop the most.
@@ -694,7 +846,13 @@ fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
             "php-fpm workers (pm.max_children)",
             p.workers.to_string(),
             s.workers.is_some(),
-            "--workers N",
+            "--fpm-conf FILE or --workers N",
+        );
+        d(
+            "php-fpm listen.backlog",
+            format!("{} (php-fpm 8.2's default)", p.listen_backlog),
+            s.listen_backlog.is_some(),
+            "--fpm-conf FILE or --listen-backlog N",
         );
         d(
             "network round trip to the NFS server",

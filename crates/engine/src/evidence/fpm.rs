@@ -245,6 +245,20 @@ impl Pool {
             .collect()
     }
 
+    /// [`Pool::php_settings`] as settings of `file`, each naming its line
+    /// (`FILE:LINE`).
+    pub fn php_pairs(&self, file: &str) -> Vec<statstorm_php::config::Pair> {
+        let user = self.php.iter().rev().filter(|v| !v.admin);
+        let admin = self.php.iter().rev().filter(|v| v.admin);
+        user.chain(admin)
+            .map(|v| statstorm_php::config::Pair {
+                key: v.key.clone(),
+                value: v.value.clone(),
+                at: format!("{file}:{}", v.line),
+            })
+            .collect()
+    }
+
     /// The line of `key` that takes effect (see [`Pool::php_settings`]):
     /// the first admin line of it, else its first line.
     pub fn php_value(&self, key: &str) -> Option<&PhpValue> {

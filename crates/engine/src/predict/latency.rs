@@ -66,12 +66,22 @@ pub struct SimOptions {
     pub iops: Option<f64>,
     /// IOPS bucket size [default: one second of --iops].
     pub burst: Option<f64>,
+    /// php-fpm's listen queue (`listen.backlog`) [default:
+    /// [`DEFAULT_LISTEN_BACKLOG`]].
+    pub listen_backlog: Option<u32>,
 }
+
+/// php-fpm 8.2's listen queue when its pool states none: php-fpm passes
+/// -1 to listen() (FPM_BACKLOG_DEFAULT since PHP 8.2), which Linux reads
+/// as net.core.somaxconn, 4096 since Linux 5.4
+/// ([`crate::evidence::fpm::DEFAULT_LISTEN_BACKLOG`]); 511 was php-fpm's
+/// own default before 8.2.
+pub const DEFAULT_LISTEN_BACKLOG: u32 = crate::evidence::fpm::DEFAULT_LISTEN_BACKLOG;
 
 impl SimOptions {
     fn given(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        let flags: [(&'static str, bool); 7] = [
+        let flags: [(&'static str, bool); 8] = [
             ("--workers", self.workers.is_some()),
             ("--rate", self.rate.is_some()),
             ("--slots", self.slots.is_some()),
@@ -79,6 +89,7 @@ impl SimOptions {
             ("--server-latency", self.server_latency.is_some()),
             ("--iops", self.iops.is_some()),
             ("--burst", self.burst.is_some()),
+            ("--listen-backlog", self.listen_backlog.is_some()),
         ];
         for (f, on) in flags {
             if on {
@@ -433,6 +444,7 @@ pub fn compute(
         }
     };
     let mut base = q.to_params();
+    base.pool.listen_backlog = a.listen_backlog.unwrap_or(DEFAULT_LISTEN_BACKLOG);
     base.arrivals = arrivals;
     base.duration_s = duration_s;
     base.local_fs = LocalFs {
@@ -449,11 +461,17 @@ pub fn compute(
         }
     };
     assumptions.push(format!(
-        "php-fpm pool: {} workers {}, listen.backlog {}; a full backlog refuses the \
+        "php-fpm pool: {} workers {}, listen.backlog {} {}; a full backlog refuses the \
          connection (502)",
         base.pool.max_children,
         flag("--workers", a.workers.is_some()),
-        base.pool.listen_backlog
+        base.pool.listen_backlog,
+        if a.listen_backlog.is_some() {
+            "(--listen-backlog)".to_string()
+        } else {
+            "(--listen-backlog, default: php-fpm 8.2 listens with -1, i.e. net.core.somaxconn)"
+                .to_string()
+        }
     ));
     let slots_text = |s: &SlotsOut| {
         if s.session_slots > 0 {

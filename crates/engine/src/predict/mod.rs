@@ -54,6 +54,10 @@ pub enum Error {
     Sim(String),
     #[error("--call-latency: {0}")]
     CallLatency(String),
+    /// A configuration file of the recording machine is unreadable or
+    /// names nothing usable.
+    #[error("{0}")]
+    Evidence(String),
     /// The capture's calls could not be written to, or read back from,
     /// their temporary file.
     #[error("the capture's calls in a temporary file in {dir} ($TMPDIR): {source}")]
@@ -110,6 +114,9 @@ pub struct PredictOptions {
     pub from_php_ini: Option<PathBuf>,
     /// `php -i` / `php-fpm -i` output of the recording machine.
     pub from_php_info: Option<PathBuf>,
+    /// The php values of the php-fpm pool the trace ran under, over the
+    /// php.ini ([`crate::evidence::fpm::Pool::php_pairs`]).
+    pub from_pool: Vec<statstorm_php::config::Pair>,
     /// A reference capture of the same application, recorded with OPcache and
     /// the realpath cache off (`opcache.enable=0 realpath_cache_size=0`, or
     /// open_basedir set), e.g. a few requests on one staging pool: it shows
@@ -376,6 +383,7 @@ fn recorded_config(
     let stated = crate::settings::Stated {
         php_info: args.from_php_info.as_deref(),
         ini: args.from_php_ini.as_deref(),
+        pool: &args.from_pool,
         flags: &args.from_php,
     };
     let r = crate::settings::recorded(w, stated)?;

@@ -1,6 +1,7 @@
 //! `statstorm diagnose TRACE... [--php-ini F] [--php-info F] [--php K=V]...
-//! [--mounts F | --from-mount OPTS] [--nfs-root DIR]... [--writable DIR]...
-//! [simulator flags] [--format text|json] [-o FILE]`
+//! [--fpm-conf F [--fpm-pool NAME]] [--mounts F | --from-mount OPTS]
+//! [--nfs-root DIR]... [--writable DIR]...
+//! [simulator flags] [--format text|json|html] [-o FILE]`
 //!
 //! Glue: flags -> [`Options`] -> `statstorm_engine::diagnose` -> a
 //! renderer (`render::diagnose`).
@@ -32,6 +33,14 @@ pub struct Args {
     /// A setting the capture ran under, over --php-ini (repeatable).
     #[arg(long = "php", value_name = "KEY=VALUE")]
     pub php: Vec<String>,
+    /// The php-fpm pool file the capture ran under: its php_value /
+    /// php_admin_value lines (over --php-ini), pm.max_children and
+    /// listen.backlog (unless --workers / --listen-backlog).
+    #[arg(long = "fpm-conf", value_name = "FILE")]
+    pub fpm_conf: Option<PathBuf>,
+    /// The pool of --fpm-conf (default: its first).
+    #[arg(long = "fpm-pool", value_name = "NAME", requires = "fpm_conf")]
+    pub fpm_pool: Option<String>,
     /// A copy of /proc/mounts of the recording machine (the NFS mounts the
     /// trace uses and their options).
     #[arg(long = "mounts", value_name = "FILE")]
@@ -89,6 +98,8 @@ impl From<Args> for Options {
                 ..PredictOptions::default()
             },
             writable: a.writable,
+            fpm_conf: a.fpm_conf,
+            fpm_pool: a.fpm_pool,
         }
     }
 }

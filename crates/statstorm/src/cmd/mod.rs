@@ -2,6 +2,7 @@
 //! `run(Args) -> anyhow::Result<i32>` returning the exit code.
 
 pub mod analyze;
+pub mod demo;
 pub mod diagnose;
 pub mod predict;
 pub mod simulate;

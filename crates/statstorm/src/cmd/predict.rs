@@ -169,6 +169,10 @@ pub struct SimArgs {
     /// IOPS bucket size [default: one second of --iops].
     #[arg(long, value_name = "N")]
     pub burst: Option<f64>,
+    /// php-fpm's listen.backlog [default: 4096: php-fpm 8.2 listens with
+    /// -1, which Linux caps at net.core.somaxconn].
+    #[arg(long = "listen-backlog", value_name = "N")]
+    pub listen_backlog: Option<u32>,
 }
 
 impl From<Args> for PredictOptions {
@@ -183,6 +187,7 @@ impl From<Args> for PredictOptions {
             from_php: a.from_php,
             from_php_ini: a.from_php_ini,
             from_php_info: a.from_php_info,
+            from_pool: Vec::new(),
             reference: a.reference,
             reference_php: a.reference_php,
             reference_php_ini: a.reference_php_ini,
@@ -215,6 +220,7 @@ impl From<SimArgs> for SimOptions {
             server_latency: s.server_latency,
             iops: s.iops,
             burst: s.burst,
+            listen_backlog: s.listen_backlog,
         }
     }
 }
