@@ -214,6 +214,26 @@ fn seed_002_close_to_open() {
     assert!(keys(&best.changes).contains(&"opcache.enable=1".to_string()));
     assert!(best.predicted.after.rpc_total <= p.predicted.after.rpc_total);
     assert!(no_help(&d).contains(&"lookupcache=pos".to_string()));
+    // the seed's own patches: sloppycto=3 would spare fewer GETATTRs than
+    // nocto; noaccesscheck depends on the calls' user, not in the trace
+    let sloppy = d
+        .unavailable
+        .iter()
+        .find(|n| keys(&n.changes) == ["sloppycto=3"])
+        .expect("sloppycto=3 predicted for comparison");
+    let s = sloppy.effect.rpcs.unwrap();
+    assert!(
+        s.after > r.after && s.after < r.before,
+        "{s:?} against nocto's {r:?}"
+    );
+    assert!(d
+        .plans
+        .iter()
+        .all(|p| p.changes.iter().all(|c| c.key != "sloppycto")));
+    assert!(d
+        .not_proposed
+        .iter()
+        .any(|n| n.settings[0].key == "noaccesscheck" && n.why.contains("user")));
 }
 
 /// Seed 003: on realpath cache misses PHP lstat()s every path component

@@ -428,6 +428,25 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
     if !d.will_not_help.is_empty() {
         writeln!(out, "\nWill not help here (predicted)")?;
         for n in &d.will_not_help {
+            let mark = if n.hypothetical {
+                " (no kernel has it)"
+            } else {
+                ""
+            };
+            wrap(
+                out,
+                &format!("  {:<22} ", format!("{}{mark}", assignments(&n.changes))),
+                "                         ",
+                &effect_parts(&n.effect, d.requests).join("; "),
+            )?;
+        }
+    }
+    if !d.unavailable.is_empty() {
+        writeln!(
+            out,
+            "\nIn no released Linux kernel (predicted for comparison)"
+        )?;
+        for n in &d.unavailable {
             wrap(
                 out,
                 &format!("  {:<22} ", assignments(&n.changes)),
@@ -478,9 +497,9 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
         for a in d.assumed.iter().filter(|a| a.topic != Topic::Php) {
             wrap(
                 out,
-                &format!("  {} = {}: ", a.what, a.value),
+                "  ",
                 "    ",
-                &format!("give {}", a.supply),
+                &format!("{} = {}: give {}", a.what, a.value, a.supply),
             )?;
         }
     }

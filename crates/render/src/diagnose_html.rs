@@ -1156,9 +1156,29 @@ pub fn html(d: &Diagnosis, out: &mut dyn io::Write) -> io::Result<()> {
         pg.raw("<table>\n<tr><th>change</th><th>predicted</th></tr>\n");
         for n in &d.will_not_help {
             pg.raw(&format!(
-                "<tr><td><code>{}</code>{}</td><td>{}</td></tr>\n",
+                "<tr><td><code>{}</code>{}{}</td><td>{}</td></tr>\n",
                 esc(&assignments(&n.changes)),
                 if n.worse { " (makes it worse)" } else { "" },
+                if n.hypothetical {
+                    " (in no released kernel)"
+                } else {
+                    ""
+                },
+                arrows(&effect_parts(&n.effect, d.requests).join("; "))
+            ));
+        }
+        pg.raw("</table>\n");
+    }
+    if !d.unavailable.is_empty() {
+        pg.el(
+            "h2",
+            "In no released Linux kernel (predicted for comparison)",
+        );
+        pg.raw("<table>\n<tr><th>change</th><th>predicted</th></tr>\n");
+        for n in &d.unavailable {
+            pg.raw(&format!(
+                "<tr><td><code>{}</code></td><td>{}</td></tr>\n",
+                esc(&assignments(&n.changes)),
                 arrows(&effect_parts(&n.effect, d.requests).join("; "))
             ));
         }

@@ -24,6 +24,8 @@ pub enum Mechanism {
     OpenBasedir,
     /// NFS close-to-open: a GETATTR (and ACCESS) per open.
     CloseToOpen,
+    /// NFS ACCESS calls (permission checks against the server).
+    AccessCheck,
     /// NFS attribute cache expiry (acregmin/acregmax, acdirmin/acdirmax).
     AttributeCache,
     /// NFS lookup cache (dentry revalidation).
@@ -104,6 +106,10 @@ pub struct Candidate {
     /// What a deploy must do once the change is in (reload, remount).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deploy: Option<String>,
+    /// In no released Linux kernel (the 2013 patches seed 002 proposes,
+    /// R48): predicted for comparison, never part of a plan.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hypothetical: bool,
 }
 
 /// A change not proposed, and why.
@@ -170,6 +176,7 @@ fn c(
         risk,
         risk_text: risk_text.into(),
         deploy: deploy.map(str::to_string),
+        hypothetical: false,
     }
 }
 
@@ -339,6 +346,27 @@ fn mount_candidates(
             "access times are no longer updated (tmp cleaners and mail readers that rely on them)",
             None,
         ));
+    }
+    // seed 002's mount options: patches never merged (R48), predicted so
+    // that the advice is checked, never proposed
+    // (noaccesscheck spares the ACCESS calls of users other than root; a
+    // trace does not show the calls' user, so its effect is not known)
+    if !m.noaccesscheck {
+        aside.push(NotProposed {
+            settings: vec![Setting::mount("noaccesscheck", "", "")],
+            why: "in no released Linux kernel (a 2013 patch), and its effect depends on the calling user (root keeps its ACCESS calls), which strace does not show".into(),
+        });
+    }
+    if m.cto() && m.sloppycto_s.is_none() {
+        let mut h = c(
+            Mechanism::CloseToOpen,
+            vec![Setting::mount("sloppycto", 3, "")],
+            Risk::High,
+            "not in any released Linux kernel (a 2013 patch): shown for comparison",
+            None,
+        );
+        h.hypothetical = true;
+        out.push(h);
     }
     if m.nconnect() == 1 {
         out.push(c(

@@ -266,7 +266,7 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
     };
     // per mechanism, the change that removes the most
     let mut best: BTreeMap<Mechanism, (Removed, f64)> = BTreeMap::new();
-    for (c, p) in i.singles {
+    for (c, p) in i.singles.iter().filter(|(c, _)| !c.hypothetical) {
         let r = Removed::of(p, c);
         let s = share(&r);
         if best.get(&c.mechanism).map_or(true, |(_, b)| s > *b) {
@@ -316,7 +316,10 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
             },
             // lookupcache, atime and the transport are not mechanisms of
             // a storm: their effect shows in the plans
-            Mechanism::LookupCache | Mechanism::Atime | Mechanism::Transport => continue,
+            Mechanism::LookupCache
+            | Mechanism::Atime
+            | Mechanism::Transport
+            | Mechanism::AccessCheck => continue,
         };
         out.push(Finding {
             severity: Severity::of_share(s),

@@ -138,6 +138,9 @@ pub struct Diagnosis {
     pub plans: Vec<Plan>,
     /// Changes predicted to do nothing here (or to make it worse).
     pub will_not_help: Vec<NoHelp>,
+    /// Changes no released Linux kernel has (seed 002's patches) that
+    /// would help, with their predicted effect: for comparison.
+    pub unavailable: Vec<NoHelp>,
     /// Changes not proposed, and why.
     pub not_proposed: Vec<NotProposed>,
     /// What was not given and was inferred or defaulted, and how to give it.
@@ -283,13 +286,17 @@ pub struct Verify {
     pub per_request_after: f64,
 }
 
-/// A change predicted not to help.
+/// A change predicted not to help (or, in `unavailable`, one no kernel
+/// has).
 #[derive(Debug, Serialize)]
 pub struct NoHelp {
     pub changes: Vec<Setting>,
     pub effect: Effect,
     /// It makes some figure worse.
     pub worse: bool,
+    /// In no released Linux kernel.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hypothetical: bool,
 }
 
 /// What the input could not show, and so what the diagnosis cannot say.
@@ -449,21 +456,28 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     // the changes that help, best first
     let mut helpful: Vec<(Vec<&Candidate>, Predicted)> = singles
         .iter()
-        .filter(|(_, p)| p.effect(requests).helps())
+        .filter(|(c, p)| !c.hypothetical && p.effect(requests).helps())
         .map(|(c, p)| (vec![c], p.clone()))
         .collect();
     helpful.sort_by(|a, b| rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0)));
+    let no_help = |(c, p): &(Candidate, Predicted)| {
+        let effect = p.effect(requests);
+        NoHelp {
+            changes: c.settings.clone(),
+            worse: effect.hurts(),
+            effect,
+            hypothetical: c.hypothetical,
+        }
+    };
     let will_not_help = singles
         .iter()
         .filter(|(_, p)| !p.effect(requests).helps())
-        .map(|(c, p)| {
-            let effect = p.effect(requests);
-            NoHelp {
-                changes: c.settings.clone(),
-                worse: effect.hurts(),
-                effect,
-            }
-        })
+        .map(no_help)
+        .collect();
+    let unavailable = singles
+        .iter()
+        .filter(|(c, p)| c.hypothetical && p.effect(requests).helps())
+        .map(no_help)
         .collect();
     stage(COMBINING);
     let mut plans = helpful.clone();
@@ -541,6 +555,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         findings: found,
         plans,
         will_not_help,
+        unavailable,
         not_proposed,
         assumed,
         unknown,
@@ -580,6 +595,7 @@ fn table_only(opts: &Options, summary: statstorm_trace::Summary) -> Diagnosis {
         findings: Vec::new(),
         plans: Vec::new(),
         will_not_help: Vec::new(),
+        unavailable: Vec::new(),
         not_proposed: Vec::new(),
         assumed: Vec::new(),
         unknown: vec![Unknown::SummaryOnly],
@@ -827,6 +843,16 @@ fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
             basis: Basis::Default,
             supply: "--mounts FILE (a copy of /proc/mounts), --from-mount OPTS or --nfs-root DIR"
                 .into(),
+        });
+    }
+    if base.nfs.is_some() {
+        out.push(Assumed {
+            topic: Topic::Storage,
+            what: "the calls' user".into(),
+            value: "root (uid 0): strace does not show it; the NFS access cache is kept per user"
+                .into(),
+            basis: Basis::Default,
+            supply: "no flag yet (a pool's workers run as one user)".into(),
         });
     }
     if let Some(p) = base.latency.as_ref().and_then(|l| l.params.as_ref()) {
