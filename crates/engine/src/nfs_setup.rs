@@ -553,15 +553,18 @@ impl Clients<'_> {
 pub struct OpRpcs {
     /// Per call, its start (microseconds, the trace's clock).
     t_us: Vec<i64>,
+    /// Per call, its kind (what it costs on storage that is not NFS).
+    kinds: Vec<statstorm_trace::op::OpKind>,
     /// Per call, the end of its RPCs in `rpcs`.
     ends: Vec<u32>,
     rpcs: Vec<RpcOp>,
 }
 
 impl OpRpcs {
-    /// Adds the next call: its start and its RPCs.
-    pub fn push(&mut self, t_us: i64, rpcs: &[RpcOp]) {
+    /// Adds the next call: its start, its kind and its RPCs.
+    pub fn push(&mut self, t_us: i64, kind: statstorm_trace::op::OpKind, rpcs: &[RpcOp]) {
         self.t_us.push(t_us);
+        self.kinds.push(kind);
         self.rpcs.extend_from_slice(rpcs);
         self.ends.push(self.rpcs.len() as u32);
     }
@@ -579,6 +582,11 @@ impl OpRpcs {
     /// The start of call `j`.
     pub fn t_us(&self, j: usize) -> i64 {
         self.t_us.get(j).copied().unwrap_or(0)
+    }
+
+    /// The kind of call `j`.
+    pub fn kind(&self, j: usize) -> Option<statstorm_trace::op::OpKind> {
+        self.kinds.get(j).copied()
     }
 
     /// The RPCs of call `j` (none for a call not given).
@@ -628,7 +636,7 @@ impl NfsSetup {
             .map(|(calls, ops)| {
                 let mut l = OpRpcs::default();
                 for (c, o) in calls.iter().zip(ops.iter()) {
-                    l.push(o.t_us, c);
+                    l.push(o.t_us, o.kind, c);
                 }
                 l
             })

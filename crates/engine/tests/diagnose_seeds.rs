@@ -187,6 +187,43 @@ fn seed_001_revalidate_freq_0() {
     assert!(vt.rank > 1 && vt.deploy.iter().any(|s| s.contains("reload")));
 }
 
+/// Seed 001's 502s: the same pool with stats that sleep (the harness's
+/// race capture: every newfstatat held 5 ms, revalidate_freq=2 stated as
+/// the pool's 0), at 1,800 requests a second: the backlog of 128
+/// overflows; revalidate_freq=60 ends the refusals. Storage that is not
+/// NFS: each call takes the capture's time for its kind.
+#[test]
+fn seed_001_backlog_overflow() {
+    let pool = repo().join("tests/fixtures/evidence/seed-001.conf");
+    let d = diagnose(
+        &Options {
+            predict: PredictOptions {
+                traces: vec![php("fpm-race-rf2.strace.gz")],
+                sim: SimOptions {
+                    rate: Some(1800.0),
+                    ..SimOptions::default()
+                },
+                ..PredictOptions::default()
+            },
+            fpm_conf: Some(pool),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(d.findings[0].id(), "backlog_overflow", "{:?}", d.findings);
+    assert_eq!(d.findings[1].id(), "opcache_revalidation_storm");
+    let p = &d.plans[0];
+    assert_eq!(keys(&p.changes), ["opcache.revalidate_freq=60"]);
+    let (b, a) = (
+        p.predicted.before.latency.as_ref().unwrap(),
+        p.predicted.after.latency.as_ref().unwrap(),
+    );
+    // 253 of ~20,000 refused (1.3%) -> none; p99 326 -> 255 ms
+    assert!(b.dropped > 100 && a.dropped == 0, "{b:?} -> {a:?}");
+    assert!(a.p99_ms < 0.9 * b.p99_ms, "{b:?} -> {a:?}");
+}
+
 /// Seed 002: OPcache off on NFSv3 (mod_php): stat -> GETATTR, open ->
 /// GETATTR (close-to-open). The lab's real client, defaults.
 #[test]

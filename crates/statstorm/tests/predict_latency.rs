@@ -244,20 +244,68 @@ fn synthetic_rate_and_small_pool_queue() {
     assert!(s["served"].as_u64().unwrap() + s["dropped"].as_u64().unwrap() > 4);
 }
 
+/// Without NFS options the calls take the capture's own times (`-T`):
+/// the pool is simulated all the same (issue 25 point 5); the NFS-only
+/// flags are said to be ignored.
 #[test]
-fn without_nfs_options_latency_is_not_simulated() {
+fn without_nfs_options_calls_take_the_captures_times() {
     let (trace, _) = lab_run("fpm_nooc-series");
-    let out = predict(&[&trace, "--rtt", "3", "--format", "json"]);
+    let out = predict(&[
+        &trace,
+        "--rtt",
+        "3",
+        "--php",
+        "opcache.enable=1",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let l = &v["latency"];
+    assert_eq!(l["simulated"], true);
+    let said = |s: &str| {
+        l["assumptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a.as_str().unwrap().contains(s))
+    };
+    assert!(said("storage not NFS: a call takes its kind's time"));
+    assert!(said("--rtt ignored"));
+    assert_eq!(l["before"]["rpcs"], 0);
+    // OPcache on: fewer calls, each at the capture's time, and the
+    // simulated before follows the recorded wall times
+    assert!(f(&l["after"]["mean_ms"]) < f(&l["before"]["mean_ms"]));
+    let rec = f(&l["recorded"]["max_ms"]);
+    let before = f(&l["before"]["max_ms"]);
+    assert!((before - rec).abs() < 0.05 * rec, "{before} against {rec}");
+    for q in v["requests"].as_array().unwrap() {
+        assert!(q["before"]["latency_ms"].is_number());
+    }
+}
+
+/// No NFS options and no `-T`: nothing to time.
+#[test]
+fn without_nfs_options_nor_durations_latency_is_not_simulated() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("cli.strace");
+    std::fs::write(
+        &t,
+        "100 1700000000.000100 execve(\"/usr/bin/php\", [\"php\", \"/srv/a.php\"], 0x7ffd0 /* 1 var */) = 0\n\
+         100 1700000000.000200 newfstatat(AT_FDCWD, \"/srv/a.php\", {st_mode=S_IFREG|0644, st_size=10, ...}, 0) = 0\n\
+         100 1700000000.000300 openat(AT_FDCWD, \"/srv/a.php\", O_RDONLY) = 3\n\
+         100 1700000000.000400 close(3) = 0\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    let out = predict(&[t, "--rtt", "3", "--format", "json"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["latency"]["simulated"], false);
     let reason = v["latency"]["reason"].as_str().unwrap();
-    assert!(reason.contains("not simulated") && reason.contains("--rtt"));
+    assert!(reason.contains("not simulated") && reason.contains("-T") && reason.contains("--rtt"));
     assert!(v["latency"].get("before").is_none());
-    for q in v["requests"].as_array().unwrap() {
-        assert!(q["before"].get("latency_ms").is_none());
-    }
-    let text = predict(&[&trace]);
+    let text = predict(&[t]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("latency is not simulated"));
 }
 

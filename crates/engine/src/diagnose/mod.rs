@@ -839,7 +839,12 @@ fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
         out.push(Assumed {
             topic: Topic::Storage,
             what: "storage".into(),
-            value: "not NFS: no RPCs nor latency predicted".into(),
+            value: if base.latency.as_ref().is_some_and(|l| l.simulated) {
+                "not NFS: no RPCs predicted; each call takes the capture's time for its kind (-T)"
+                    .into()
+            } else {
+                "not NFS: no RPCs nor latency predicted (the capture has no -T times)".into()
+            },
             basis: Basis::Default,
             supply: "--mounts FILE (a copy of /proc/mounts), --from-mount OPTS or --nfs-root DIR"
                 .into(),
@@ -880,22 +885,23 @@ fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
             s.listen_backlog.is_some(),
             "--fpm-conf FILE or --listen-backlog N",
         );
+        let nfs = base.nfs.is_some();
         d(
             "network round trip to the NFS server",
             format!("{} ms", p.rtt_ms),
-            s.rtt.is_some(),
+            s.rtt.is_some() || !nfs,
             "--rtt MS",
         );
         d(
             "NFS server time per RPC",
             format!("{} ms", p.server_latency_ms),
-            s.server_latency.is_some(),
+            s.server_latency.is_some() || !nfs,
             "--server-latency MS",
         );
         d(
             "NFS server IOPS budget",
             "none".into(),
-            s.iops.is_some(),
+            s.iops.is_some() || !nfs,
             "--iops N",
         );
     }

@@ -27,6 +27,8 @@ use statstorm_sim::{
     simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
     Transport,
 };
+use statstorm_trace::op::OpKind;
+use std::collections::BTreeMap;
 
 /// Cost of a filesystem call that sends no RPC, in microseconds: a cached
 /// `stat()` measured on the development machine (Linux 6.18, ext4):
@@ -237,7 +239,8 @@ pub struct Computed {
 /// The report part when there is nothing to simulate.
 pub fn not_simulated(a: &SimOptions) -> LatencyOut {
     let mut reason = "latency is not simulated: no NFS options (give --from-mount or --mounts \
-        and --nfs-root); without the NFS model's RPCs there is nothing to time"
+        and --nfs-root) and no -T durations in the capture (record with strace -T): neither RPCs \
+        nor call times to time"
         .to_string();
     let given = a.given();
     if !given.is_empty() {
@@ -290,6 +293,7 @@ fn spec(
     rpcs: &OpRpcs,
     cpu_us: u64,
     t0_us: i64,
+    local: Option<&BTreeMap<OpKind, u64>>,
     calls: &mut (u64, u64),
 ) -> RequestSpec {
     let wall = (p.end_us - p.start_us).max(0) as u128;
@@ -313,7 +317,17 @@ fn spec(
             spent += c;
         }
         let sent = rpcs.of(i);
-        if sent.is_empty() {
+        if let Some(costs) = local {
+            // storage that is not NFS: the call's time, its kind's
+            calls.1 += 1;
+            let us = rpcs
+                .kind(i)
+                .and_then(|k| costs.get(&k).copied())
+                .map_or(LOCAL_OP_US, |u| u as f64);
+            steps.push(Step::Cpu {
+                ns: (us * 1000.0) as u64,
+            });
+        } else if sent.is_empty() {
             calls.1 += 1;
             steps.push(Step::Local { key: None });
         } else {
@@ -350,7 +364,17 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
     })
 }
 
-/// Simulates both sides on the one mount `m` (one RPC transport).
+/// Where the calls go: one NFS mount (one RPC transport), or storage that
+/// is not NFS, where each call takes a time of its kind.
+pub enum Storage<'a> {
+    Nfs(&'a Mount),
+    /// Per side (before, after), each kind's time per call, µs: the
+    /// capture's median (`-T`) before; after, the same or the proposed
+    /// `--call-latency`. A kind without one costs [`LOCAL_OP_US`].
+    Local([&'a BTreeMap<OpKind, u64>; 2]),
+}
+
+/// Simulates both sides on `storage`.
 /// `preds` in the PHP model's order, `fs` the time each request's
 /// recorded calls spent in the kernel, in the same order
 /// ([`crate::capture::Recorded::fs_times`]),
@@ -360,7 +384,7 @@ fn quantiles(v: &[f64]) -> Option<Quantiles> {
 /// `preds`.
 pub fn compute(
     a: &SimOptions,
-    m: &Mount,
+    storage: Storage,
     fs: &[crate::capture::FsTime],
     preds: &[RequestPrediction],
     op_rpcs: [&[OpRpcs]; 2],
@@ -411,12 +435,17 @@ pub fn compute(
             timed + untimed
         ));
     }
-    assumptions.push(format!(
-        "the calls of a request run one after another (a PHP worker is single-threaded); a call \
-         sends the RPCs the NFS model predicts for it in sequence; a call that sends none (client \
-         caches, or not on NFS) costs {LOCAL_OP_US} µs (a cached stat() on the development \
-         machine); RPCs caused by --server-change belong to no request"
-    ));
+    assumptions.push(match storage {
+        Storage::Nfs(_) => format!(
+            "the calls of a request run one after another (a PHP worker is single-threaded); a call \
+             sends the RPCs the NFS model predicts for it in sequence; a call that sends none (client \
+             caches, or not on NFS) costs {LOCAL_OP_US} µs (a cached stat() on the development \
+             machine); RPCs caused by --server-change belong to no request"
+        ),
+        Storage::Local(_) => {
+            "the calls of a request run one after another (a PHP worker is single-threaded)".into()
+        }
+    });
     // arrivals
     let t0 = preds.iter().map(|p| p.start_us).min().unwrap_or(0);
     let last = preds.iter().map(|p| p.start_us).max().unwrap_or(0);
@@ -451,8 +480,26 @@ pub fn compute(
         op_us: LOCAL_OP_US,
         ..LocalFs::default()
     };
-    let (tb, sb) = transport(&m.recorded, a.slots);
-    let (ta, sa) = transport(&m.proposed, a.slots);
+    let ((tb, sb), (ta, sa)) = match &storage {
+        Storage::Nfs(m) => (
+            transport(&m.recorded, a.slots),
+            transport(&m.proposed, a.slots),
+        ),
+        Storage::Local(_) => {
+            let none = || {
+                (
+                    Transport::default(),
+                    SlotsOut {
+                        vers: "none (not NFS)",
+                        session_slots: 0,
+                        nconnect: 0,
+                        xprt_slots: 0,
+                    },
+                )
+            };
+            (none(), none())
+        }
+    };
     let flag = |f: &str, given: bool| {
         if given {
             format!("({f})")
@@ -486,13 +533,46 @@ pub fn compute(
             )
         }
     };
-    assumptions.push(format!(
-        "RPC slots {}: before {}; after {}",
-        flag("--slots", a.slots.is_some()),
-        slots_text(&sb),
-        slots_text(&sa)
-    ));
-    assumptions.push(format!(
+    if let Storage::Local(_) = &storage {
+        let nfs_only: Vec<&str> = [
+            ("--slots", a.slots.is_some()),
+            ("--rtt", a.rtt.is_some()),
+            ("--server-latency", a.server_latency.is_some()),
+            ("--iops", a.iops.is_some()),
+            ("--burst", a.burst.is_some()),
+        ]
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(f, _)| *f)
+        .collect();
+        if !nfs_only.is_empty() {
+            assumptions.push(format!(
+                "{} ignored: the storage is not NFS (no RPCs)",
+                nfs_only.join(", ")
+            ));
+        }
+    }
+    if let Storage::Local([before, after]) = &storage {
+        let list = |m: &BTreeMap<OpKind, u64>| {
+            m.iter()
+                .map(|(k, us)| format!("{} {us} µs", format!("{k:?}").to_lowercase()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        assumptions.push(format!(
+            "storage not NFS: a call takes its kind's time, the capture's median (strace -T): {}; after: {}; a kind with no time costs {LOCAL_OP_US} µs; workers do not wait for each other at the storage (its own queueing, a lock or an eviction stall, is not modelled beyond the times recorded)",
+            if before.is_empty() { "none".to_string() } else { list(before) },
+            if after.is_empty() { "none".to_string() } else { list(after) },
+        ));
+    }
+    if let Storage::Nfs(_) = &storage {
+        assumptions.push(format!(
+            "RPC slots {}: before {}; after {}",
+            flag("--slots", a.slots.is_some()),
+            slots_text(&sb),
+            slots_text(&sa)
+        ));
+        assumptions.push(format!(
         "server: round trip {} ms {}, {} ms per RPC, fixed {}, unlimited nfsd threads, {}",
         q.rtt_ms,
         flag("--rtt", a.rtt.is_some()),
@@ -506,6 +586,7 @@ pub fn compute(
             None => "no IOPS budget (--iops)".into(),
         }
     ));
+    }
     assumptions.push(format!("random streams seeded with {SEED}"));
     // build and run both sides
     let mut sides = Vec::new();
@@ -517,7 +598,20 @@ pub fn compute(
             .iter()
             .enumerate()
             .zip(&cpu_us)
-            .map(|((i, p), &cpu)| spec(p, per_op.get(i).unwrap_or(&none), cpu, t0, &mut calls))
+            .map(|((i, p), &cpu)| {
+                let local = match &storage {
+                    Storage::Local(c) => Some(c[usize::from(after)]),
+                    Storage::Nfs(_) => None,
+                };
+                spec(
+                    p,
+                    per_op.get(i).unwrap_or(&none),
+                    cpu,
+                    t0,
+                    local,
+                    &mut calls,
+                )
+            })
             .collect();
         let mut params = base.clone();
         params.transport = t;

@@ -828,7 +828,10 @@ impl Capture {
             crate::nfs_setup::NfsSetup::from_paths(&flags, &cap.traced).map_err(Error::Nfs)?;
         // each side lowered and replayed request by request; each call's
         // start and RPCs listed for the latency simulation (one mount)
-        let list = nfs.as_ref().is_some_and(|n| n.single().is_some());
+        // without NFS, calls take the capture's own times (`-T`): the
+        // latency is simulated when the capture has them
+        let local = nfs.is_none() && !w.latency_us.is_empty();
+        let list = nfs.as_ref().is_some_and(|n| n.single().is_some()) || local;
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
         // one side after the other: at once (one thread each) they took
@@ -915,8 +918,15 @@ impl Capture {
                 })
             }
         };
-        let lat = match nfs.as_ref().and_then(|n| n.single()) {
-            Some(m) => {
+        let mut after_costs = w.latency_us.clone();
+        after_costs.extend(latency.iter().map(|(k, v)| (*k, *v)));
+        let storage = match nfs.as_ref().and_then(|n| n.single()) {
+            Some(m) => Some(latency::Storage::Nfs(m)),
+            None if local => Some(latency::Storage::Local([&w.latency_us, &after_costs])),
+            None => None,
+        };
+        let lat = match storage {
+            Some(storage) => {
                 stage("simulating latency");
                 let none = Vec::new();
                 let lists = [
@@ -925,7 +935,7 @@ impl Capture {
                 ];
                 Some(latency::compute(
                     &change.sim,
-                    m,
+                    storage,
                     rec.fs_times(),
                     &preds,
                     lists,

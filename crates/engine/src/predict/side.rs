@@ -119,9 +119,22 @@ pub(crate) fn run(
             merge.add(n + b, Source::Borrowed(ops));
         }
     }
+    // without NFS, each call's start and kind for the latency simulation
+    // (its cost: the capture's time for the kind)
+    let local = list && nfs.is_none();
+    let mut local_lists: Vec<OpRpcs> = if local {
+        vec![OpRpcs::default(); n]
+    } else {
+        Vec::new()
+    };
     let mut take = |done: Vec<(usize, Vec<Op>)>, merge: &mut Merge| {
         for (i, ops) in done {
             counts[i] = count_by_syscall(&ops);
+            if let Some(l) = local_lists.get_mut(i) {
+                for o in &ops {
+                    l.push(o.t_us, o.kind, &[]);
+                }
+            }
             if keep {
                 kept[i] = ops;
             } else if replaying {
@@ -141,7 +154,7 @@ pub(crate) fn run(
         if let Some(l) = op_rpcs.get_mut(g) {
             scratch.clear();
             rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
-            l.push(o.t_us, &scratch);
+            l.push(o.t_us, o.kind, &scratch);
         } else {
             rpcs[g].merge(&c.apply(o));
         }
@@ -160,7 +173,7 @@ pub(crate) fn run(
         merge.release(None, &mut |g, _, o| apply(c, g, o));
     }
     let (rpcs, op_rpcs) = match (nfs, replaying) {
-        (None, _) => (None, None),
+        (None, _) => (None, local.then_some(local_lists)),
         (Some(_), true) => {
             let bg = rpcs.split_off(n);
             (Some((rpcs, bg)), listing.then_some(op_rpcs))
