@@ -70,6 +70,25 @@ enum FileStep {
 /// its first byte, and one that never ends stops at the cap.
 pub const MAX_REQUESTS_FILE: u64 = 1 << 30;
 
+/// The `"schema"` a JSON file names in its first 4 KiB, when it is
+/// another statstorm document (a workload, a report).
+fn other_schema(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut head)
+        .ok()?;
+    let text = String::from_utf8_lossy(&head);
+    let at = text.find("\"schema\"")?;
+    let rest = &text[at + 8..];
+    let start = rest.find('"')? + 1;
+    let end = start + rest[start..].find('"')?;
+    let s = &rest[start..end];
+    (s.starts_with("statstorm.") && s != REQUESTS_SCHEMA).then(|| s.to_string())
+}
+
 /// Reads a `statstorm.requests/1` file (at most [`MAX_REQUESTS_FILE`]
 /// bytes).
 pub fn load_requests(path: &Path) -> Result<Vec<RequestSpec>, FileError> {
@@ -81,7 +100,19 @@ pub fn load_requests(path: &Path) -> Result<Vec<RequestSpec>, FileError> {
     let reader = std::io::BufReader::new(file.take(MAX_REQUESTS_FILE));
     let f: RequestsFile = serde_json::from_reader(reader).map_err(|e| FileError::Parse {
         path: path.to_path_buf(),
-        message: format!("line {} column {}: {e}", e.line(), e.column()),
+        message: match other_schema(path) {
+            Some(s) => format!(
+                "a {s} file, not {REQUESTS_SCHEMA} (line {} column {}: {e}){}",
+                e.line(),
+                e.column(),
+                if s == "statstorm.workload/1" {
+                    ": a workload (predict --workload-out) holds PHP operations, which the PHP and NFS models turn into the calls and RPCs a requests file holds; predict simulates it itself (its latency columns)"
+                } else {
+                    ""
+                }
+            ),
+            None => format!("line {} column {}: {e}", e.line(), e.column()),
+        },
     })?;
     let invalid = |message: String| FileError::Invalid {
         path: path.to_path_buf(),

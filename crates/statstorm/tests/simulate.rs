@@ -263,3 +263,35 @@ fn simulate_requests_file_replayed() {
     assert_eq!(code, 2);
     assert!(err.contains("reqs.json") && err.contains("line 2"), "{err}");
 }
+
+/// A workload file (predict --workload-out) given as a requests file is
+/// named as such, not only as a field the parser did not expect.
+#[test]
+fn a_workload_file_is_named_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/php/fpm-tree-rf0.strace.gz");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_statstorm"))
+        .arg("predict")
+        .arg(&trace)
+        .arg("--workload-out")
+        .arg(&w)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let sc = dir.path().join("s.toml");
+    std::fs::write(
+        &sc,
+        "name = \"w\"\nduration_s = 1\n[arrivals]\nkind = \"replay\"\n[workload]\nkind = \"file\"\n\
+         file = \"w.json\"\n[pool]\nmax_children = 1\nlisten_backlog = 1\n[transport]\nsession_slots = 1\n\
+         [server]\nrtt_ms = 1.0\nservice = { kind = \"fixed\", ms = 1.0 }\n",
+    )
+    .unwrap();
+    let (_, err, code) = run(&[sc.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a statstorm.workload/1 file, not statstorm.requests/1"),
+        "{err}"
+    );
+}
