@@ -98,14 +98,10 @@ fn removed_words(r: &Removed) -> String {
 
 /// The finding's evidence in one sentence.
 pub fn evidence(f: &Finding) -> String {
+    if let Some(r) = f.kind.removed() {
+        return removed_words(r);
+    }
     match &f.kind {
-        Kind::OpcacheRevalidationStorm { removed, .. }
-        | Kind::OpcacheOff { removed }
-        | Kind::OpcacheFull { removed, .. }
-        | Kind::RealpathCacheMisses { removed, .. }
-        | Kind::OpenBasedirWalks { removed, .. }
-        | Kind::CloseToOpenRevalidation { removed, .. }
-        | Kind::AttributeCacheExpiry { removed, .. } => removed_words(removed),
         Kind::FileCheckLoop {
             calls,
             distinct_paths,
@@ -126,6 +122,8 @@ pub fn evidence(f: &Finding) -> String {
         Kind::BacklogOverflow { dropped, served } => {
             format!("{dropped} refused, {served} served (simulated)")
         }
+        // measured by a change: handled above
+        _ => String::new(),
     }
 }
 
@@ -233,7 +231,8 @@ pub fn effect_parts(e: &Effect, requests: usize) -> Vec<String> {
     v
 }
 
-fn figures_line(f: &Figures, requests: usize) -> String {
+/// The "now" line: the model's figures under the recorded settings.
+pub fn figures_line(f: &Figures, requests: usize) -> String {
     let n = requests.max(1) as f64;
     let mut s = format!("metadata calls/req {}", num(f.metadata_calls as f64 / n));
     if let Some(t) = f.rpc_total {

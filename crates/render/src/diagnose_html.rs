@@ -8,11 +8,11 @@
 //! screenshot test can find every plot). A plot whose data the input does
 //! not have is left out and a sentence says why.
 
-use crate::diagnose::{effect_parts, evidence, mechanism, name, summary, unknown};
+use crate::diagnose::{effect_parts, evidence, figures_line, mechanism, name, summary, unknown};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use statstorm_engine::diagnose::candidates::{Layer, Risk, Setting};
-use statstorm_engine::diagnose::figures::{Distribution, Figures, RequestPoint};
+use statstorm_engine::diagnose::figures::{Distribution, RequestPoint};
 use statstorm_engine::diagnose::findings::Severity;
 use statstorm_engine::diagnose::{
     Basis, CounterSource, Diagnosis, Plan, Topic, Unknown, MAX_SERIES_S,
@@ -873,26 +873,6 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
     Ok(Plot::Drawn { svg, caption })
 }
 
-/// The "now" line: the model's figures under the recorded settings.
-fn figures_words(f: &Figures, requests: usize) -> String {
-    let n = requests.max(1) as f64;
-    let mut s = format!("metadata calls/req {}", num(f.metadata_calls as f64 / n));
-    if let Some(t) = f.rpc_total {
-        s.push_str(&format!(", RPCs/req {}", num(t as f64 / n)));
-    }
-    if let Some(l) = &f.latency {
-        s.push_str(&format!(
-            ", TTFB p50 {} ms, p99 {} ms (simulated)",
-            num(l.p50_ms),
-            num(l.p99_ms)
-        ));
-        if l.dropped > 0 {
-            s.push_str(&format!(", {} refused (502)", l.dropped));
-        }
-    }
-    s
-}
-
 fn change_item(s: &Setting) -> String {
     let layer = match s.layer {
         Layer::Php => "php.ini",
@@ -1061,7 +1041,7 @@ pub fn html(d: &Diagnosis, out: &mut dyn io::Write) -> io::Result<()> {
             ),
         );
     } else {
-        pg.el("dd", &figures_words(&d.baseline.modelled, d.requests));
+        pg.el("dd", &figures_line(&d.baseline.modelled, d.requests));
     }
     pg.raw("</dl>\n");
     let bc = &d.baseline.before_check;

@@ -214,6 +214,21 @@ impl Kind {
         }
     }
 
+    /// What the change that switches the mechanism off removes, for the
+    /// findings the model measures that way.
+    pub fn removed(&self) -> Option<&Removed> {
+        match self {
+            Kind::OpcacheRevalidationStorm { removed, .. }
+            | Kind::OpcacheOff { removed }
+            | Kind::OpcacheFull { removed, .. }
+            | Kind::RealpathCacheMisses { removed, .. }
+            | Kind::OpenBasedirWalks { removed, .. }
+            | Kind::CloseToOpenRevalidation { removed, .. }
+            | Kind::AttributeCacheExpiry { removed, .. } => Some(removed),
+            _ => None,
+        }
+    }
+
     /// The mechanism whose change removes it (attributed findings).
     pub fn mechanism(&self) -> Option<Mechanism> {
         Some(match self {
@@ -374,20 +389,6 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
     out
 }
 
-/// The removal of a finding, when the model measured one.
-fn removed(k: &Kind) -> Option<&Removed> {
-    match k {
-        Kind::OpcacheRevalidationStorm { removed, .. }
-        | Kind::OpcacheOff { removed }
-        | Kind::OpcacheFull { removed, .. }
-        | Kind::RealpathCacheMisses { removed, .. }
-        | Kind::OpenBasedirWalks { removed, .. }
-        | Kind::CloseToOpenRevalidation { removed, .. }
-        | Kind::AttributeCacheExpiry { removed, .. } => Some(removed),
-        _ => None,
-    }
-}
-
 /// Share of `effect`'s RPCs that `cause` removes too (per op, the lesser).
 fn covered(cause: &Removed, effect: &Removed) -> f64 {
     let both: u64 = effect
@@ -403,8 +404,8 @@ fn covered(cause: &Removed, effect: &Removed) -> f64 {
 /// consequence: the stats OPcache's validations make are what expire in
 /// the attribute cache. The cause is put first.
 fn causes_first(out: &mut [Finding]) {
-    let php = |f: &Finding| removed(&f.kind).is_some_and(|r| !r.calls.is_empty());
-    let nfs = |f: &Finding| removed(&f.kind).is_some_and(|r| r.calls.is_empty());
+    let php = |f: &Finding| f.kind.removed().is_some_and(|r| !r.calls.is_empty());
+    let nfs = |f: &Finding| f.kind.removed().is_some_and(|r| r.calls.is_empty());
     let mut moved = true;
     while moved {
         moved = false;
@@ -413,7 +414,7 @@ fn causes_first(out: &mut [Finding]) {
             if a.severity == b.severity
                 && nfs(a)
                 && php(b)
-                && covered(removed(&b.kind).unwrap(), removed(&a.kind).unwrap()) >= COVERED
+                && covered(b.kind.removed().unwrap(), a.kind.removed().unwrap()) >= COVERED
             {
                 out.swap(i - 1, i);
                 moved = true;
