@@ -459,7 +459,9 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         .filter(|(c, p)| !c.hypothetical && p.effect(requests).helps())
         .map(|(c, p)| (vec![c], p.clone()))
         .collect();
-    helpful.sort_by(|a, b| rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0)));
+    insertion_sort(&mut helpful, |a, b| {
+        rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0))
+    });
     let no_help = |(c, p): &(Candidate, Predicted)| {
         let effect = p.effect(requests);
         NoHelp {
@@ -514,7 +516,9 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
             }
         }
     }
-    plans.sort_by(|a, b| rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0)));
+    insertion_sort(&mut plans, |a, b| {
+        rank(&a.1, risk_of(&a.0), &b.1, risk_of(&b.0))
+    });
     let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
     plans.retain(|(c, _)| {
         let mut k: Vec<String> = c
@@ -643,7 +647,9 @@ fn differs(a: f64, b: f64, rel: f64) -> bool {
 }
 
 /// Plans in order: predicted p99 TTFB (beyond 2%), then RPCs (beyond
-/// 1%), then metadata calls, then risk.
+/// 1%), then metadata calls, then risk. "Beyond 2%" is no total order
+/// (not transitive): plans are put in order by [`insertion_sort`], which
+/// needs none.
 fn rank(a: &Predicted, ra: Risk, b: &Predicted, rb: Risk) -> Ordering {
     if let (Some(x), Some(y)) = (&a.after.latency, &b.after.latency) {
         if differs(x.p99_ms, y.p99_ms, 0.02) {
@@ -659,6 +665,18 @@ fn rank(a: &Predicted, ra: Risk, b: &Predicted, rb: Risk) -> Ordering {
         .metadata_calls
         .cmp(&b.after.metadata_calls)
         .then(ra.cmp(&rb))
+}
+
+/// A stable insertion sort by `cmp`, which may be no total order (the
+/// standard sorts may panic on one); for the few plans a diagnosis has.
+fn insertion_sort<T>(v: &mut [T], mut cmp: impl FnMut(&T, &T) -> Ordering) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && cmp(&v[j - 1], &v[j]) == Ordering::Greater {
+            v.swap(j - 1, j);
+            j -= 1;
+        }
+    }
 }
 
 /// `a` improves on `b` in some figure beyond the noise.
@@ -974,6 +992,27 @@ pub fn written_dirs(w: &Workload) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insertion_sort_takes_a_comparison_within_a_tolerance() {
+        // "equal within 2%" is not transitive: 100 ~ 101.5 ~ 103, 100 < 103
+        let near = |a: &f64, b: &f64| {
+            if differs(*a, *b, 0.02) {
+                a.total_cmp(b)
+            } else {
+                Ordering::Equal
+            }
+        };
+        let mut v = vec![103.0, 101.5, 100.0, 50.0, 101.5, 200.0];
+        insertion_sort(&mut v, near);
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0], 50.0);
+        assert_eq!(v[5], 200.0);
+        // a total order: sorted as the standard sort sorts
+        let mut w = vec![3, 1, 2, 5, 4];
+        insertion_sort(&mut w, |a, b| a.cmp(b));
+        assert_eq!(w, [1, 2, 3, 4, 5]);
+    }
 
     #[test]
     fn under_and_parent() {
