@@ -140,6 +140,20 @@ pub fn summary(f: &Finding) -> String {
     format!("{}{share}", name(&f.kind))
 }
 
+/// The changes set aside, those of one reason together: (reason, each
+/// change's assignments), in the diagnosis's order.
+pub fn not_proposed_groups(d: &Diagnosis) -> Vec<(&str, Vec<String>)> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for n in &d.not_proposed {
+        let a = assignments(&n.settings);
+        match groups.iter_mut().find(|(w, _)| *w == n.why) {
+            Some((_, v)) => v.push(a),
+            None => groups.push((&n.why, vec![a])),
+        }
+    }
+    groups
+}
+
 /// What an unknown means, and how to give what is missing.
 pub fn unknown(u: Unknown) -> &'static str {
     match u {
@@ -456,16 +470,7 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
     }
     if !d.not_proposed.is_empty() {
         writeln!(out, "\nNot proposed")?;
-        // the changes set aside for one reason, together
-        let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
-        for n in &d.not_proposed {
-            let a = assignments(&n.settings);
-            match groups.iter_mut().find(|(w, _)| *w == n.why) {
-                Some((_, v)) => v.push(a),
-                None => groups.push((&n.why, vec![a])),
-            }
-        }
-        for (why, changes) in groups {
+        for (why, changes) in not_proposed_groups(d) {
             wrap(out, &format!("  {}: ", changes.join(", ")), "    ", why)?;
         }
     }

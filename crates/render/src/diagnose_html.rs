@@ -8,7 +8,9 @@
 //! screenshot test can find every plot). A plot whose data the input does
 //! not have is left out and a sentence says why.
 
-use crate::diagnose::{effect_parts, evidence, figures_line, mechanism, name, summary, unknown};
+use crate::diagnose::{
+    effect_parts, evidence, figures_line, mechanism, name, not_proposed_groups, summary, unknown,
+};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use statstorm_engine::diagnose::candidates::{Layer, Risk, Setting};
@@ -209,6 +211,32 @@ macro_rules! svg {
     }};
 }
 
+/// `chart!(root, X_RANGE, Y_RANGE, Y_LABEL_AREA, X_DESC, Y_DESC)`: a chart
+/// on `root` with the report's axes drawn (margins, labels, ticks, grid),
+/// for the plots on numeric axes (a macro: the coordinate types differ).
+macro_rules! chart {
+    ($root:expr, $x:expr, $y:expr, $ylabels:expr, $xdesc:expr, $ydesc:expr) => {{
+        let mut chart = ChartBuilder::on($root)
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size($ylabels)
+            .build_cartesian_2d($x, $y)?;
+        chart
+            .configure_mesh()
+            .x_desc($xdesc)
+            .y_desc($ydesc)
+            .label_style(label_style())
+            .axis_desc_style(desc_style())
+            .x_label_formatter(&|x| tick(*x))
+            .y_label_formatter(&|y| tick(*y))
+            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
+            .bold_line_style(RGBColor(0xdc, 0xdc, 0xdc))
+            .max_light_lines(2)
+            .draw()?;
+        chart
+    }};
+}
+
 fn label_style() -> TextStyle<'static> {
     (FONT, LABEL_SIZE).into_font().color(&BLACK)
 }
@@ -291,23 +319,14 @@ fn timeline(d: &Diagnosis) -> io::Result<Plot> {
         room(max, 1.0, 1.12 + 0.08 * legend_rows),
     );
     let svg = svg!(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(78)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds from the first second of the trace")
-            .y_desc("metadata calls per second")
-            .label_style(label_style())
-            .axis_desc_style(desc_style())
-            .x_label_formatter(&|x| tick(*x))
-            .y_label_formatter(&|y| tick(*y))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
-            .bold_line_style(RGBColor(0xdc, 0xdc, 0xdc))
-            .max_light_lines(2)
-            .draw()?;
+        let mut chart = chart!(
+            root,
+            0f64..xmax,
+            0f64..ymax,
+            78,
+            "seconds from the first second of the trace",
+            "metadata calls per second"
+        );
         if !p.bursts.is_empty() {
             chart
                 .draw_series(p.bursts.iter().map(|b| {
@@ -511,23 +530,7 @@ fn requests(d: &Diagnosis) -> io::Result<Plot> {
     let ymax = room(max, 1.0, 1.12 + 0.11 * rows as f64);
     let markers = pts.len() <= 120;
     let svg = svg!(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(78)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-        chart
-            .configure_mesh()
-            .x_desc(xdesc)
-            .y_desc("per request")
-            .label_style(label_style())
-            .axis_desc_style(desc_style())
-            .x_label_formatter(&|x| tick(*x))
-            .y_label_formatter(&|y| tick(*y))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
-            .bold_line_style(RGBColor(0xdc, 0xdc, 0xdc))
-            .max_light_lines(2)
-            .draw()?;
+        let mut chart = chart!(root, 0f64..xmax, 0f64..ymax, 78, xdesc, "per request");
         let mut series: Vec<Series> = Vec::new();
         let (b, a) = if plan {
             (" before", " after plan 1")
@@ -685,24 +688,14 @@ fn ttfb_cdf(d: &Diagnosis, plan: &Plan) -> io::Result<Plot> {
     macro_rules! cdf {
         ($xr:expr, $desc:expr) => {
             svg!(|root| {
-                let mut chart = ChartBuilder::on(root)
-                    .margin(16)
-                    .x_label_area_size(50)
-                    .y_label_area_size(70)
-                    .build_cartesian_2d($xr, 0f64..100f64)?;
-                chart
-                    .configure_mesh()
-                    .x_desc($desc)
-                    .y_desc("% of requests at most this slow")
-                    .label_style(label_style())
-                    .axis_desc_style(desc_style())
-                    .x_label_formatter(&|x| tick(*x))
-                    .y_label_formatter(&|y| tick(*y))
-                    .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
-                    .bold_line_style(RGBColor(0xdc, 0xdc, 0xdc))
-                    .max_light_lines(2)
-                    .max_light_lines(2)
-                    .draw()?;
+                let mut chart = chart!(
+                    root,
+                    $xr,
+                    0f64..100f64,
+                    70,
+                    $desc,
+                    "% of requests at most this slow"
+                );
                 if !b.is_empty() {
                     chart
                         .draw_series(LineSeries::new(b.iter().copied(), BEFORE.stroke_width(4)))?
@@ -794,23 +787,14 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
     let ymax = room(max, 1.0, 1.12 + 0.11 * rows as f64);
     let markers = pts.len() <= 120;
     let svg = svg!(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(78)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-        chart
-            .configure_mesh()
-            .x_desc(xdesc)
-            .y_desc("simulated TTFB, ms")
-            .label_style(label_style())
-            .axis_desc_style(desc_style())
-            .x_label_formatter(&|x| tick(*x))
-            .y_label_formatter(&|y| tick(*y))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
-            .bold_line_style(RGBColor(0xdc, 0xdc, 0xdc))
-            .max_light_lines(2)
-            .draw()?;
+        let mut chart = chart!(
+            root,
+            0f64..xmax,
+            0f64..ymax,
+            78,
+            xdesc,
+            "simulated TTFB, ms"
+        );
         chart
             .draw_series(DashedLineSeries::new(
                 [(0.0, limit), (xmax, limit)],
@@ -1166,15 +1150,7 @@ pub fn html(d: &Diagnosis, out: &mut dyn io::Write) -> io::Result<()> {
     }
     if !d.not_proposed.is_empty() {
         pg.el("h2", "Not proposed");
-        let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
-        for n in &d.not_proposed {
-            let a = assignments(&n.settings);
-            match groups.iter_mut().find(|(w, _)| *w == n.why) {
-                Some((_, v)) => v.push(a),
-                None => groups.push((&n.why, vec![a])),
-            }
-        }
-        pg.list(groups.into_iter().map(|(why, changes)| {
+        pg.list(not_proposed_groups(d).into_iter().map(|(why, changes)| {
             format!(
                 "{}: {}",
                 changes

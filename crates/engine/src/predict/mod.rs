@@ -513,9 +513,11 @@ fn secs(us: i64) -> f64 {
 /// ([`Capture::predict`]): its requests and the calls each recorded, the
 /// activity outside requests, the lifted workload (completed from the
 /// reference capture, if any), and the settings it was recorded under with
-/// their provenance. The trace itself is not kept; each prediction lowers
-/// both sides request by request (`side`), listing each call's start and
-/// RPCs only when the latency simulation needs them.
+/// their provenance. The trace itself is not kept; a prediction lowers
+/// the proposed side request by request (`side`), listing each call's start
+/// and RPCs only when the latency simulation needs them; the recorded
+/// side and the recorded calls' NFS replay are the same for every change,
+/// computed by the first prediction and kept.
 pub struct Capture {
     inputs: Vec<String>,
     split_note: String,
@@ -540,9 +542,18 @@ pub struct Capture {
     notes: Vec<String>,
     /// The NFS side as recorded (`mount`, the proposal, is ignored here).
     nfs: NfsOptions,
+    /// What every prediction on the capture shares, once computed.
+    fixed: std::sync::Mutex<Option<std::sync::Arc<Fixed>>>,
     /// How the requests were split.
     mode: statstorm_php::request::RequestMode,
     format: InputFormat,
+}
+
+/// What does not depend on the change predicted: the recorded settings'
+/// side, and the recorded calls replayed by the NFS model (with NFS).
+struct Fixed {
+    side: side::SideRun,
+    replayed: Option<Vec<statstorm_nfs::RpcCounts>>,
 }
 
 /// What the traces' format shows.
@@ -720,6 +731,7 @@ impl Capture {
             nfs: args.nfs.clone(),
             mode: split.mode,
             format,
+            fixed: std::sync::Mutex::new(None),
         })
     }
 
@@ -838,16 +850,46 @@ impl Capture {
         // 15% less time on the bench log but held both sides' caches
         // together (deep paths: tests/hostile/sim_nfs.rs no longer fit
         // in 512 MiB of address space)
-        stage("lowering under the recorded settings");
-        let none = BTreeMap::new();
-        let before = side::run(
-            w,
-            &recorded,
-            &none,
-            nfs.as_ref().map(|n| (n, false)),
-            &bg,
-            list,
-        );
+        // the recorded side and the recorded calls' replay depend on the
+        // capture alone: computed for its first prediction, kept for the
+        // others (diagnose predicts dozens of changes on one capture)
+        let fixed = {
+            let mut kept = cap.fixed.lock().unwrap_or_else(|e| e.into_inner());
+            match kept.as_ref() {
+                Some(f) => std::sync::Arc::clone(f),
+                None => {
+                    stage("lowering under the recorded settings");
+                    let side = side::run(
+                        w,
+                        &recorded,
+                        &BTreeMap::new(),
+                        nfs.as_ref().map(|n| (n, false)),
+                        &bg,
+                        list,
+                    );
+                    // the recorded calls read back request by request (a
+                    // warm client start needs them all first)
+                    let replayed = match nfs.as_ref() {
+                        None => None,
+                        Some(n) => {
+                            stage("NFS client model");
+                            Some(if n.warm {
+                                let calls = rec.all().map_err(Error::spill)?;
+                                let groups: Vec<&[statstorm_trace::op::Op]> =
+                                    calls.iter().map(|o| o.as_slice()).collect();
+                                n.replay_with(&groups, &bg, false)
+                            } else {
+                                side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
+                            })
+                        }
+                    };
+                    let f = std::sync::Arc::new(Fixed { side, replayed });
+                    *kept = Some(std::sync::Arc::clone(&f));
+                    f
+                }
+            }
+        };
+        let before = &fixed.side;
         stage("lowering under the proposed settings");
         let after = side::run(
             w,
@@ -889,18 +931,8 @@ impl Capture {
         let rpcs = match nfs.as_ref() {
             None => None,
             Some(n) => {
-                stage("NFS client model");
                 notes.extend(n.notes.iter().cloned());
-                // the recorded calls read back request by request (a warm
-                // client start needs them all first)
-                let r = if n.warm {
-                    let calls = rec.all().map_err(Error::spill)?;
-                    let groups: Vec<&[statstorm_trace::op::Op]> =
-                        calls.iter().map(|o| o.as_slice()).collect();
-                    n.replay_with(&groups, &bg, false)
-                } else {
-                    side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
-                };
+                let r = fixed.replayed.as_deref().unwrap_or_default();
                 // the order `build` uses for the requests; background after
                 // them
                 let mut order: Vec<usize> = (0..preds.len()).collect();
@@ -911,9 +943,9 @@ impl Capture {
                 let side_rpcs =
                     |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
                 Some(NfsRpcs {
-                    before: side_rpcs(&before),
+                    before: side_rpcs(before),
                     after: side_rpcs(&after),
-                    recorded: pick(&r),
+                    recorded: pick(r),
                     background: r[preds.len()..].to_vec(),
                 })
             }
