@@ -94,9 +94,9 @@ pub fn before_vs_recorded(
                     None => weight.push((s, mv.abs_diff(rv))),
                 }
             }
-            if !worst
+            if worst
                 .as_ref()
-                .is_some_and(|g| g.modelled.abs_diff(g.recorded) >= mv.abs_diff(rv))
+                .is_none_or(|g| g.modelled.abs_diff(g.recorded) < mv.abs_diff(rv))
             {
                 worst = Some(Gap {
                     request: i,

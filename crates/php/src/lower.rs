@@ -245,10 +245,10 @@ impl Ctx<'_> {
     fn cacheable(&self, script: &str) -> bool {
         let fup = self.cfg.file_update_protection as i64;
         fup == 0
-            || !self
+            || self
                 .mtimes
                 .mtime_at(script, self.t_us)
-                .is_some_and(|m| self.req_s - fup < m)
+                .is_none_or(|m| self.req_s - fup >= m)
     }
 
     fn now_s(&self) -> i64 {
@@ -1419,7 +1419,7 @@ fn lower_op(
             // ended (measured: fpm-race-rf2 request 1 after it,
             // fpm-racefast-rf2 request 1 before it)
             let raced_first = raced.contains(path.as_ref())
-                && shm.once_keys.get(path.as_ref()).map_or(true, |&v| t_us < v);
+                && shm.once_keys.get(path.as_ref()).is_none_or(|&v| t_us < v);
             let fresh = (added.contains_key(path.as_ref()) || raced_first || cfg.revalidate_path)
                 && !probes.is_empty();
             // a *_once name resolved to a script loaded from the file cache
@@ -1460,7 +1460,7 @@ fn lower_op(
             // php_cgi_ini_activate_user_config: per worker, per
             // directory, re-read after user_ini.cache_ttl
             let now = cx.req_s;
-            let due = w.user_ini.get(path.as_ref()).map_or(true, |&exp| exp < now);
+            let due = w.user_ini.get(path.as_ref()).is_none_or(|&exp| exp < now);
             if due && !r.cli {
                 cx.emit(OpKind::Stat, path, 0, Some("ENOENT"));
                 w.user_ini

@@ -228,7 +228,7 @@ impl Sink for Reorder<'_> {
             self.newest = Some(self.newest.map_or(t, |n| n.max(t)));
         }
         let k = key(ev);
-        if self.queue.back().map_or(true, |b| key(b) <= k) {
+        if self.queue.back().is_none_or(|b| key(b) <= k) {
             self.queue.push_back(ev.clone());
         } else {
             let at = self.queue.partition_point(|e| key(e) <= k);

@@ -284,7 +284,7 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
     for (c, p) in i.singles.iter().filter(|(c, _)| !c.hypothetical) {
         let r = Removed::of(p, c);
         let s = share(&r);
-        if best.get(&c.mechanism).map_or(true, |(_, b)| s > *b) {
+        if best.get(&c.mechanism).is_none_or(|(_, b)| s > *b) {
             best.insert(c.mechanism, (r, s));
         }
     }

@@ -537,8 +537,7 @@ impl Parser {
                 None => return Err(format!("pm `{value}`: not static, dynamic or ondemand")),
             },
             Kind::Rlimit => {
-                if !value.eq_ignore_ascii_case("unlimited")
-                    && !fpm_int(&value).is_some_and(|v| v >= 0)
+                if !value.eq_ignore_ascii_case("unlimited") && fpm_int(&value).is_none_or(|v| v < 0)
                 {
                     return Err(format!(
                         "{name} `{value}`: neither `unlimited` nor a number of at least 0"

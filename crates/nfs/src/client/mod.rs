@@ -249,7 +249,7 @@ impl Replay {
     pub fn counts_between(&self, from_us: i64, to_us: i64, pid: Option<u32>) -> RpcCounts {
         let mut c = RpcCounts::default();
         for r in &self.rpcs {
-            if r.t_us >= from_us && r.t_us < to_us && pid.map_or(true, |p| p == r.pid) {
+            if r.t_us >= from_us && r.t_us < to_us && pid.is_none_or(|p| p == r.pid) {
                 c.add(r.op, 1);
             }
         }

@@ -179,7 +179,7 @@ fn items(
                     resolved: normalize(&op.path),
                     ok: op.ok(),
                     walked: false,
-                    parent_seen: parent(&op.path).map_or(true, |q| walked_before.contains(q)),
+                    parent_seen: parent(&op.path).is_none_or(|q| walked_before.contains(q)),
                     top: op.path.to_string(),
                     t_us: op.t_us,
                 }));

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: Dual MIT/GPL
+/* statstorm record: the file syscalls of the followed processes, one event
+ * per finished call, through a ring buffer.
+ *
+ * Two BTF tracepoints on the syscall path (tp_btf/sys_enter, sys_exit:
+ * include/trace/events/syscalls.h) see every syscall of the machine; a
+ * call is kept only when its number is one the models read (`wanted`) and
+ * its process is followed (`targets`: pids given, children of followed
+ * processes added at fork, processes whose name starts with `comm`). The
+ * entry saves the arguments per thread (`inflight`); the exit reads the
+ * paths and the stat buffer from the caller's memory (still there: the
+ * call has returned into it, but for execve, whose path is saved at entry)
+ * and writes one `struct record_event` of the needed length. Nothing is
+ * dropped silently: a full ring buffer, a full `inflight` map and a cut
+ * path are counted (`counters`) and the user side reports them. */
+#include "record.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* bytes of struct stat / struct statx read (both fit) */
+#define STAT_BYTES 128
+
+/* pending bytes that wake the reader */
+#define WAKE_BYTES (256 << 10)
+
+/* set by the user side before load */
+const volatile __u32 comm_len = 0;
+const volatile char comm[16] = {};
+
+struct start {
+	__u64 ts_ns;
+	__u64 args[6];
+	__u32 nr;
+	__u32 pad;
+};
+
+struct exec_path {
+	char path[RECORD_PATH];
+	__u16 len;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* the call in flight of each thread (task-local storage: no hashing, no
+ * lock, no update per call but the fields) */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct start);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct exec_path);
+} execs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct record_event);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_path);
+} exec_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);
+} events SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		*c += 1;
+}
+
+static __always_inline bool wanted(long nr)
+{
+	switch (nr) {
+	case NR_read: case NR_write: case NR_open: case NR_close:
+	case NR_stat: case NR_fstat: case NR_lstat: case NR_access:
+	case NR_dup: case NR_dup2: case NR_accept: case NR_clone:
+	case NR_fork: case NR_vfork: case NR_execve: case NR_fcntl:
+	case NR_getdents: case NR_getcwd: case NR_chdir: case NR_fchdir:
+	case NR_rename: case NR_mkdir: case NR_rmdir: case NR_unlink:
+	case NR_readlink: case NR_getdents64: case NR_openat: case NR_mkdirat:
+	case NR_newfstatat: case NR_unlinkat: case NR_renameat:
+	case NR_readlinkat: case NR_faccessat: case NR_accept4: case NR_dup3:
+	case NR_renameat2: case NR_execveat: case NR_statx: case NR_clone3:
+	case NR_openat2: case NR_faccessat2:
+		return true;
+	}
+	return false;
+}
+
+/* The argument holding the call's (first) path, or -1. */
+static __always_inline int path_arg(long nr)
+{
+	switch (nr) {
+	case NR_open: case NR_stat: case NR_lstat: case NR_access:
+	case NR_chdir: case NR_mkdir: case NR_rmdir: case NR_unlink:
+	case NR_readlink: case NR_rename: case NR_execve:
+		return 0;
+	case NR_openat: case NR_mkdirat: case NR_newfstatat: case NR_unlinkat:
+	case NR_readlinkat: case NR_faccessat: case NR_faccessat2:
+	case NR_statx: case NR_openat2: case NR_renameat: case NR_renameat2:
+	case NR_execveat:
+		return 1;
+	}
+	return -1;
+}
+
+/* The argument pointing at the struct stat / struct statx, or -1. */
+static __always_inline int stat_arg(long nr)
+{
+	switch (nr) {
+	case NR_stat: case NR_lstat: case NR_fstat:
+		return 1;
+	case NR_newfstatat:
+		return 2;
+	case NR_statx:
+		return 4;
+	}
+	return -1;
+}
+
+/* targets' values: a followed process, or the recorded command's child
+ * before its exec (its calls between fork and exec are the recorder's
+ * own: not recorded) */
+#define FOLLOWED 1
+#define BEFORE_EXEC 2
+
+static __always_inline bool followed(__u32 tgid, long id)
+{
+	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+	if (v)
+		return *v == FOLLOWED || id == NR_execve || id == NR_execveat;
+	if (comm_len == 0)
+		return false;
+	char c[16] = {};
+	bpf_get_current_comm(c, sizeof(c));
+	for (int i = 0; i < 16; i++) {
+		if (i >= comm_len)
+			break;
+		if (c[i] != comm[i])
+			return false;
+	}
+	__u8 one = FOLLOWED;
+	bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+	return true;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_enter, struct pt_regs *regs, long id)
+{
+	if (!wanted(id))
+		return 0;
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	if (!followed(tgid, id))
+		return 0;
+	/* fcntl only when it makes a new fd */
+	unsigned long a1 = regs->si;
+	if (id == NR_fcntl && a1 != F_DUPFD && a1 != F_DUPFD_CLOEXEC)
+		return 0;
+	struct start *s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+					       BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		count(CNT_LOST_SLOT);
+		return 0;
+	}
+	/* direct loads through the BTF-typed pointer (no helper call) */
+	s->args[0] = regs->di;
+	s->args[1] = a1;
+	s->args[2] = regs->dx;
+	s->args[3] = regs->r10;
+	s->args[4] = regs->r8;
+	s->args[5] = regs->r9;
+	s->nr = id;
+	s->ts_ns = bpf_ktime_get_ns();
+	if (id == NR_execve || id == NR_execveat) {
+		/* the path is gone once the new program runs: kept now */
+		__u32 zero = 0;
+		struct exec_path *x = bpf_map_lookup_elem(&exec_scratch, &zero);
+		if (x) {
+			const char *p = (const char *)s->args[id == NR_execve ? 0 : 1];
+			long n = bpf_probe_read_user_str(x->path, sizeof(x->path), p);
+			x->len = n > 0 ? n : 0;
+			bpf_map_update_elem(&execs, &tid, x, BPF_ANY);
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	struct start *s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
+	if (!s || s->ts_ns == 0)
+		return 0;
+	__u32 zero = 0;
+	struct record_event *e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
+		goto done;
+	__u64 now = bpf_ktime_get_ns();
+	long nr = s->nr;
+	e->ts_ns = s->ts_ns;
+	e->dur_ns = now - s->ts_ns;
+	e->ret = ret;
+	for (int i = 0; i < 6; i++)
+		e->args[i] = s->args[i];
+	e->extra = 0;
+	e->pid = tgid;
+	e->tid = tid;
+	e->nr = nr;
+	e->flags = 0;
+	e->len1 = 0;
+	e->len2 = 0;
+	e->pad = 0;
+
+	int pa = path_arg(nr);
+	if (nr == NR_execve || nr == NR_execveat) {
+		struct exec_path *x = bpf_map_lookup_elem(&execs, &tid);
+		if (ret == 0) {
+			__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+			if (v && *v == BEFORE_EXEC)
+				*v = FOLLOWED;
+		}
+		if (x) {
+			__u16 n = x->len;
+			if (n > RECORD_PATH)
+				n = RECORD_PATH;
+			bpf_probe_read_kernel(e->buf, RECORD_PATH, x->path);
+			e->len1 = n;
+			bpf_map_delete_elem(&execs, &tid);
+		}
+	} else if (pa >= 0 && pa < 6) {
+		long n = bpf_probe_read_user_str(e->buf, RECORD_PATH, (const char *)s->args[pa]);
+		e->len1 = n > 0 ? n : 0;
+	} else if (nr == NR_getcwd && ret > 0) {
+		long n = bpf_probe_read_user_str(e->buf, RECORD_PATH, (const char *)s->args[0]);
+		e->len1 = n > 0 ? n : 0;
+	} else if (nr == NR_read && ret > 0) {
+		__u32 n = ret < RECORD_DATA ? ret : RECORD_DATA;
+		n &= 15;
+		if (n > 0 && bpf_probe_read_user(e->buf, n, (const void *)s->args[1]) == 0)
+			e->len1 = n;
+	}
+	if (e->len1 >= RECORD_PATH) {
+		e->flags |= RECORD_CUT;
+		count(CNT_CUT);
+	}
+
+	/* rename's target; readlink's result (not NUL-terminated) */
+	if (nr == NR_rename || nr == NR_renameat || nr == NR_renameat2) {
+		const char *p = (const char *)s->args[nr == NR_rename ? 1 : 3];
+		long n = bpf_probe_read_user_str(e->buf + RECORD_PATH, RECORD_PATH, p);
+		e->len2 = n > 0 ? n : 0;
+		if (e->len2 >= RECORD_PATH) {
+			e->flags |= RECORD_CUT;
+			count(CNT_CUT);
+		}
+	} else if ((nr == NR_readlink || nr == NR_readlinkat) && ret > 0) {
+		__u32 n = ret < RECORD_PATH - 1 ? ret : RECORD_PATH - 1;
+		n &= RECORD_PATH - 1;
+		const void *p = (const void *)s->args[nr == NR_readlink ? 1 : 2];
+		if (n > 0 && bpf_probe_read_user(e->buf + RECORD_PATH, n, p) == 0)
+			e->len2 = n;
+	}
+
+	if (nr == NR_openat2) {
+		/* struct open_how: __u64 flags first */
+		bpf_probe_read_user(&e->extra, 8, (const void *)s->args[2]);
+	} else if (nr == NR_clone3) {
+		/* struct clone_args: __u64 flags first */
+		bpf_probe_read_user(&e->extra, 8, (const void *)s->args[0]);
+	}
+
+	int sa = stat_arg(nr);
+	if (ret == 0 && sa >= 0 && sa < 6 && e->len2 == 0) {
+		/* the buffer read once into the unused second half */
+		char *st = e->buf + RECORD_PATH;
+		if (bpf_probe_read_user(st, STAT_BYTES, (const void *)s->args[sa]) == 0) {
+			if (nr == NR_statx) {
+				/* struct statx: stx_mode u16 at 28, stx_size at
+				 * 40, stx_ctime at 96, stx_mtime at 112 ({s64
+				 * sec, u32 nsec}) */
+				e->st_mode = *(__u16 *)(st + 28);
+				e->st_size = *(__s64 *)(st + 40);
+				e->st_ctime = *(__s64 *)(st + 96);
+				e->st_ctime_nsec = *(__u32 *)(st + 104);
+				e->st_mtime = *(__s64 *)(st + 112);
+				e->st_mtime_nsec = *(__u32 *)(st + 120);
+			} else {
+				/* x86-64 struct stat: st_mode at 24, st_size at
+				 * 48, st_mtime at 88 (+nsec 96), st_ctime at
+				 * 104 (+nsec 112) */
+				e->st_mode = *(__u32 *)(st + 24);
+				e->st_size = *(__s64 *)(st + 48);
+				e->st_mtime = *(__s64 *)(st + 88);
+				e->st_mtime_nsec = *(__u32 *)(st + 96);
+				e->st_ctime = *(__s64 *)(st + 104);
+				e->st_ctime_nsec = *(__u32 *)(st + 112);
+			}
+			e->flags |= RECORD_STAT;
+		}
+	}
+
+	__u64 size;
+	if (e->len2 > 0)
+		size = RECORD_HEADER + RECORD_PATH + e->len2;
+	else
+		size = RECORD_HEADER + e->len1;
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	/* The reader is woken only once WAKE_BYTES wait (it also reads every
+	 * 100 ms): a wakeup per call would cost the traced process more than
+	 * the call itself (measured: 1M stat loop 3.8x slower with one) */
+	__u64 wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKE_BYTES ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, e, size, wake))
+		count(CNT_LOST_RING);
+done:
+	s->ts_ns = 0; /* consumed */
+	return 0;
+}
+
+/* Children of followed processes are followed from their creation on
+ * (before they run: the tracepoint fires in the parent, in fork). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	if (!bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	__u8 one = FOLLOWED;
+	bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* A process gone is no longer followed (its pid may be reused). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_task_exit, struct task_struct *t)
+{
+	__u32 pid = BPF_CORE_READ(t, pid);
+	__u32 tgid = BPF_CORE_READ(t, tgid);
+	if (pid == tgid)
+		bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
