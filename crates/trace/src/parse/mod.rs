@@ -154,6 +154,14 @@ pub struct InputStats {
     pub stack_lines: u64,
     /// Hex dump lines of `-e read=` / `-e write=` (` | 00000  7f 45 ... |`).
     pub dump_lines: u64,
+    /// Comment lines (`# ...`): a `statstorm record` capture's header and
+    /// trailer.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub comment_lines: u64,
+    /// Calls the recording lost, as its trailer says
+    /// (`# statstorm record: lost N calls ...`): the capture is incomplete.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost_calls: u64,
     pub summary_lines: u64,
     pub skipped: u64,
     pub skipped_by_reason: BTreeMap<SkipReason, u64>,
@@ -175,6 +183,20 @@ pub struct InputStats {
     pub first_time_backwards: Option<(u64, u64)>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The trailer of a `statstorm record` capture that lost calls:
+/// `# statstorm record: lost N calls (...)`.
+pub const LOST_PREFIX: &str = "# statstorm record: lost ";
+
+/// N of a [`LOST_PREFIX`] line.
+fn lost_calls(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(LOST_PREFIX.as_bytes())?;
+    std::str::from_utf8(token(rest)).ok()?.parse().ok()
+}
+
 /// How many skipped line numbers [`InputStats::first_skips`] keeps.
 pub const FIRST_SKIPS: usize = 10;
 
@@ -189,6 +211,7 @@ impl InputStats {
             + self.notice_lines
             + self.stack_lines
             + self.dump_lines
+            + self.comment_lines
             + self.summary_lines
             + self.skipped
     }
@@ -660,6 +683,13 @@ impl Parser {
             [rest @ .., b'\r'] => rest,
             l => l,
         };
+        if line.first() == Some(&b'#') && self.carry.is_empty() {
+            self.stats.comment_lines += 1;
+            if let Some(n) = lost_calls(line) {
+                self.stats.lost_calls = self.stats.lost_calls.saturating_add(n);
+            }
+            return;
+        }
         if line.ends_with(b" attached") || line.ends_with(b" detached") {
             if let Some(i) = memchr::memmem::find(line, b"strace: Process ") {
                 if i > 0 {
@@ -2760,6 +2790,21 @@ mod tests {
         // After the child exited, the unprefixed line is the parent's.
         assert_eq!(ev[2].pid, 31237);
         assert_eq!(st.initial_pid, Some(31237));
+    }
+
+    #[test]
+    fn a_recordings_comment_lines_are_counted_and_its_losses_read() {
+        let log = b"# statstorm record 0.1.0: strace -f -ttt -T -y compatible lines\n\
+            7 1795759391.545962 access(\"/a\", F_OK) = 0 <0.000003>\n\
+            # statstorm record: 1 calls in 0.1 s, stopped: interrupted\n\
+            # statstorm record: lost 12 calls (ring buffer full: 12, too many calls in flight: 0, undecodable: 0)\n";
+        let (ev, st, _) = run(log);
+        assert_eq!(ev.len(), 1);
+        assert_eq!((st.comment_lines, st.lost_calls, st.skipped), (3, 12, 0));
+        assert_eq!(st.lines, st.accounted());
+        // a `#` in the middle of a call's line is no comment
+        let (ev, st, _) = run(b"7 1.0 access(\"/#a\", F_OK) = 0\n");
+        assert_eq!((ev.len(), st.comment_lines), (1, 0));
     }
 
     #[test]
