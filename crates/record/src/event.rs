@@ -110,10 +110,7 @@ impl Syscall {
 
     /// The syscall of number `nr`, if followed.
     pub fn from_nr(nr: u16) -> Option<Syscall> {
-        Syscall::ALL
-            .iter()
-            .find(|(n, _)| *n == nr)
-            .map(|&(_, s)| s)
+        Syscall::ALL.iter().find(|(n, _)| *n == nr).map(|&(_, s)| s)
     }
 
     /// The name strace prints.
@@ -235,11 +232,14 @@ fn text(b: &[u8], at: usize, len: usize, nul: bool) -> Result<Option<&[u8]>, Dec
     if len == 0 {
         return Ok(None);
     }
-    let end = at.checked_add(len).filter(|&e| e <= b.len()).ok_or(DecodeError::Length {
-        at,
-        len,
-        size: b.len(),
-    })?;
+    let end = at
+        .checked_add(len)
+        .filter(|&e| e <= b.len())
+        .ok_or(DecodeError::Length {
+            at,
+            len,
+            size: b.len(),
+        })?;
     let mut s = &b[at..end];
     if nul {
         // up to the first NUL (the kernel's string ends there)

@@ -31,7 +31,14 @@ pub mod event;
 pub mod recorder;
 pub mod text;
 
-#[allow(clippy::all, clippy::pedantic, dead_code, missing_docs, unused_imports, unsafe_op_in_unsafe_fn)]
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    missing_docs,
+    unused_imports,
+    unsafe_op_in_unsafe_fn
+)]
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/record.skel.rs"));
 }

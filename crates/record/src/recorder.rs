@@ -135,7 +135,7 @@ fn effective_caps() -> u64 {
 pub fn check() -> Result<(), Error> {
     let caps = effective_caps();
     let has = |c: u32| caps & (1 << c) != 0;
-    if !has(CAP_SYS_ADMIN) && !(has(CAP_BPF) && has(CAP_PERFMON)) {
+    if !(has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON))) {
         let missing: Vec<&str> = [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
             .iter()
             .filter(|(c, _)| !has(*c))
@@ -248,8 +248,8 @@ impl Gated {
 /// `name` as execvp(3) finds it: itself when it holds a `/`, else the
 /// first executable file of that name in PATH.
 fn which(name: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
     if name.as_bytes().contains(&b'/') {
         return Some(name.into());
     }
@@ -425,8 +425,12 @@ pub fn record(
     let calls = Rc::new(RefCell::new(0u64));
     let mut rb = RingBufferBuilder::new();
     {
-        let (text, buf, undecodable, calls) =
-            (text.clone(), buf.clone(), undecodable.clone(), calls.clone());
+        let (text, buf, undecodable, calls) = (
+            text.clone(),
+            buf.clone(),
+            undecodable.clone(),
+            calls.clone(),
+        );
         rb.add(&skel.maps.events, move |data: &[u8]| {
             match Call::decode(data) {
                 Ok(c) => {

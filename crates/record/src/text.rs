@@ -82,7 +82,14 @@ impl Text {
     pub fn line(&mut self, c: &Call, out: &mut String) {
         let t = c.ts_ns as i128 + self.offset_ns;
         let (sec, ns) = (t.div_euclid(1_000_000_000), t.rem_euclid(1_000_000_000));
-        let _ = write!(out, "{} {}.{:06} {}(", c.tid, sec, ns / 1000, c.syscall.name());
+        let _ = write!(
+            out,
+            "{} {}.{:06} {}(",
+            c.tid,
+            sec,
+            ns / 1000,
+            c.syscall.name()
+        );
         self.args(c, out);
         out.push_str(") = ");
         self.ret(c, out);
@@ -191,11 +198,24 @@ impl Text {
             }
             Syscall::Dup3 => {
                 self.fd(pid, i(a[0]), out);
-                let _ = write!(out, ", {}, {}", i(a[1]), if a[2] & O_CLOEXEC != 0 { "O_CLOEXEC" } else { "0" });
+                let _ = write!(
+                    out,
+                    ", {}, {}",
+                    i(a[1]),
+                    if a[2] & O_CLOEXEC != 0 {
+                        "O_CLOEXEC"
+                    } else {
+                        "0"
+                    }
+                );
             }
             Syscall::Fcntl => {
                 self.fd(pid, i(a[0]), out);
-                let cmd = if a[1] == 1030 { "F_DUPFD_CLOEXEC" } else { "F_DUPFD" };
+                let cmd = if a[1] == 1030 {
+                    "F_DUPFD_CLOEXEC"
+                } else {
+                    "F_DUPFD"
+                };
                 let _ = write!(out, ", {cmd}, {}", a[2]);
             }
             Syscall::Stat | Syscall::Lstat => {
@@ -230,7 +250,7 @@ impl Text {
                         mode(s.mode, out);
                         let _ = write!(
                             out,
-                            ", stx_size={}, stx_mtime={{tv_sec={}, tv_nsec={}}}, stx_ctime={{tv_sec={}, tv_nsec={}}}, ...}}",
+                            ", stx_size={}, stx_mtime={{tv_sec={}, tv_nsec={}}}, stx_ctime={{tv_sec={}, tv_nsec={}}}}}",
                             s.size, s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec
                         );
                     }
@@ -301,7 +321,11 @@ impl Text {
                 self.dirfd(pid, i(a[0]), out);
                 out.push_str(", ");
                 quoted(path, out);
-                out.push_str(if a[2] & AT_REMOVEDIR != 0 { ", AT_REMOVEDIR" } else { ", 0" });
+                out.push_str(if a[2] & AT_REMOVEDIR != 0 {
+                    ", AT_REMOVEDIR"
+                } else {
+                    ", 0"
+                });
             }
             Syscall::Rename => {
                 quoted(path, out);
@@ -327,7 +351,11 @@ impl Text {
             Syscall::Accept4 => {
                 self.fd(pid, i(a[0]), out);
                 out.push_str(", NULL, NULL, ");
-                out.push_str(if a[3] & O_CLOEXEC != 0 { "SOCK_CLOEXEC" } else { "0" });
+                out.push_str(if a[3] & O_CLOEXEC != 0 {
+                    "SOCK_CLOEXEC"
+                } else {
+                    "0"
+                });
             }
             Syscall::Clone => {
                 out.push_str("child_stack=NULL, flags=");
@@ -413,7 +441,13 @@ impl Text {
             }
             Syscall::Accept | Syscall::Accept4 => {
                 let cloexec = c.syscall == Syscall::Accept4 && a[3] & O_CLOEXEC != 0;
-                self.proc(pid).fds.insert(ret_fd, Fd { path: None, cloexec });
+                self.proc(pid).fds.insert(
+                    ret_fd,
+                    Fd {
+                        path: None,
+                        cloexec,
+                    },
+                );
             }
             Syscall::Dup | Syscall::Dup2 | Syscall::Dup3 | Syscall::Fcntl => {
                 let p = self.proc(pid);
@@ -621,8 +655,9 @@ fn mode(m: u32, out: &mut String) {
     let _ = write!(out, "{kind}|{:04o}", m & 0o7777);
 }
 
-/// A stat buffer: the fields kept, the rest elided; the pointer when the
-/// call failed (strace does the same).
+/// A stat buffer: the fields kept (not followed by `...`: the reader takes
+/// the mtime only from a struct that is not abbreviated); the pointer
+/// when the call failed (strace does the same).
 fn stat_buf(s: Option<StatInfo>, ptr: u64, out: &mut String) {
     match s {
         Some(s) => {
@@ -630,7 +665,7 @@ fn stat_buf(s: Option<StatInfo>, ptr: u64, out: &mut String) {
             mode(s.mode, out);
             let _ = write!(
                 out,
-                ", st_size={}, st_mtime={}, st_mtime_nsec={}, st_ctime={}, st_ctime_nsec={}, ...}}",
+                ", st_size={}, st_mtime={}, st_mtime_nsec={}, st_ctime={}, st_ctime_nsec={}}}",
                 s.size, s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec
             );
         }

@@ -37,6 +37,8 @@ enum Command {
     Diagnose(Box<cmd::diagnose::Args>),
     /// Diagnose the built-in case (seed 000) and write its HTML report.
     Demo(cmd::demo::Args),
+    /// Record PHP's file syscalls live with eBPF (strace-compatible capture).
+    Record(cmd::record::Args),
 }
 
 fn main() {
@@ -47,6 +49,7 @@ fn main() {
         Command::Simulate(a) => cmd::simulate::run(a),
         Command::Diagnose(a) => cmd::diagnose::run(*a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Record(a) => cmd::record::run(a),
     };
     match code {
         Ok(c) => std::process::exit(c),

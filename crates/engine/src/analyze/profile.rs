@@ -32,6 +32,9 @@ pub struct FileInfo {
     /// Lines whose time is earlier than the line before's (absent when 0).
     #[serde(skip_serializing_if = "is_zero")]
     pub time_backwards: u64,
+    /// Calls a `statstorm record` capture says it lost (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost_calls: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

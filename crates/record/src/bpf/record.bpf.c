@@ -175,7 +175,7 @@ static __always_inline bool followed(__u32 tgid, long id)
 }
 
 SEC("tp_btf/sys_enter")
-int BPF_PROG(on_enter, struct pt_regs *regs, long id)
+int BPF_PROG(ssrec_enter, struct pt_regs *regs, long id)
 {
 	if (!wanted(id))
 		return 0;
@@ -217,13 +217,30 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 }
 
 SEC("tp_btf/sys_exit")
-int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
+int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 	struct start *s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-	if (!s || s->ts_ns == 0)
-		return 0;
+	struct start late = {};
+	if (!s || s->ts_ns == 0) {
+		/* An accept in flight when the recording began (an idle
+		 * php-fpm worker): its return starts a request, so it is kept,
+		 * timed at its return (the arguments are still in the
+		 * registers; no duration) */
+		long id = regs->orig_ax;
+		if (id != NR_accept && id != NR_accept4)
+			return 0;
+		if (!followed(tgid, id))
+			return 0;
+		late.ts_ns = bpf_ktime_get_ns();
+		late.nr = id;
+		late.args[0] = regs->di;
+		late.args[1] = regs->si;
+		late.args[2] = regs->dx;
+		late.args[3] = regs->r10;
+		s = &late;
+	}
 	__u32 zero = 0;
 	struct record_event *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
@@ -354,7 +371,7 @@ done:
 /* Children of followed processes are followed from their creation on
  * (before they run: the tracepoint fires in the parent, in fork). */
 SEC("tp_btf/sched_process_fork")
-int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+int BPF_PROG(ssrec_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	if (!bpf_map_lookup_elem(&targets, &ptgid))
@@ -367,7 +384,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 /* A process gone is no longer followed (its pid may be reused). */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_task_exit, struct task_struct *t)
+int BPF_PROG(ssrec_task_exit, struct task_struct *t)
 {
 	__u32 pid = BPF_CORE_READ(t, pid);
 	__u32 tgid = BPF_CORE_READ(t, tgid);

@@ -339,7 +339,14 @@ impl Collected {
             format: serde_json::to_value(st.detected).unwrap_or(serde_json::Value::Null),
             error: st.error.clone(),
             time_backwards: st.time_backwards,
+            lost_calls: st.lost_calls,
         });
+        if st.lost_calls > 0 {
+            errln!(
+                "statstorm: warning: {name}: the recording lost {} calls (its last lines say so): the counts are low by at least that",
+                st.lost_calls
+            );
+        }
         if let Some((line, back_us)) = st.first_time_backwards {
             errln!(
                 "statstorm: warning: {name}: time runs backwards at {} line{} (first at line {line}, {} s before the line above it); per-second counts and spans there follow the times as printed",

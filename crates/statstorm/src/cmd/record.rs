@@ -1,0 +1,119 @@
+//! `statstorm record`: a live capture with eBPF (statstorm_record), written
+//! as strace-compatible text that analyze, predict and diagnose read.
+
+use anyhow::{Context, Result};
+use statstorm_record::recorder::{self, Config, Error, Summary, DEFAULT_RING_BYTES};
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A process to record, with its descendants (repeatable).
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Record every process whose name starts with NAME (e.g. php-fpm).
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// The hard limit: the recording stops after this long (60s, 5m, 1h).
+    #[arg(long, value_name = "TIME", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub duration: std::time::Duration,
+    /// Where to write the capture (default: stdout).
+    #[arg(short = 'o', long = "output", value_name = "CAPTURE")]
+    pub output: Option<PathBuf>,
+    /// The ring buffer's size in MiB (a power of two).
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RING_BYTES >> 20)]
+    pub ring_mib: u32,
+    /// A command to run and record with its children until it exits.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(a: Args) -> Result<i32> {
+    let what = describe(&a);
+    let cfg = Config {
+        pids: a.pids,
+        comm: a.comm,
+        command: (!a.command.is_empty()).then_some(a.command),
+        duration: a.duration,
+        ring_bytes: a.ring_mib.saturating_mul(1 << 20),
+    };
+    // refused before the output file is created
+    if let Err(e) = recorder::check() {
+        errln!("statstorm: error: {e}");
+        return Ok(2);
+    }
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing a signal handler")?;
+    }
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    out.write_all(statstorm_record::text::header(&what, epoch, kernel.trim()).as_bytes())?;
+    let tty = std::io::stderr().is_terminal();
+    let summary = recorder::record(&cfg, &mut out, &stop, &mut |p| {
+        if tty {
+            errln!(
+                "record: {:.0} s, {} calls, {} lost",
+                p.elapsed.as_secs_f64(),
+                p.calls,
+                p.lost
+            );
+        }
+    });
+    let summary: Summary = match summary {
+        Ok(s) => s,
+        Err(
+            e @ (Error::Privilege(_) | Error::Kernel(_) | Error::NoTarget | Error::NoProcess(_)),
+        ) => {
+            errln!("statstorm: error: {e}");
+            return Ok(2);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    out.write_all(statstorm_record::text::trailer(&summary).as_bytes())?;
+    out.flush()?;
+    errln!(
+        "{}",
+        statstorm_record::text::trailer(&summary)
+            .trim_end()
+            .replace("# statstorm record: ", "record: ")
+    );
+    if summary.lost() > 0 {
+        errln!("record: warning: the capture is incomplete ({} calls lost); a larger --ring-mib keeps more", summary.lost());
+    }
+    Ok(match summary.command_status {
+        Some(st) if !st.success() => st.code().unwrap_or(1),
+        _ => 0,
+    })
+}
+
+fn describe(a: &Args) -> String {
+    let mut w: Vec<String> = a
+        .pids
+        .iter()
+        .map(|p| format!("pid {p} and its descendants"))
+        .collect();
+    if let Some(c) = &a.comm {
+        w.push(format!("processes named {c}*"));
+    }
+    if !a.command.is_empty() {
+        let c: Vec<String> = a
+            .command
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        w.push(format!("the command `{}` and its children", c.join(" ")));
+    }
+    w.join(", ")
+}

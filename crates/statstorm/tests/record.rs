@@ -1,0 +1,486 @@
+//! `statstorm record` against strace on the same PHP work (issue 26): a
+//! real php-fpm pool serving the lab's include-tree and file-check
+//! requests, recorded by both at once; a php-cli file-check loop, run
+//! once under each. Per request, the counts by syscall and the lab paths
+//! touched are equal. Also: an interrupted recording is a valid capture
+//! and leaves no BPF program attached; without the privilege, exit 2.
+//!
+//! Needs root (CAP_BPF, CAP_PERFMON), php, php-fpm8.2, cgi-fcgi, strace
+//! and bpftool (scripts/install-deps): a missing one fails the test.
+
+mod common;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One recording at a time (the kernel's program list is checked).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const BIN: &str = env!("CARGO_BIN_EXE_statstorm");
+
+/// The syscalls the recorder follows, as analyze names them.
+const FOLLOWED: &[&str] = &[
+    "read",
+    "write",
+    "open",
+    "close",
+    "stat",
+    "fstat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "dup",
+    "dup2",
+    "dup3",
+    "accept",
+    "accept4",
+    "clone",
+    "clone3",
+    "fork",
+    "vfork",
+    "execve",
+    "getdents64",
+    "getcwd",
+    "chdir",
+    "fchdir",
+    "rename",
+    "renameat",
+    "renameat2",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "unlink",
+    "unlinkat",
+    "readlink",
+    "readlinkat",
+    "openat",
+    "openat2",
+];
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(found, "{tool} is missing: scripts/install-deps installs it");
+}
+
+fn need_root() {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(uid, 0, "recording needs root (CAP_BPF, CAP_PERFMON)");
+}
+
+/// The lab tree (scripts/php-harness.d/mklab.sh) in a fresh directory.
+fn lab(dir: &Path) -> PathBuf {
+    let lab = dir.join("lab");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/php-harness.d/mklab.sh");
+    let st = Command::new("bash").arg(script).arg(&lab).status().unwrap();
+    assert!(st.success(), "mklab.sh failed");
+    lab
+}
+
+fn analyze(capture: &Path) -> Value {
+    common::json("analyze", &[capture.to_str().unwrap(), "--top", "100000"])
+}
+
+/// Per request (in start order): its followed syscalls' counts.
+fn request_counts(a: &Value) -> Vec<BTreeMap<String, u64>> {
+    a["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["by_syscall"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, _)| FOLLOWED.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Calls per path under `under`.
+fn paths_under(a: &Value, under: &Path) -> BTreeMap<String, u64> {
+    let under = under.to_str().unwrap();
+    a["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["path"].as_str().unwrap().starts_with(under))
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().to_string(),
+                p["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !ok() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn kill(child: &Child, sig: &str) {
+    Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+}
+
+/// The recorder's programs the kernel holds (bpftool prog show).
+fn recorder_programs() -> Vec<String> {
+    let out = Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "bpftool prog show failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("ssrec_"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The kernel frees a detached program after an RCU grace period (or a
+/// workqueue's turn): gone within seconds, or the test fails.
+fn no_program_left() {
+    wait_for("the recorder's programs to be freed", || {
+        recorder_programs().is_empty()
+    });
+}
+
+/// `statstorm record ARGS` in the background, its capture at `out` and
+/// its stderr beside it (a file: a recorded command inherits it), returned
+/// once its programs are attached.
+fn start_record(out: &Path, args: &[&str]) -> Child {
+    let before = recorder_programs().len();
+    let err = std::fs::File::create(out.with_extension("err")).unwrap();
+    let child = Command::new(BIN)
+        .arg("record")
+        .arg("-o")
+        .arg(out)
+        .args(args)
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    wait_for("the recorder's programs", || {
+        recorder_programs().len() >= before + 4
+    });
+    child
+}
+
+/// Ends the recording with SIGINT; its stderr.
+fn stop_record(mut child: Child, out: &Path) -> String {
+    kill(&child, "-INT");
+    let st = child.wait().unwrap();
+    let err = std::fs::read_to_string(out.with_extension("err")).unwrap();
+    assert!(st.success(), "record failed: {err}");
+    err
+}
+
+/// Kills the processes a test started when it ends, passed or not.
+struct Reap(Vec<String>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", p])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+fn fcgi(port: u16, script: &Path, lab: &Path) {
+    let out = Command::new("cgi-fcgi")
+        .args(["-bind", "-connect", &format!("127.0.0.1:{port}")])
+        .env("SCRIPT_FILENAME", script)
+        .env(
+            "SCRIPT_NAME",
+            format!("/{}", script.file_name().unwrap().to_string_lossy()),
+        )
+        .env("REQUEST_METHOD", "GET")
+        .env("DOCUMENT_ROOT", lab.join("www"))
+        .env("SERVER_NAME", "localhost")
+        .env("SERVER_PORT", "80")
+        .env("SERVER_PROTOCOL", "HTTP/1.1")
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("HTTP_HOST", "localhost")
+        .env("REQUEST_URI", "/")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cgi-fcgi failed");
+    let body = String::from_utf8_lossy(&out.stdout);
+    assert!(!body.contains("Fatal error"), "{body}");
+}
+
+#[test]
+fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    for t in ["php-fpm8.2", "cgi-fcgi", "strace", "bpftool"] {
+        need(t);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab(dir.path());
+    let port = 9581u16;
+    let conf = dir.path().join("fpm.conf");
+    let pidfile = dir.path().join("fpm.pid");
+    std::fs::write(
+        &conf,
+        format!(
+            "[global]\npid = {}\nerror_log = {}\ndaemonize = no\n[t]\nlisten = 127.0.0.1:{port}\npm = static\npm.max_children = 2\n",
+            pidfile.display(),
+            dir.path().join("fpm.log").display()
+        ),
+    )
+    .unwrap();
+    let strace_log = dir.path().join("s.txt");
+    // OPcache off: every request opens its scripts
+    let mut fpm = Command::new("strace")
+        .args(["-f", "-ttt", "-T", "-y", "-o"])
+        .arg(&strace_log)
+        .args(["php-fpm8.2", "-n", "-F", "-R", "-y"])
+        .arg(&conf)
+        .args([
+            "-d",
+            &format!("include_path=.:{}", lab.join("www/inc").display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("php-fpm's pid file", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| !s.trim().is_empty())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let master = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .to_string();
+    let _reap = Reap(vec![master.clone(), fpm.id().to_string()]);
+    let cap = dir.path().join("cap.txt");
+    let rec = start_record(&cap, &["--pid", &master]);
+    let www = lab.join("www");
+    for _ in 0..3 {
+        fcgi(port, &www.join("tree.php"), &lab);
+        fcgi(port, &www.join("filecheck.php"), &lab);
+    }
+    let err = stop_record(rec, &cap);
+    // the pool ends, then strace with it
+    Command::new("kill")
+        .args(["-TERM", &master])
+        .status()
+        .unwrap();
+    fpm.wait().unwrap();
+    assert!(err.contains("stopped: interrupted"), "{err}");
+    assert!(!err.contains("lost"), "{err}");
+
+    let a_rec = analyze(&cap);
+    let a_st = analyze(&strace_log);
+    // the recording began after the workers started: the requests alone
+    let rec_reqs = request_counts(&a_rec);
+    let st_reqs = request_counts(&a_st);
+    assert_eq!(rec_reqs.len(), 6, "{}", a_rec["request_split"]);
+    assert_eq!(st_reqs.len(), 6, "{}", a_st["request_split"]);
+    for (i, (r, s)) in rec_reqs.iter().zip(&st_reqs).enumerate() {
+        // the FastCGI exchange: strace sees poll/recvfrom/... the
+        // recorder does not follow; the file calls must agree
+        let r: BTreeMap<_, _> = r.iter().filter(|(k, _)| *k != "write").collect();
+        let s: BTreeMap<_, _> = s.iter().filter(|(k, _)| *k != "write").collect();
+        assert_eq!(r, s, "request {i}: record {r:?}, strace {s:?}");
+    }
+    for k in ["kind", "pid"] {
+        let kr: Vec<&Value> = a_rec["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r[k])
+            .collect();
+        let ks: Vec<&Value> = a_st["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r[k])
+            .collect();
+        assert_eq!(kr, ks, "{k}");
+    }
+    let pr = paths_under(&a_rec, &lab);
+    assert!(pr.len() > 40, "{} lab paths", pr.len());
+    assert_eq!(pr, paths_under(&a_st, &lab));
+    no_program_left();
+}
+
+#[test]
+fn a_php_cli_file_check_loop_recorded_matches_strace() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    need("strace");
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab(dir.path());
+    let script = lab.join("www/filecheck.php");
+    let php = "/usr/bin/php8.2";
+    let cap = dir.path().join("cap.txt");
+    let out = Command::new(BIN)
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--", php, "-n"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopped: command exited"), "{err}");
+    let strace_log = dir.path().join("s.txt");
+    let st = Command::new("strace")
+        .args(["-f", "-ttt", "-T", "-y", "-o"])
+        .arg(&strace_log)
+        .args([php, "-n"])
+        .arg(&script)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let a_rec = analyze(&cap);
+    let a_st = analyze(&strace_log);
+    let r = request_counts(&a_rec);
+    let s = request_counts(&a_st);
+    assert_eq!(r.len(), 1);
+    // write: the script's output, to a pipe here and to /dev/null there
+    let strip = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+        m.iter()
+            .filter(|(k, _)| *k != "write")
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    };
+    assert_eq!(strip(&r[0]), strip(&s[0]));
+    assert!(r[0]["newfstatat"] > 30, "{:?}", r[0]);
+    let pr = paths_under(&a_rec, &lab);
+    assert!(pr.len() > 10, "{pr:?}");
+    assert_eq!(pr, paths_under(&a_st, &lab));
+    // the recorder's own durations are the calls' (no ptrace stop inside)
+    assert_eq!(a_rec["has_durations"], true);
+}
+
+#[test]
+fn an_interrupted_recording_is_a_valid_capture_and_detaches() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    need("bpftool");
+    let dir = tempfile::tempdir().unwrap();
+    // a shell that stats a file in a loop until it is stopped
+    let cap = dir.path().join("cap.txt");
+    let busy = dir.path().join("busy");
+    std::fs::write(&busy, "x").unwrap();
+    let rec = start_record(
+        &cap,
+        &[
+            "--duration",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            &format!("while :; do test -e {}; done", busy.display()),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let err = stop_record(rec, &cap);
+    // the command runs on, unrecorded: ended here
+    Command::new("pkill")
+        .args(["-f", &format!("test -e {}", busy.display())])
+        .status()
+        .unwrap();
+    assert!(err.contains("stopped: interrupted"), "{err}");
+    no_program_left();
+    let text = std::fs::read_to_string(&cap).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("# statstorm record: "),
+        "{text}"
+    );
+    let a = analyze(&cap);
+    assert_eq!(a["input"]["skipped"]["total"], 0, "{}", a["input"]);
+    assert!(
+        a["totals"]["metadata_calls"].as_u64().unwrap() > 10,
+        "{}",
+        a["totals"]
+    );
+}
+
+#[test]
+fn without_the_privilege_record_exits_2_naming_the_capability() {
+    need_root();
+    need("setpriv");
+    // the binary where an unprivileged user may run it
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("statstorm");
+    std::fs::copy(BIN, &bin).unwrap();
+    let mut perm = std::fs::metadata(dir.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+    std::fs::set_permissions(dir.path(), perm).unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&bin)
+        .args(["record", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("CAP_BPF") && err.contains("CAP_PERFMON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn analyze_warns_of_a_capture_that_lost_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("cap.txt");
+    std::fs::write(
+        &cap,
+        "# statstorm record 0.1.0: strace -f -ttt -T -y compatible lines (docs/record.md)\n\
+         7 1795759391.545962 access(\"/srv/a.php\", F_OK) = 0 <0.000003>\n\
+         # statstorm record: 1 calls in 0.1 s, stopped: interrupted\n\
+         # statstorm record: lost 40 calls (ring buffer full: 40, too many calls in flight: 0, undecodable: 0)\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["analyze", "--format", "json"])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the recording lost 40 calls"), "{err}");
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(a["input"]["files"][0]["lost_calls"], 40);
+    assert_eq!(a["input"]["skipped"]["total"], 0);
+}
