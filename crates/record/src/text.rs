@@ -752,11 +752,12 @@ fn errno_text(e: i32) -> String {
 }
 
 /// The capture's first lines: what wrote it and what it followed (comment
-/// lines, which the strace reader counts and passes over).
+/// lines, `# statstorm record...`, which the strace reader counts and
+/// passes over).
 pub fn header(what: &str, started_epoch_s: i64, kernel: &str) -> String {
     format!(
         "# statstorm record {}: strace -f -ttt -T -y compatible lines (docs/record.md)\n\
-         # started at {} (epoch seconds), kernel {}, following {}\n",
+         # statstorm record: started at {} (epoch seconds), kernel {}, following {}\n",
         env!("CARGO_PKG_VERSION"),
         started_epoch_s,
         kernel,

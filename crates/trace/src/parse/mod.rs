@@ -154,8 +154,9 @@ pub struct InputStats {
     pub stack_lines: u64,
     /// Hex dump lines of `-e read=` / `-e write=` (` | 00000  7f 45 ... |`).
     pub dump_lines: u64,
-    /// Comment lines (`# ...`): a `statstorm record` capture's header and
-    /// trailer.
+    /// Comment lines (`# statstorm record...`): a `statstorm record`
+    /// capture's header and trailer. (Other lines starting with `#` are
+    /// not strace's: skipped as such.)
     #[serde(skip_serializing_if = "is_zero")]
     pub comment_lines: u64,
     /// Calls the recording lost, as its trailer says
@@ -186,6 +187,9 @@ pub struct InputStats {
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
+
+/// The start of a `statstorm record` capture's comment lines.
+pub const COMMENT_PREFIX: &str = "# statstorm record";
 
 /// The trailer of a `statstorm record` capture that lost calls:
 /// `# statstorm record: lost N calls (...)`.
@@ -683,7 +687,7 @@ impl Parser {
             [rest @ .., b'\r'] => rest,
             l => l,
         };
-        if line.first() == Some(&b'#') && self.carry.is_empty() {
+        if line.starts_with(COMMENT_PREFIX.as_bytes()) && self.carry.is_empty() {
             self.stats.comment_lines += 1;
             if let Some(n) = lost_calls(line) {
                 self.stats.lost_calls = self.stats.lost_calls.saturating_add(n);
@@ -2797,10 +2801,12 @@ mod tests {
         let log = b"# statstorm record 0.1.0: strace -f -ttt -T -y compatible lines\n\
             7 1795759391.545962 access(\"/a\", F_OK) = 0 <0.000003>\n\
             # statstorm record: 1 calls in 0.1 s, stopped: interrupted\n\
-            # statstorm record: lost 12 calls (ring buffer full: 12, too many calls in flight: 0, undecodable: 0)\n";
+            # statstorm record: lost 12 calls (ring buffer full: 12, too many calls in flight: 0, undecodable: 0)\n\
+            # another comment\n";
         let (ev, st, _) = run(log);
         assert_eq!(ev.len(), 1);
-        assert_eq!((st.comment_lines, st.lost_calls, st.skipped), (3, 12, 0));
+        // another `#` line is not the recorder's: not strace, skipped
+        assert_eq!((st.comment_lines, st.lost_calls, st.skipped), (3, 12, 1));
         assert_eq!(st.lines, st.accounted());
         // a `#` in the middle of a call's line is no comment
         let (ev, st, _) = run(b"7 1.0 access(\"/#a\", F_OK) = 0\n");
