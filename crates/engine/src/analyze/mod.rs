@@ -8,6 +8,7 @@
 
 mod build;
 pub mod findings;
+pub mod pids;
 mod profile;
 
 pub use build::find_bursts;

@@ -12,10 +12,9 @@
 use crate::progress::{is_stream, secs, Counters, Watch, WatchOptions};
 use anyhow::Result;
 use render::Export;
-use statstorm_engine::analyze::{Analyzer, FileInfo, InputInfo, SkipAt};
+use statstorm_engine::analyze::{pids::PidCheck, Analyzer, FileInfo, InputInfo, SkipAt};
 use statstorm_render as render;
 use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
-use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -77,51 +76,6 @@ struct AnalyzeSink<'a> {
     counters: &'a Counters,
     /// From the second input on: the pids of the earlier ones.
     pids: Option<&'a mut PidCheck>,
-}
-
-/// The pids of the inputs read so far, to refuse a pid that two inputs
-/// have (the same file twice, two captures of one host): the analyzer
-/// keys processes by pid, so they would be merged into one.
-#[derive(Default)]
-struct PidCheck {
-    /// Pid -> index in `Collected::names` of the first input that had it.
-    owner: HashMap<u32, usize>,
-    /// The input being read.
-    input: usize,
-    /// Its pids (added to `owner` when it ends).
-    mine: HashSet<u32>,
-    /// The last event's pid (`u32::MAX` before the first): runs of one
-    /// process's events cost one comparison each.
-    last: u32,
-    /// A pid of this input that an earlier one had: (pid, that input).
-    collision: Option<(u32, usize)>,
-}
-
-impl PidCheck {
-    /// `false` when `pid` belongs to an earlier input.
-    #[inline]
-    fn check(&mut self, pid: u32) -> bool {
-        if pid == self.last {
-            return true;
-        }
-        self.last = pid;
-        if let Some(&first) = self.owner.get(&pid) {
-            self.collision = Some((pid, first));
-            return false;
-        }
-        self.mine.insert(pid);
-        true
-    }
-
-    /// The current input has ended: its pids join the earlier ones'.
-    fn end_input(&mut self, pids: impl Iterator<Item = u32>) {
-        let input = self.input;
-        for pid in pids {
-            self.owner.entry(pid).or_insert(input);
-        }
-        self.mine.clear();
-        self.last = u32::MAX;
-    }
 }
 
 impl Sink for AnalyzeSink<'_> {
@@ -193,10 +147,7 @@ impl Collected {
             summary: None,
             errors: Vec::new(),
             names: Vec::new(),
-            pids: PidCheck {
-                last: u32::MAX,
-                ..PidCheck::default()
-            },
+            pids: PidCheck::default(),
             refused: None,
         }
     }
@@ -225,7 +176,7 @@ impl Collected {
         // The first input's pids are taken from the analyzer when it ends;
         // the later ones are checked event by event.
         let later = !self.names.is_empty();
-        self.pids.input = self.names.len();
+        self.pids.begin_input(self.names.len());
         self.names.push(name.to_string());
         let counters = Arc::new(Counters::default());
         let mut sink = AnalyzeSink {
@@ -288,7 +239,7 @@ impl Collected {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        if let Some((pid, first)) = self.pids.collision {
+        if let Some((pid, first)) = self.pids.collision() {
             self.refused = Some(statstorm_trace::input::pid_collision_message(
                 pid,
                 &self.names[first],
@@ -297,11 +248,9 @@ impl Collected {
             return;
         }
         if later {
-            let mine = std::mem::take(&mut self.pids.mine);
-            self.pids.end_input(mine.into_iter());
+            self.pids.end_input(None);
         } else {
-            let pids: Vec<u32> = self.analyzer.pids().collect();
-            self.pids.end_input(pids.into_iter());
+            self.pids.end_input(Some(self.analyzer.pids().collect()));
         }
         self.strings = strings;
         if let Err(e) = res {
