@@ -38,6 +38,28 @@ pub struct Config {
     pub ring_bytes: u32,
 }
 
+impl Config {
+    /// What is followed, in words (the capture's header).
+    pub fn describe(&self) -> String {
+        let mut w: Vec<String> = self
+            .pids
+            .iter()
+            .map(|p| format!("pid {p} and its descendants"))
+            .collect();
+        if let Some(c) = &self.comm {
+            w.push(format!("processes named {c}*"));
+        }
+        if let Some(cmd) = &self.command {
+            let c: Vec<String> = cmd
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect();
+            w.push(format!("the command `{}` and its children", c.join(" ")));
+        }
+        w.join(", ")
+    }
+}
+
 /// The default ring buffer: 64 MiB, about 600k calls of PHP-sized paths
 /// queued while the writer catches up.
 pub const DEFAULT_RING_BYTES: u32 = 64 << 20;

@@ -32,7 +32,6 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let what = describe(&a);
     let cfg = Config {
         pids: a.pids,
         comm: a.comm,
@@ -59,7 +58,9 @@ pub fn run(a: Args) -> Result<i32> {
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    out.write_all(statstorm_record::text::header(&what, epoch, kernel.trim()).as_bytes())?;
+    out.write_all(
+        statstorm_record::text::header(&cfg.describe(), epoch, kernel.trim()).as_bytes(),
+    )?;
     let tty = std::io::stderr().is_terminal();
     let summary = recorder::record(&cfg, &mut out, &stop, &mut |p| {
         if tty {
@@ -96,24 +97,4 @@ pub fn run(a: Args) -> Result<i32> {
         Some(st) if !st.success() => st.code().unwrap_or(1),
         _ => 0,
     })
-}
-
-fn describe(a: &Args) -> String {
-    let mut w: Vec<String> = a
-        .pids
-        .iter()
-        .map(|p| format!("pid {p} and its descendants"))
-        .collect();
-    if let Some(c) = &a.comm {
-        w.push(format!("processes named {c}*"));
-    }
-    if !a.command.is_empty() {
-        let c: Vec<String> = a
-            .command
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect();
-        w.push(format!("the command `{}` and its children", c.join(" ")));
-    }
-    w.join(", ")
 }
