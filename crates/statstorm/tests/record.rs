@@ -484,3 +484,62 @@ fn analyze_warns_of_a_capture_that_lost_calls() {
     assert_eq!(a["input"]["files"][0]["lost_calls"], 40);
     assert_eq!(a["input"]["skipped"]["total"], 0);
 }
+
+#[test]
+fn diagnose_live_records_then_diagnoses() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    // a php-cli process of a name of its own (comm: the link's name)
+    let php = dir.path().join("phplivetest");
+    std::os::unix::fs::symlink("/usr/bin/php8.2", &php).unwrap();
+    let script = dir.path().join("loop.php");
+    std::fs::write(
+        &script,
+        "<?php $t = microtime(true) + 4; while (microtime(true) < $t) { clearstatcache(); file_exists(__DIR__ . '/missing.txt'); is_file(__FILE__); usleep(100); }\n",
+    )
+    .unwrap();
+    let mut loop_ = Command::new(&php).arg("-n").arg(&script).spawn().unwrap();
+    let _reap = Reap(vec![loop_.id().to_string()]);
+    let out = Command::new(BIN)
+        .args([
+            "diagnose",
+            "--live",
+            "--live-comm",
+            "phplivetest",
+            "--live-duration",
+            "2s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    loop_.wait().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("stopped: duration reached"), "{err}");
+    let kept = err
+        .lines()
+        .find_map(|l| l.strip_prefix("diagnose: the capture is kept in "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["schema"], "statstorm.diagnose/1");
+    // the capture diagnosed is the one kept, and it holds the loop's calls
+    let a = analyze(Path::new(kept));
+    assert!(
+        a["totals"]["metadata_calls"].as_u64().unwrap() > 100,
+        "{}",
+        a["totals"]
+    );
+    let missing = dir.path().join("missing.txt");
+    assert!(
+        a["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["path"] == missing.to_str().unwrap()),
+        "no call on {}",
+        missing.display()
+    );
+    std::fs::remove_file(kept).unwrap();
+}

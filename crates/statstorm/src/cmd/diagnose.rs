@@ -1,4 +1,5 @@
-//! `statstorm diagnose TRACE... [--php-ini F] [--php-info F] [--php K=V]...
+//! `statstorm diagnose (TRACE... | --live [--live-pid PID | --live-comm
+//! NAME] [--live-duration 60s]) [--php-ini F] [--php-info F] [--php K=V]...
 //! [--fpm-conf F [--fpm-pool NAME]] [--mounts F | --from-mount OPTS]
 //! [--nfs-root DIR]... [--writable DIR]...
 //! [simulator flags] [--format text|json|html] [-o FILE]`
@@ -21,8 +22,22 @@ use std::path::PathBuf;
 pub struct Args {
     /// strace logs (`strace -f -ttt -T -y` of php-fpm or php-cli; .gz/.zst
     /// by content).
-    #[arg(required = true)]
+    #[arg(required_unless_present = "live")]
     pub traces: Vec<PathBuf>,
+    /// Record live first (statstorm record: --live-pid or --live-comm, for
+    /// --live-duration), then diagnose the capture (kept in the temporary
+    /// directory; its path is printed).
+    #[arg(long, conflicts_with = "traces")]
+    pub live: bool,
+    /// With --live: a process to record, with its descendants (repeatable).
+    #[arg(long = "live-pid", value_name = "PID", requires = "live")]
+    pub live_pid: Vec<u32>,
+    /// With --live: record every process whose name starts with NAME.
+    #[arg(long = "live-comm", value_name = "NAME", requires = "live")]
+    pub live_comm: Option<String>,
+    /// With --live: how long to record (60s, 5m).
+    #[arg(long = "live-duration", value_name = "TIME", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub live_duration: std::time::Duration,
     /// The php.ini the capture ran under (default: inferred from the
     /// trace, the rest PHP's defaults; the report lists them).
     #[arg(long = "php-ini", value_name = "FILE")]
@@ -104,7 +119,22 @@ impl From<Args> for Options {
     }
 }
 
-pub fn run(args: Args) -> Result<i32> {
+pub fn run(mut args: Args) -> Result<i32> {
+    if args.live {
+        let cfg = statstorm_record::recorder::Config {
+            pids: std::mem::take(&mut args.live_pid),
+            comm: args.live_comm.take(),
+            command: None,
+            duration: args.live_duration,
+            ring_bytes: statstorm_record::recorder::DEFAULT_RING_BYTES,
+        };
+        let path = std::env::temp_dir().join(format!("statstorm-live-{}.txt", std::process::id()));
+        if let Err(code) = super::record::capture(&cfg, Some(&path))? {
+            return Ok(code);
+        }
+        errln!("diagnose: the capture is kept in {}", path.display());
+        args.traces = vec![path];
+    }
     let format = args.format;
     let output = args.output.clone();
     let opts = Options::from(args);

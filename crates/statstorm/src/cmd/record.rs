@@ -39,12 +39,25 @@ pub fn run(a: Args) -> Result<i32> {
         duration: a.duration,
         ring_bytes: a.ring_mib.saturating_mul(1 << 20),
     };
+    Ok(match capture(&cfg, a.output.as_deref())? {
+        Err(code) => code,
+        Ok(s) => match s.command_status {
+            Some(st) if !st.success() => st.code().unwrap_or(1),
+            _ => 0,
+        },
+    })
+}
+
+/// Records `cfg` into `output` (stdout when `None`), with the header,
+/// trailer and messages of `record`; `Err(code)` when it was refused (the
+/// message printed).
+pub fn capture(cfg: &Config, output: Option<&std::path::Path>) -> Result<Result<Summary, i32>> {
     // refused before the output file is created
     if let Err(e) = recorder::check() {
         errln!("statstorm: error: {e}");
-        return Ok(2);
+        return Ok(Err(2));
     }
-    let mut out: Box<dyn Write> = match &a.output {
+    let mut out: Box<dyn Write> = match output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
         )),
@@ -62,7 +75,7 @@ pub fn run(a: Args) -> Result<i32> {
         statstorm_record::text::header(&cfg.describe(), epoch, kernel.trim()).as_bytes(),
     )?;
     let tty = std::io::stderr().is_terminal();
-    let summary = recorder::record(&cfg, &mut out, &stop, &mut |p| {
+    let summary = recorder::record(cfg, &mut out, &stop, &mut |p| {
         if tty {
             errln!(
                 "record: {:.0} s, {} calls, {} lost",
@@ -78,7 +91,7 @@ pub fn run(a: Args) -> Result<i32> {
             e @ (Error::Privilege(_) | Error::Kernel(_) | Error::NoTarget | Error::NoProcess(_)),
         ) => {
             errln!("statstorm: error: {e}");
-            return Ok(2);
+            return Ok(Err(2));
         }
         Err(e) => return Err(e.into()),
     };
@@ -93,8 +106,5 @@ pub fn run(a: Args) -> Result<i32> {
     if summary.lost() > 0 {
         errln!("record: warning: the capture is incomplete ({} calls lost); a larger --ring-mib keeps more", summary.lost());
     }
-    Ok(match summary.command_status {
-        Some(st) if !st.success() => st.code().unwrap_or(1),
-        _ => 0,
-    })
+    Ok(Ok(summary))
 }
