@@ -18,6 +18,44 @@ pub struct InputInfo {
     pub summary_rows: u64,
 }
 
+impl InputInfo {
+    /// Adds the reader's counts of the input `name`.
+    pub fn add_file(&mut self, name: &str, st: &statstorm_trace::InputStats) {
+        self.lines += st.lines;
+        self.events += st.events;
+        self.skipped.total += st.skipped;
+        for (r, n) in &st.skipped_by_reason {
+            *self
+                .skipped
+                .by_reason
+                .entry(r.as_str().to_string())
+                .or_insert(0) += n;
+        }
+        for &(line, r) in st
+            .first_skips
+            .iter()
+            .take(statstorm_trace::parse::FIRST_SKIPS)
+        {
+            self.skipped.first.push(SkipAt {
+                file: name.to_string(),
+                line,
+                reason: r.as_str().to_string(),
+            });
+        }
+        self.files.push(FileInfo {
+            name: name.to_string(),
+            bytes: st.bytes,
+            lines: st.lines,
+            events: st.events,
+            skipped: st.skipped,
+            format: serde_json::to_value(st.detected).unwrap_or(serde_json::Value::Null),
+            error: st.error.clone(),
+            time_backwards: st.time_backwards,
+            lost_calls: st.lost_calls,
+        });
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileInfo {
     pub name: String,

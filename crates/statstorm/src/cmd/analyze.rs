@@ -12,9 +12,9 @@
 use crate::progress::{is_stream, secs, Counters, Watch, WatchOptions};
 use anyhow::Result;
 use render::Export;
-use statstorm_engine::analyze::{pids::PidCheck, Analyzer, FileInfo, InputInfo, SkipAt};
+use statstorm_engine::analyze::{pids::PidCheck, Analyzer, InputInfo};
 use statstorm_render as render;
-use statstorm_trace::{parse::FIRST_SKIPS, Event, Interner, Options, Parser, Sink, SkipReason};
+use statstorm_trace::{Event, Interner, Options, Parser, Sink, SkipReason};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -261,35 +261,7 @@ impl Collected {
         if let Some(s) = summary {
             self.summary.get_or_insert_with(Default::default).merge(&s);
         }
-        let info = &mut self.info;
-        info.lines += st.lines;
-        info.events += st.events;
-        info.skipped.total += st.skipped;
-        for (r, n) in &st.skipped_by_reason {
-            *info
-                .skipped
-                .by_reason
-                .entry(r.as_str().to_string())
-                .or_insert(0) += n;
-        }
-        for &(line, r) in st.first_skips.iter().take(FIRST_SKIPS) {
-            info.skipped.first.push(SkipAt {
-                file: name.to_string(),
-                line,
-                reason: r.as_str().to_string(),
-            });
-        }
-        info.files.push(FileInfo {
-            name: name.to_string(),
-            bytes: st.bytes,
-            lines: st.lines,
-            events: st.events,
-            skipped: st.skipped,
-            format: serde_json::to_value(st.detected).unwrap_or(serde_json::Value::Null),
-            error: st.error.clone(),
-            time_backwards: st.time_backwards,
-            lost_calls: st.lost_calls,
-        });
+        self.info.add_file(name, &st);
         if st.lost_calls > 0 {
             errln!(
                 "statstorm: warning: {name}: the recording lost {} calls (its last lines say so): the counts are low by at least that",
