@@ -483,6 +483,24 @@ fn analyze_warns_of_a_capture_that_lost_calls() {
     let a: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(a["input"]["files"][0]["lost_calls"], 40);
     assert_eq!(a["input"]["skipped"]["total"], 0);
+    // predict and diagnose say so too
+    for cmd in ["predict", "diagnose"] {
+        let out = Command::new(BIN)
+            .args([cmd, "--format", "json"])
+            .arg(&cap)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("the recording lost 40 calls"),
+            "{cmd}: {text}"
+        );
+    }
 }
 
 #[test]

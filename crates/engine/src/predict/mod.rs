@@ -645,6 +645,12 @@ impl Capture {
                 read.skipped()
             ));
         }
+        let lost: u64 = read.inputs.iter().map(|i| i.lost_calls).sum();
+        if lost > 0 {
+            notes.push(format!(
+                "the recording lost {lost} calls (its last lines say so): the recorded counts are low by at least that, and the requests that lost them are modelled from what remains"
+            ));
+        }
         if read.late > 0 {
             notes.push(format!(
                 "{} calls stayed unfinished longer than the reading window ({} s of trace time) and reached the model when they ended, after calls that started later",
