@@ -92,10 +92,10 @@ impl Text {
         );
         self.args(c, out);
         out.push_str(") = ");
-        self.ret(c, out);
+        let named = self.ret(c, out);
         let d = c.dur_ns / 1000;
         let _ = writeln!(out, " <{}.{:06}>", d / 1_000_000, d % 1_000_000);
-        self.update(c);
+        self.update(c, named);
     }
 
     fn fd(&mut self, pid: u32, fd: i32, out: &mut String) {
@@ -380,15 +380,16 @@ impl Text {
         }
     }
 
-    fn ret(&mut self, c: &Call, out: &mut String) {
+    /// Writes the result; returns the file a returned fd names (an open's
+    /// resolved path, a dup's source), which [`Text::update`] keeps.
+    fn ret(&mut self, c: &Call, out: &mut String) -> Option<Vec<u8>> {
         if c.ret < 0 && c.ret > -4096 {
             let e = (-c.ret) as i32;
             let _ = write!(out, "-1 {} ({})", errno_name(e), errno_text(e));
-            return;
+            return None;
         }
         let _ = write!(out, "{}", c.ret);
         // the returned fd's decoration
-        let fd = c.ret as i32;
         let named = match c.syscall {
             Syscall::Open | Syscall::Openat | Syscall::Openat2 => {
                 let (dirfd, p) = match c.syscall {
@@ -404,18 +405,19 @@ impl Text {
                 .and_then(|f| f.path.clone()),
             _ => None,
         };
-        if let Some(p) = named {
+        if let Some(p) = &named {
             if c.ret >= 0 && c.ret <= i32::MAX as i64 {
-                let _ = fd;
                 out.push('<');
-                deco(&p, out);
+                deco(p, out);
                 out.push('>');
             }
         }
+        named
     }
 
-    /// The process's fds and cwd after `c`.
-    fn update(&mut self, c: &Call) {
+    /// The process's fds and cwd after `c`; `named`: what [`Text::ret`]
+    /// found the returned fd to name.
+    fn update(&mut self, c: &Call, named: Option<Vec<u8>>) {
         if c.ret < 0 {
             return;
         }
@@ -425,16 +427,15 @@ impl Text {
         let ret_fd = c.ret as i32;
         match c.syscall {
             Syscall::Open | Syscall::Openat | Syscall::Openat2 => {
-                let (dirfd, flags) = match c.syscall {
-                    Syscall::Open => (AT_FDCWD, a[1]),
-                    Syscall::Openat => (fd_of(a[0]), a[2]),
-                    _ => (fd_of(a[0]), c.extra),
+                let flags = match c.syscall {
+                    Syscall::Open => a[1],
+                    Syscall::Openat => a[2],
+                    _ => c.extra,
                 };
-                let path = self.resolve(pid, dirfd, c.path.unwrap_or(b""));
                 self.proc(pid).fds.insert(
                     ret_fd,
                     Fd {
-                        path,
+                        path: named,
                         cloexec: flags & O_CLOEXEC != 0,
                     },
                 );
@@ -450,14 +451,18 @@ impl Text {
                 );
             }
             Syscall::Dup | Syscall::Dup2 | Syscall::Dup3 | Syscall::Fcntl => {
-                let p = self.proc(pid);
-                let path = p.fds.get(&fd_of(a[0])).and_then(|f| f.path.clone());
                 let cloexec = match c.syscall {
                     Syscall::Dup3 => a[2] & O_CLOEXEC != 0,
                     Syscall::Fcntl => a[1] == 1030,
                     _ => false,
                 };
-                p.fds.insert(ret_fd, Fd { path, cloexec });
+                self.proc(pid).fds.insert(
+                    ret_fd,
+                    Fd {
+                        path: named,
+                        cloexec,
+                    },
+                );
             }
             Syscall::Close => {
                 self.proc(pid).fds.remove(&fd_of(a[0]));
