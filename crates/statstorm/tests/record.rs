@@ -172,7 +172,9 @@ fn no_program_left() {
 /// its stderr beside it (a file: a recorded command inherits it), returned
 /// once its programs are attached.
 fn start_record(out: &Path, args: &[&str]) -> Child {
-    let before = recorder_programs().len();
+    // (tests run one at a time: an earlier recording's programs may still
+    // be on their way out)
+    no_program_left();
     let err = std::fs::File::create(out.with_extension("err")).unwrap();
     let child = Command::new(BIN)
         .arg("record")
@@ -182,9 +184,7 @@ fn start_record(out: &Path, args: &[&str]) -> Child {
         .stderr(err)
         .spawn()
         .unwrap();
-    wait_for("the recorder's programs", || {
-        recorder_programs().len() >= before + 4
-    });
+    wait_for("the recorder's programs", || recorder_programs().len() >= 4);
     child
 }
 
@@ -281,6 +281,7 @@ fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
     let _reap = Reap(vec![master.clone(), fpm.id().to_string()]);
     let cap = dir.path().join("cap.txt");
     let rec = start_record(&cap, &["--pid", &master]);
+    let _reap_rec = Reap(vec![rec.id().to_string()]);
     let www = lab.join("www");
     for _ in 0..3 {
         fcgi(port, &www.join("tree.php"), &lab);
@@ -404,6 +405,7 @@ fn an_interrupted_recording_is_a_valid_capture_and_detaches() {
             &format!("while :; do test -e {}; done", busy.display()),
         ],
     );
+    let _reap = Reap(vec![rec.id().to_string()]);
     std::thread::sleep(Duration::from_millis(500));
     let err = stop_record(rec, &cap);
     // the command runs on, unrecorded: ended here
