@@ -19,6 +19,7 @@
 
 pub mod client;
 pub mod mount;
+pub mod mountstats;
 
 pub use client::{
     replay, replay_groups, replay_groups_warm, replay_groups_warm_each, replay_warm, warmup_ops,
