@@ -21,12 +21,14 @@
 //!     command: None,
 //!     duration: Duration::from_secs(10),
 //!     ring_bytes: DEFAULT_RING_BYTES,
+//!     counts: None,
 //! };
 //! let mut out = Vec::new();
 //! let summary = record(&cfg, &mut out, &AtomicBool::new(false), &mut |_| {})?;
 //! assert_eq!(summary.lost(), 0);
 //! # Ok::<(), statstorm_record::recorder::Error>(())
 //! ```
+pub mod counts;
 pub mod event;
 pub mod recorder;
 pub mod text;

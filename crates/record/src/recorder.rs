@@ -36,7 +36,27 @@ pub struct Config {
     pub duration: Duration,
     /// The ring buffer's size in bytes (a power of two, at least 4096).
     pub ring_bytes: u32,
+    /// Counts mode: calls counted in the kernel and written per window
+    /// ([`crate::counts`]) instead of one line per call.
+    pub counts: Option<CountsConfig>,
 }
+
+/// Counts mode's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountsConfig {
+    /// How often the counts are drained and written.
+    pub window: Duration,
+    /// The most keys (process x syscall x result x path) the kernel keeps
+    /// in a window; calls beyond are counted per syscall alone.
+    pub max_keys: u32,
+}
+
+/// The default counts window.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+/// The default bound on a window's keys: at most about 2 x 65536 x 350
+/// bytes of kernel memory (two maps, key, value and the map's own
+/// overhead per entry).
+pub const DEFAULT_MAX_KEYS: u32 = 65536;
 
 impl Config {
     /// What is followed, in words (the capture's header).
@@ -92,6 +112,10 @@ pub struct Summary {
     /// Records the user side could not decode (none expected: a record
     /// layout mismatch).
     pub undecodable: u64,
+    /// Counts mode: windows written, and calls that found the kernel's map
+    /// full (counted per syscall alone, not lost).
+    pub windows: u64,
+    pub counts_full: u64,
     pub elapsed: Duration,
     pub stop: Stop,
     /// The recorded command's exit status.
@@ -127,6 +151,8 @@ pub enum Error {
     Comm(String),
     #[error("the ring buffer size must be a power of two of at least 4096 bytes, not {0}")]
     Ring(u32),
+    #[error("counts: the window must be at least 100 ms and the keys between 1 and 16777216")]
+    Counts,
     #[error("loading the BPF program failed: {0}")]
     Load(String),
     #[error("running {cmd}: {err}")]
@@ -345,16 +371,24 @@ fn load<'o>(
 ) -> Result<RecordSkel<'o>, Error> {
     let err = |e: libbpf_rs::Error| Error::Load(e.to_string());
     let mut open: OpenRecordSkel = RecordSkelBuilder::default().open(obj).map_err(err)?;
-    open.maps
-        .events
-        .set_max_entries(cfg.ring_bytes)
-        .map_err(err)?;
+    // counts mode sends nothing through the ring buffer: the smallest one
+    let ring = if cfg.counts.is_some() {
+        4096
+    } else {
+        cfg.ring_bytes
+    };
+    open.maps.events.set_max_entries(ring).map_err(err)?;
+    if let Some(c) = &cfg.counts {
+        open.maps.counts0.set_max_entries(c.max_keys).map_err(err)?;
+        open.maps.counts1.set_max_entries(c.max_keys).map_err(err)?;
+    }
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .ok_or_else(|| Error::Load("no read-only data section".into()))?;
+    ro.counts_mode = cfg.counts.is_some() as u32;
     if let Some(c) = &cfg.comm {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .ok_or_else(|| Error::Load("no read-only data section".into()))?;
         ro.comm_len = c.len() as u32;
         for (d, s) in ro.comm.iter_mut().zip(c.bytes()) {
             *d = s as i8;
@@ -377,9 +411,9 @@ fn follow(skel: &RecordSkel, pid: u32, how: u8) -> Result<(), Error> {
 }
 
 /// The counters summed over CPUs: (unused), lost (ring full), lost (no
-/// room for the call in flight), cut paths.
-fn counters(skel: &RecordSkel) -> [u64; 4] {
-    let mut out = [0u64; 4];
+/// room for the call in flight), cut paths, counts map full.
+fn counters(skel: &RecordSkel) -> [u64; 5] {
+    let mut out = [0u64; 5];
     for (i, o) in out.iter_mut().enumerate() {
         let key = (i as u32).to_ne_bytes();
         if let Ok(Some(per_cpu)) = skel.maps.counters.lookup_percpu(&key, MapFlags::ANY) {
@@ -393,6 +427,115 @@ fn counters(skel: &RecordSkel) -> [u64; 4] {
         }
     }
     out
+}
+
+/// CLOCK_REALTIME now, nanoseconds.
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
+}
+
+/// Counts mode's windows: which map the kernel writes, and when the
+/// current window began.
+struct Windows {
+    cur: u32,
+    start_ns: i128,
+    started: Instant,
+    written: u64,
+}
+
+impl Windows {
+    /// Ends the current window: the kernel is switched to the other map,
+    /// the programs already running are given time to finish, and the map
+    /// of the window ended is drained (each key read and deleted at once,
+    /// so an increment racing the drain stays in the map for a later
+    /// window rather than being lost). `flip`: the kernel's `counts_cur`.
+    fn next(
+        &mut self,
+        skel: &RecordSkel,
+        flip: Option<*mut u32>,
+        undecodable: &mut u64,
+    ) -> Result<crate::counts::Window, Error> {
+        use crate::counts::{Row, COUNT_NR};
+        let old = self.cur;
+        self.cur ^= 1;
+        let Some(flip) = flip else {
+            return Err(Error::Load("no .bss section to switch counts maps".into()));
+        };
+        // SAFETY: the pointer is into the skeleton's mapping of .bss,
+        // which lives as long as `skel`; the kernel reads it, this side is
+        // its only writer.
+        unsafe { std::ptr::write_volatile(flip, self.cur) };
+        // a program that read the old value finishes within microseconds
+        // (it never sleeps); one preempted longer leaves its count in the
+        // old map, which is drained again at the next flip
+        std::thread::sleep(Duration::from_millis(2));
+        let end_ns = realtime_ns();
+        let map = if old == 0 {
+            &skel.maps.counts0
+        } else {
+            &skel.maps.counts1
+        };
+        let mut rows = Vec::new();
+        let keys: Vec<Vec<u8>> = map.keys().collect();
+        for k in keys {
+            let v = map
+                .lookup_and_delete(&k)
+                .map_err(|e| Error::Load(format!("draining the counts map: {e}")))?;
+            if let Some(v) = v {
+                match Row::decode(&k, &v) {
+                    Ok(r) => rows.push(r),
+                    Err(_) => *undecodable += 1,
+                }
+            }
+        }
+        let ncpu = libbpf_rs::num_possible_cpus()
+            .map_err(|e| Error::Load(format!("counting CPUs: {e}")))?;
+        let zeros = vec![vec![0u8; crate::counts::VAL_BYTES]; ncpu];
+        for &(nr, syscall) in crate::event::Syscall::ALL.iter() {
+            let key = (old * COUNT_NR + nr as u32).to_ne_bytes();
+            let Ok(Some(per_cpu)) = skel.maps.counts_over.lookup_percpu(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let (mut calls, mut dur) = (0u64, 0u64);
+            for v in &per_cpu {
+                if v.len() >= 16 {
+                    calls += u64::from_ne_bytes(v[0..8].try_into().unwrap_or_default());
+                    dur += u64::from_ne_bytes(v[8..16].try_into().unwrap_or_default());
+                }
+            }
+            if calls > 0 {
+                skel.maps
+                    .counts_over
+                    .update_percpu(&key, &zeros, MapFlags::ANY)
+                    .map_err(|e| Error::Load(format!("resetting the map-full counts: {e}")))?;
+                rows.push(Row {
+                    pid: None,
+                    syscall,
+                    errno: None,
+                    path: None,
+                    cut: false,
+                    calls,
+                    dur_ns: dur,
+                });
+            }
+        }
+        let mut w = crate::counts::Window {
+            start_ns: self.start_ns,
+            end_ns,
+            rows,
+        };
+        w.normalize();
+        self.start_ns = end_ns;
+        self.started = Instant::now();
+        self.written += 1;
+        Ok(w)
+    }
 }
 
 /// Records what `cfg` asks for into `out` (strace-compatible text,
@@ -415,6 +558,11 @@ pub fn record(
     }
     if !cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 4096 {
         return Err(Error::Ring(cfg.ring_bytes));
+    }
+    if let Some(c) = &cfg.counts {
+        if c.window < Duration::from_millis(100) || c.max_keys == 0 || c.max_keys > 1 << 24 {
+            return Err(Error::Counts);
+        }
     }
     for &p in &cfg.pids {
         if !alive(p) {
@@ -441,36 +589,66 @@ pub fn record(
         None => None,
     };
 
+    // counts mode: the kernel's `counts_cur` (mapped memory), flipped at
+    // the end of each window
+    let mut skel = skel;
+    let flip: Option<*mut u32> = skel
+        .maps
+        .bss_data
+        .as_deref_mut()
+        .map(|b| &mut b.counts_cur as *mut u32);
     let text = Rc::new(RefCell::new(Text::new(clock_offset_ns(), Box::new(cwd_of))));
     let buf = Rc::new(RefCell::new(String::with_capacity(1 << 20)));
     let undecodable = Rc::new(RefCell::new(0u64));
     let calls = Rc::new(RefCell::new(0u64));
-    let mut rb = RingBufferBuilder::new();
-    {
-        let (text, buf, undecodable, calls) = (
-            text.clone(),
-            buf.clone(),
-            undecodable.clone(),
-            calls.clone(),
-        );
-        rb.add(&skel.maps.events, move |data: &[u8]| {
-            match Call::decode(data) {
-                Ok(c) => {
-                    *calls.borrow_mut() += 1;
-                    text.borrow_mut().line(&c, &mut buf.borrow_mut())
+    let rb = match cfg.counts {
+        Some(_) => None,
+        None => {
+            let mut rb = RingBufferBuilder::new();
+            let (text, buf, undecodable, calls) = (
+                text.clone(),
+                buf.clone(),
+                undecodable.clone(),
+                calls.clone(),
+            );
+            rb.add(&skel.maps.events, move |data: &[u8]| {
+                match Call::decode(data) {
+                    Ok(c) => {
+                        *calls.borrow_mut() += 1;
+                        text.borrow_mut().line(&c, &mut buf.borrow_mut())
+                    }
+                    Err(_) => *undecodable.borrow_mut() += 1,
                 }
-                Err(_) => *undecodable.borrow_mut() += 1,
-            }
-            0
-        })
-        .map_err(|e| Error::Load(e.to_string()))?;
-    }
-    let rb = rb.build().map_err(|e| Error::Load(e.to_string()))?;
+                0
+            })
+            .map_err(|e| Error::Load(e.to_string()))?;
+            Some(rb.build().map_err(|e| Error::Load(e.to_string()))?)
+        }
+    };
+    let mut windows = Windows {
+        cur: 0,
+        start_ns: realtime_ns(),
+        started: Instant::now(),
+        written: 0,
+    };
 
     let mut last_progress = Instant::now();
     let mut command_status = None;
     let reason = loop {
-        let _ = rb.poll(Duration::from_millis(100));
+        match (&rb, &cfg.counts) {
+            (Some(rb), _) => {
+                let _ = rb.poll(Duration::from_millis(100));
+            }
+            (None, Some(c)) => {
+                std::thread::sleep(Duration::from_millis(100));
+                if windows.started.elapsed() >= c.window {
+                    let w = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
+                    *calls.borrow_mut() += w.calls();
+                    w.write(&mut buf.borrow_mut());
+                }
+            }
+            (None, None) => unreachable!("calls mode has a ring buffer"),
+        }
         {
             let mut b = buf.borrow_mut();
             if !b.is_empty() {
@@ -503,8 +681,29 @@ pub fn record(
             });
         }
     };
-    // what is already in the ring buffer still goes to the capture
-    let _ = rb.consume();
+    match &rb {
+        // what is already in the ring buffer still goes to the capture
+        Some(rb) => {
+            let _ = rb.consume();
+        }
+        // the last window, and what a program still running at the
+        // previous flip added to the other map
+        None => {
+            let w = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
+            let mut late = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
+            let mut w = w;
+            w.rows.append(&mut late.rows);
+            w.end_ns = late.end_ns;
+            w.normalize();
+            windows.written -= 1;
+            *calls.borrow_mut() += w.calls();
+            if !w.rows.is_empty() {
+                w.write(&mut buf.borrow_mut());
+            } else {
+                windows.written -= 1;
+            }
+        }
+    }
     {
         let mut b = buf.borrow_mut();
         out.write_all(b.as_bytes())?;
@@ -521,6 +720,8 @@ pub fn record(
         lost_inflight: c[2],
         cut_paths: c[3],
         undecodable,
+        windows: windows.written,
+        counts_full: c[4],
         elapsed: started.elapsed(),
         stop: reason,
         command_status,

@@ -501,7 +501,7 @@ impl Text {
 
 /// A string argument as strace quotes it: printable ASCII as is, `"` and
 /// `\` escaped, other bytes as `\xNN`.
-fn quoted(s: &[u8], out: &mut String) {
+pub(crate) fn quoted(s: &[u8], out: &mut String) {
     out.push('"');
     for &b in s {
         match b {
@@ -774,8 +774,13 @@ pub fn header(what: &str, started_epoch_s: i64, kernel: &str) -> String {
 /// calls were lost, the line the reader turns into a warning
 /// (`# statstorm record: lost N calls ...`).
 pub fn trailer(s: &crate::recorder::Summary) -> String {
+    let counted = if s.windows > 0 {
+        format!(" counted in {} windows", s.windows)
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "# statstorm record: {} calls in {:.1} s, stopped: {}\n",
+        "# statstorm record: {} calls{counted} in {:.1} s, stopped: {}\n",
         s.calls,
         s.elapsed.as_secs_f64(),
         match s.stop {
@@ -795,11 +800,19 @@ pub fn trailer(s: &crate::recorder::Summary) -> String {
             s.undecodable
         );
     }
+    if s.counts_full > 0 {
+        let _ = writeln!(
+            out,
+            "# statstorm record: {} calls found the counts map full: counted per syscall alone (`= ?` lines; --max-keys keeps more)",
+            s.counts_full
+        );
+    }
     if s.cut_paths > 0 {
         let _ = writeln!(
             out,
-            "# statstorm record: {} paths longer than 511 bytes were cut",
-            s.cut_paths
+            "# statstorm record: {} paths longer than {} bytes were cut",
+            s.cut_paths,
+            if s.windows > 0 { 255 } else { 511 }
         );
     }
     out

@@ -12,7 +12,12 @@
  * call has returned into it, but for execve, whose path is saved at entry)
  * and writes one `struct record_event` of the needed length. Nothing is
  * dropped silently: a full ring buffer, a full `inflight` map and a cut
- * path are counted (`counters`) and the user side reports them. */
+ * path are counted (`counters`) and the user side reports them.
+ *
+ * Counts mode (`counts_mode`, for captures of hours): the exit adds the
+ * call to a count per process x syscall x errno x path in a bounded hash
+ * map instead (two maps, one written while the user side drains the
+ * other); calls that find it full are counted per syscall alone. */
 #include "record.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -29,6 +34,13 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* set by the user side before load */
 const volatile __u32 comm_len = 0;
 const volatile char comm[16] = {};
+/* 1: count calls in the kernel (counts0/counts1) instead of sending each */
+const volatile __u32 counts_mode = 0;
+
+/* counts mode: the map written to (0: counts0, 1: counts1); the user side
+ * flips it at the end of a window, waits for the programs running to
+ * finish, and drains the other */
+volatile __u32 counts_cur = 0;
 
 struct start {
 	__u64 ts_ns;
@@ -85,6 +97,41 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* counts mode: bounded (max_entries set by the user side, not
+ * preallocated: memory grows with the keys seen, up to the bound) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct count_key);
+	__type(value, struct count_val);
+} counts0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, struct count_key);
+	__type(value, struct count_val);
+} counts1 SEC(".maps");
+
+/* counts mode: calls that found the map full, per syscall (index: the map
+ * written to x COUNT_NR + the syscall number), without process, path or
+ * result */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2 * COUNT_NR);
+	__type(key, __u32);
+	__type(value, struct count_val);
+} counts_over SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct count_key);
+} count_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -174,6 +221,70 @@ static __always_inline bool followed(__u32 tgid, long id)
 	return true;
 }
 
+/* Adds one call to the key's count in `map`; a call that finds the map
+ * full goes to `counts_over` under its syscall alone. */
+static __always_inline void count_into(void *map, struct count_key *k, __u64 dur, __u32 cur)
+{
+	struct count_val *v = bpf_map_lookup_elem(map, k);
+	if (!v) {
+		struct count_val nv = { .calls = 1, .dur_ns = dur };
+		long r = bpf_map_update_elem(map, k, &nv, BPF_NOEXIST);
+		if (r == 0)
+			return;
+		/* another CPU inserted the key first (-EEXIST), or the map is
+		 * full */
+		v = bpf_map_lookup_elem(map, k);
+		if (!v) {
+			__u32 i = cur * COUNT_NR + (k->nr & (COUNT_NR - 1));
+			struct count_val *o = bpf_map_lookup_elem(&counts_over, &i);
+			if (o) {
+				o->calls += 1;
+				o->dur_ns += dur;
+			}
+			count(CNT_COUNTS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->calls, 1);
+	__sync_fetch_and_add(&v->dur_ns, dur);
+}
+
+/* Counts mode: the finished call `s` (returned `ret`) counted under its
+ * process, syscall, errno and path. */
+static __always_inline void count_call(struct start *s, long ret, __u32 tgid, __u32 tid, __u64 now)
+{
+	__u32 zero = 0;
+	struct count_key *k = bpf_map_lookup_elem(&count_scratch, &zero);
+	if (!k)
+		return;
+	long nr = s->nr;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->pid = tgid;
+	k->nr = nr;
+	k->err = (ret < 0 && ret >= -4095) ? -ret : 0;
+	long n = 0;
+	int pa = path_arg(nr);
+	if (nr == NR_execve || nr == NR_execveat) {
+		struct exec_path *x = bpf_map_lookup_elem(&execs, &tid);
+		if (x) {
+			n = bpf_probe_read_kernel_str(k->path, COUNT_PATH, x->path);
+			bpf_map_delete_elem(&execs, &tid);
+		}
+	} else if (pa >= 0 && pa < 6) {
+		n = bpf_probe_read_user_str(k->path, COUNT_PATH, (const char *)s->args[pa]);
+	}
+	if (n >= COUNT_PATH) {
+		k->flags |= RECORD_CUT;
+		count(CNT_CUT);
+	}
+	__u64 dur = now - s->ts_ns;
+	__u32 cur = counts_cur & 1;
+	if (cur)
+		count_into(&counts1, k, dur, cur);
+	else
+		count_into(&counts0, k, dur, cur);
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(ssrec_enter, struct pt_regs *regs, long id)
 {
@@ -241,12 +352,21 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 		late.args[3] = regs->r10;
 		s = &late;
 	}
+	__u64 now = bpf_ktime_get_ns();
+	long nr = s->nr;
+	if ((nr == NR_execve || nr == NR_execveat) && ret == 0) {
+		__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
+		if (v && *v == BEFORE_EXEC)
+			*v = FOLLOWED;
+	}
+	if (counts_mode) {
+		count_call(s, ret, tgid, tid, now);
+		goto done;
+	}
 	__u32 zero = 0;
 	struct record_event *e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
 		goto done;
-	__u64 now = bpf_ktime_get_ns();
-	long nr = s->nr;
 	e->ts_ns = s->ts_ns;
 	e->dur_ns = now - s->ts_ns;
 	e->ret = ret;
@@ -264,11 +384,6 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 	int pa = path_arg(nr);
 	if (nr == NR_execve || nr == NR_execveat) {
 		struct exec_path *x = bpf_map_lookup_elem(&execs, &tid);
-		if (ret == 0) {
-			__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
-			if (v && *v == BEFORE_EXEC)
-				*v = FOLLOWED;
-		}
 		if (x) {
 			__u16 n = x->len;
 			if (n > RECORD_PATH)

@@ -134,7 +134,8 @@ struct task_struct {
 #define CNT_LOST_RING 1   /* events lost: the ring buffer was full */
 #define CNT_LOST_SLOT 2   /* calls lost: too many calls in flight */
 #define CNT_CUT 3         /* paths cut at RECORD_PATH - 1 bytes */
-#define CNT_N 4
+#define CNT_COUNTS_FULL 4 /* counts mode: calls beyond the counts map's keys */
+#define CNT_N 5
 
 /* One finished call. Fixed header, then `len1` bytes of the first path
  * (or of read data / getcwd's result / readlink's target when
@@ -161,6 +162,28 @@ struct record_event {
 	__u16 len2;
 	__u32 pad;
 	char buf[2 * RECORD_PATH];
+};
+
+/* Counts mode (`record --counts`): calls are counted in the kernel per
+ * process x syscall x result x path, in one of two maps (the user side
+ * drains the one not written to at the end of each window). COUNT_PATH
+ * bytes of the path are kept, the NUL included. */
+#define COUNT_PATH 256
+/* syscall numbers are below this (x86-64: 439 the highest followed) */
+#define COUNT_NR 512
+
+struct count_key {
+	__u32 pid;        /* thread group (process) */
+	__u16 nr;         /* syscall number */
+	__u16 flags;      /* RECORD_CUT */
+	__s32 err;        /* errno, 0 when the call succeeded */
+	__u32 pad;
+	char path[COUNT_PATH]; /* NUL-padded; empty without a path */
+};
+
+struct count_val {
+	__u64 calls;
+	__u64 dur_ns;     /* entry to exit, summed */
 };
 
 #define RECORD_HEADER ((unsigned long)&((struct record_event *)0)->buf)

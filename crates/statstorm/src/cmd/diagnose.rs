@@ -127,6 +127,7 @@ pub fn run(mut args: Args) -> Result<i32> {
             command: None,
             duration: args.live_duration,
             ring_bytes: statstorm_record::recorder::DEFAULT_RING_BYTES,
+            counts: None,
         };
         let path = std::env::temp_dir().join(format!("statstorm-live-{}.txt", std::process::id()));
         if let Err(code) = super::record::capture(&cfg, Some(&path))? {

@@ -2,7 +2,9 @@
 //! as strace-compatible text that analyze, predict and diagnose read.
 
 use anyhow::{Context, Result};
-use statstorm_record::recorder::{self, Config, Error, Summary, DEFAULT_RING_BYTES};
+use statstorm_record::recorder::{
+    self, Config, CountsConfig, Error, Summary, DEFAULT_MAX_KEYS, DEFAULT_RING_BYTES,
+};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -26,6 +28,18 @@ pub struct Args {
     /// The ring buffer's size in MiB (a power of two).
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RING_BYTES >> 20)]
     pub ring_mib: u32,
+    /// Count calls in the kernel per process x syscall x result x path and
+    /// write the counts once per window, for captures of hours (analyze
+    /// reads them; predict and diagnose need the calls themselves).
+    #[arg(long)]
+    pub counts: bool,
+    /// With --counts: how often the counts are written.
+    #[arg(long, value_name = "TIME", default_value = "10s", value_parser = humantime::parse_duration, requires = "counts")]
+    pub window: std::time::Duration,
+    /// With --counts: the most keys kept in a window (calls beyond are
+    /// counted per syscall alone, and the capture says how many).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_KEYS, requires = "counts")]
+    pub max_keys: u32,
     /// A command to run and record with its children until it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -38,6 +52,10 @@ pub fn run(a: Args) -> Result<i32> {
         command: (!a.command.is_empty()).then_some(a.command),
         duration: a.duration,
         ring_bytes: a.ring_mib.saturating_mul(1 << 20),
+        counts: a.counts.then_some(CountsConfig {
+            window: a.window,
+            max_keys: a.max_keys,
+        }),
     };
     Ok(match capture(&cfg, a.output.as_deref())? {
         Err(code) => code,
@@ -71,9 +89,17 @@ pub fn capture(cfg: &Config, output: Option<&std::path::Path>) -> Result<Result<
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    out.write_all(
-        statstorm_record::text::header(&cfg.describe(), epoch, kernel.trim()).as_bytes(),
-    )?;
+    let header = match &cfg.counts {
+        None => statstorm_record::text::header(&cfg.describe(), epoch, kernel.trim()),
+        Some(c) => statstorm_record::counts::header(
+            &cfg.describe(),
+            epoch,
+            kernel.trim(),
+            c.window.as_secs_f64(),
+            c.max_keys,
+        ),
+    };
+    out.write_all(header.as_bytes())?;
     let tty = std::io::stderr().is_terminal();
     let summary = recorder::record(cfg, &mut out, &stop, &mut |p| {
         if tty {
