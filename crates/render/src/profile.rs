@@ -46,10 +46,33 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
         "{} metadata calls, {} errors ({} ENOENT), {} distinct paths in {} directories",
         t.metadata_calls, t.errors, t.enoent, t.distinct_paths, t.distinct_dirs
     )));
-    ov.push(Block::Line(format!(
-        "requests: {} ({})",
-        p.request_split.count, p.request_split.note
-    )));
+    match &p.counts {
+        None => ov.push(Block::Line(format!(
+            "requests: {} ({})",
+            p.request_split.count, p.request_split.note
+        ))),
+        Some(c) => {
+            ov.push(Block::Line(format!(
+                "counts capture: {} windows{}; calls counted, not their order: requests, realpath walks and repeated stats cannot be seen in it (shown as 0), and per-second counts are each window's spread evenly",
+                c.windows,
+                c.mean_window_s
+                    .map(|w| format!(" of {w:.1} s"))
+                    .unwrap_or_default()
+            )));
+            if let Some(m) = c.metadata_per_accept {
+                ov.push(Block::Line(format!(
+                    "{} accept calls: {:.1} metadata calls per accept (a request's mean when every process counted is a php-fpm worker)",
+                    c.accepts, m
+                )));
+            }
+            if c.map_full_calls > 0 {
+                ov.push(Block::Line(format!(
+                    "{} calls were counted without process, path or result (the recording's map of keys was full): in the syscall totals only",
+                    c.map_full_calls
+                )));
+            }
+        }
+    }
     if let (Some(m), Some(w)) = (t.metadata_time_us, t.traced_wall_us) {
         ov.push(Block::Line(format!(
             "time in metadata syscalls: {} of {} traced wall time ({:.1}%)",

@@ -563,3 +563,95 @@ fn diagnose_live_records_then_diagnoses() {
     );
     std::fs::remove_file(kept).unwrap();
 }
+
+/// Calls per followed syscall over the whole input (`write`, the script's
+/// output to a pipe or to /dev/null, left out).
+fn totals(a: &Value) -> BTreeMap<String, u64> {
+    a["totals"]["by_syscall"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| FOLLOWED.contains(&k.as_str()) && *k != "write")
+        .map(|(k, v)| (k.clone(), v["calls"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_counts_recording_counts_what_strace_sees_and_analyze_reads_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    need("strace");
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab(dir.path());
+    let script = lab.join("www/filecheck.php");
+    let php = "/usr/bin/php8.2";
+    let strace_log = dir.path().join("s.txt");
+    let st = Command::new("strace")
+        .args(["-f", "-ttt", "-T", "-y", "-o"])
+        .arg(&strace_log)
+        .args([php, "-n"])
+        .arg(&script)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let a_st = analyze(&strace_log);
+    // every key kept, then a map of 8 keys: the calls beyond are counted
+    // per syscall alone, the totals stay whole
+    for (keys, full) in [("65536", false), ("8", true)] {
+        let cap = dir.path().join(format!("counts-{keys}.txt"));
+        no_program_left();
+        let out = Command::new(BIN)
+            .arg("record")
+            .arg("-o")
+            .arg(&cap)
+            .args([
+                "--counts",
+                "--window",
+                "200ms",
+                "--max-keys",
+                keys,
+                "--",
+                php,
+                "-n",
+            ])
+            .arg(&script)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let text = std::fs::read_to_string(&cap).unwrap();
+        assert!(text.starts_with("# statstorm record counts 1"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("@ ")), "{text}");
+        assert_eq!(text.lines().any(|l| l.starts_with("= ? ")), full, "{text}");
+        assert_eq!(err.contains("found the counts map full"), full, "{err}");
+        let a = analyze(&cap);
+        assert_eq!(a["input"]["skipped"]["total"], 0, "{a}");
+        assert!(a["requests"].as_array().unwrap().is_empty());
+        let c = &a["counts"];
+        assert!(c["windows"].as_u64().unwrap() >= 1, "{c}");
+        assert_eq!(
+            c["unobservable"],
+            serde_json::json!(["requests", "realpath_walks", "repeats"])
+        );
+        assert_eq!(c["map_full_calls"].as_u64().unwrap() > 0, full, "{c}");
+        let t = totals(&a);
+        assert!(t["newfstatat"] > 30, "{t:?}");
+        assert_eq!(t, totals(&a_st));
+        if !full {
+            let pr = paths_under(&a, &lab);
+            assert!(pr.len() > 10, "{pr:?}");
+            assert_eq!(pr, paths_under(&a_st, &lab));
+        }
+        // predict needs calls, and says so
+        let p = Command::new(BIN)
+            .arg("predict")
+            .arg(&cap)
+            .args(["--php", "realpath_cache_size=0"])
+            .output()
+            .unwrap();
+        let perr = String::from_utf8_lossy(&p.stderr);
+        assert_eq!(p.status.code(), Some(2), "{perr}");
+        assert!(perr.contains("a counts capture"), "{perr}");
+    }
+}

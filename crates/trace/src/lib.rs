@@ -21,6 +21,7 @@
 //! the PHP and NFS models exchange.
 
 mod args;
+pub mod counts;
 pub mod event;
 pub mod input;
 pub mod op;

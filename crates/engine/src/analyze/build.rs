@@ -415,6 +415,16 @@ pub(super) fn build_profile(
             .then(|| req_md as f64 / req_wall as f64),
         by_syscall,
     };
+    let c = &a.counted;
+    let counts = (c.lines > 0).then(|| CountsInfo {
+        count_lines: c.lines,
+        windows: c.windows,
+        mean_window_s: (c.windows > 0).then(|| c.window_us as f64 / c.windows as f64 / 1e6),
+        map_full_calls: c.map_full,
+        accepts: c.accepts,
+        metadata_per_accept: (c.accepts > 0).then(|| a.metadata as f64 / c.accepts as f64),
+        unobservable: vec!["requests", "realpath_walks", "repeats"],
+    });
     let mut p = Profile {
         schema: SCHEMA,
         input,
@@ -433,6 +443,7 @@ pub(super) fn build_profile(
         realpath,
         timeseries,
         bursts,
+        counts,
         findings: Vec::new(),
     };
     p.findings = findings::findings(&p);

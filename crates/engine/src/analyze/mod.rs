@@ -129,6 +129,34 @@ impl PathHot {
         bump(&mut more[self.more as usize], key);
     }
 
+    /// [`PathHot::bump`] by `n` (a count of a counts capture). A sum that
+    /// would not fit an inline counter goes to `more` under the same key.
+    fn bump_by(&mut self, key: u32, n: u64, more: &mut Vec<Vec<(u32, u64)>>) {
+        let inline = self.names[..self.n as usize]
+            .iter()
+            .position(|e| e.0 == key);
+        match inline {
+            Some(i) => {
+                let sum = self.names[i].1 as u64 + n;
+                if sum <= u32::MAX as u64 {
+                    self.names[i].1 = sum as u32;
+                    return;
+                }
+            }
+            None if (self.n as usize) < self.names.len() && n <= u32::MAX as u64 => {
+                self.names[self.n as usize] = (key, n as u32);
+                self.n += 1;
+                return;
+            }
+            None => {}
+        }
+        if self.more == NO_MORE {
+            self.more = more.len() as u32;
+            more.push(Vec::new());
+        }
+        bump_by(&mut more[self.more as usize], key, n);
+    }
+
     fn iter<'a>(&'a self, more: &'a [Vec<(u32, u64)>]) -> impl Iterator<Item = (u32, u64)> + 'a {
         let extra: &[(u32, u64)] = match self.more {
             NO_MORE => &[],
@@ -281,6 +309,25 @@ pub struct Analyzer {
     enoent_id: Option<PathId>,
     /// `strace -Y`: each pid's last command name.
     comms: HashMap<u32, String, FastHash>,
+    /// Counts captures read ([`Analyzer::push_counted`]).
+    counted: CountedAgg,
+}
+
+/// What the counts of counts captures added up to, beyond the totals.
+#[derive(Clone, Debug, Default)]
+struct CountedAgg {
+    /// Count lines pushed.
+    lines: u64,
+    /// Distinct windows (a new window start from the last one seen) and
+    /// their summed length.
+    windows: u64,
+    window_us: u64,
+    last_window: Option<(i64, i64)>,
+    /// Calls counted without process, path or result (the kernel's map
+    /// was full).
+    map_full: u64,
+    /// `accept`/`accept4` calls that returned a connection.
+    accepts: u64,
 }
 
 impl Default for Analyzer {
@@ -291,6 +338,13 @@ impl Default for Analyzer {
 
 fn kind_index(k: Kind) -> usize {
     k as usize
+}
+
+fn bump_by(v: &mut Vec<(u32, u64)>, key: u32, n: u64) {
+    match v.iter_mut().find(|e| e.0 == key) {
+        Some(e) => e.1 += n,
+        None => v.push((key, n)),
+    }
 }
 
 fn bump(v: &mut Vec<(u32, u64)>, key: u32) {
@@ -410,6 +464,7 @@ impl Analyzer {
             timestamps: false,
             enoent_id: None,
             comms: HashMap::default(),
+            counted: CountedAgg::default(),
         }
     }
 
@@ -811,6 +866,133 @@ impl Analyzer {
             if !u.seen.is_empty() && u.seen.contains(&p) {
                 u.repeats += 1;
             }
+        }
+    }
+
+    /// Adds `calls` calls like `ev`: a count of a counts capture
+    /// (`statstorm_trace::counts`), whose duration is the calls' summed
+    /// time, in the window `window_us`. Counts keep no order: they add to
+    /// the totals, paths, directories, processes and the time series
+    /// (spread evenly over the window's seconds), never to requests,
+    /// realpath walks or repeats, which the profile then says cannot be
+    /// seen ([`Profile::counts`]). A pid of 0 is a count without process,
+    /// path or result (the recording's map was full).
+    pub fn push_counted(
+        &mut self,
+        ev: &Event,
+        calls: u64,
+        window_us: Option<(i64, i64)>,
+        strings: &Interner,
+    ) {
+        let c = &mut self.counted;
+        c.lines += 1;
+        if let Some(w) = window_us {
+            if c.last_window != Some(w) {
+                c.windows += 1;
+                c.window_us += (w.1 - w.0).max(0) as u64;
+                c.last_window = Some(w);
+            }
+        }
+        if calls == 0 {
+            return;
+        }
+        if ev.pid == 0 {
+            c.map_full += calls;
+        }
+        if matches!(ev.kind, Kind::Accept | Kind::Accept4) && !ev.is_error() {
+            c.accepts += calls;
+        }
+        self.events += calls;
+        let metadata = ev.kind.is_metadata();
+        let errno = ev.errno().map(|e| e.0);
+        if self.enoent_id.is_none() {
+            if let Some(e) = errno {
+                if strings.bytes(e) == b"ENOENT" {
+                    self.enoent_id = Some(e);
+                }
+            }
+        }
+        let enoent = errno.is_some() && errno == self.enoent_id;
+        let path = ev.path.filter(|&p| self.is_path(p, strings));
+        let nix = self.name_index(ev.name.0);
+        let na = if ev.kind == Kind::Other {
+            if nix >= self.other.len() {
+                self.other.resize_with(nix + 1, NameAgg::default);
+            }
+            &mut self.other[nix]
+        } else {
+            &mut self.kinds[kind_index(ev.kind)]
+        };
+        if na.name.is_none() {
+            na.name = Some(ev.name);
+        }
+        na.calls += calls;
+        if let Some(e) = errno {
+            na.errors += calls;
+            bump_by(&mut na.errnos, e.0, calls);
+        }
+        if let Some(d) = ev.dur_us {
+            na.time_us += d;
+            na.timed += calls;
+            self.durations = true;
+        }
+        if metadata {
+            self.metadata += calls;
+            if let Some((start, end)) = window_us {
+                self.timestamps = true;
+                // the window's seconds, each given an equal share
+                let (s0, s1) = (
+                    start.div_euclid(1_000_000),
+                    (end - 1).max(start).div_euclid(1_000_000),
+                );
+                let n = (s1 - s0 + 1).max(1) as u64;
+                let (each, rest) = (calls / n, calls % n);
+                for (i, s) in (s0..=s1).enumerate() {
+                    let k = each + u64::from((i as u64) < rest);
+                    if k > 0 {
+                        *self.per_sec.entry(s).or_insert(0) += k;
+                    }
+                }
+            }
+        }
+        if ev.pid != 0 {
+            let pi = match self.proc_index.get(&ev.pid) {
+                Some(&pi) => pi,
+                None => {
+                    let si = self.procs.len();
+                    self.new_proc(ev.pid, si)
+                }
+            };
+            let pr = &mut self.procs[pi];
+            pr.events += calls;
+            if metadata {
+                pr.metadata += calls;
+            }
+            if errno.is_some() {
+                pr.errors += calls;
+            }
+            if let Some(d) = ev.dur_us {
+                pr.time_us += d;
+                if metadata {
+                    pr.metadata_time_us += d;
+                }
+            }
+            if let Some((start, end)) = window_us {
+                pr.first_us = pr.first_us.min(start);
+                pr.last_us = pr.last_us.max(end);
+                pr.timed = true;
+            }
+        }
+        if let Some(p) = path {
+            let pa = &mut self.path_hot[p.0 as usize];
+            pa.calls += calls;
+            if errno.is_some() {
+                pa.errors += calls;
+            }
+            if enoent {
+                pa.enoent += calls;
+            }
+            pa.bump_by(ev.name.0, calls, &mut self.path_more);
         }
     }
 

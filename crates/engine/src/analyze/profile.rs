@@ -234,6 +234,29 @@ pub struct TimeSeries {
     pub burst_period_s: Option<f64>,
 }
 
+/// A counts capture (`statstorm record --counts`): calls counted per
+/// window and per process x syscall x result x path. Counts keep no call
+/// order, so what needs it is not observable (`unobservable`: their
+/// figures in the profile are 0 because they could not be seen, not
+/// because they did not happen); the time series has the windows'
+/// resolution (each window's calls spread evenly over its seconds).
+#[derive(Clone, Debug, Serialize)]
+pub struct CountsInfo {
+    pub count_lines: u64,
+    pub windows: u64,
+    pub mean_window_s: Option<f64>,
+    /// Calls counted without process, path or result (the recording's
+    /// map of keys was full): in the totals by syscall only.
+    pub map_full_calls: u64,
+    /// `accept` calls that returned a connection (php-fpm takes one per
+    /// request) ...
+    pub accepts: u64,
+    /// ... and the metadata calls per accept: a request's mean when every
+    /// process counted is a worker.
+    pub metadata_per_accept: Option<f64>,
+    pub unobservable: Vec<&'static str>,
+}
+
 /// Everything `analyze` computes; rendered as text, Markdown or JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct Profile {
@@ -250,6 +273,9 @@ pub struct Profile {
     pub realpath: Realpath,
     pub timeseries: TimeSeries,
     pub bursts: Vec<Burst>,
+    /// Present when the input was a counts capture (`record --counts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counts: Option<CountsInfo>,
     /// Typed findings; the JSON exporter (`statstorm_render`) writes them
     /// with their sentence, so the profile's own serialization leaves them
     /// out.

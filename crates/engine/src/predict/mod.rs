@@ -41,6 +41,9 @@ pub enum Error {
         files: String,
         summary: statstorm_trace::Summary,
     },
+    /// A counts capture (`record --counts`): counts, not calls.
+    #[error("{file}: a counts capture (`statstorm record --counts`: calls counted, not their order): predicting needs the calls themselves (`statstorm record` without --counts, or `strace -f -ttt -T -y`); `statstorm analyze` reads it")]
+    CountsCapture { file: String },
     #[error(transparent)]
     Setting(#[from] statstorm_php::ConfigError),
     /// The reference capture cannot complete the requests.
@@ -598,6 +601,21 @@ impl Change {
 /// Predicts `args`: [`Capture::load`], then [`Capture::predict`] of the
 /// change it asks for. `stage` is told each stage's name as it starts
 /// (progress for long runs).
+/// Whether the file at `p` (plain or compressed; stdin is not looked at)
+/// starts as a counts capture does.
+fn is_counts_capture(p: &std::path::Path) -> bool {
+    use std::io::Read;
+    if p.as_os_str() == "-" {
+        return false;
+    }
+    let Ok(r) = statstorm_trace::input::open(p) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    let want = statstorm_trace::counts::MAGIC.len() as u64;
+    r.take(want).read_to_end(&mut head).is_ok() && statstorm_trace::counts::is_counts(&head)
+}
+
 pub fn predict(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Report> {
     let cap = Capture::load(args, stage)?;
     cap.predict(&Change::of(args), stage)
@@ -608,6 +626,13 @@ impl Capture {
     /// it was recorded under (the proposal in `args` is not used).
     pub fn load(args: &PredictOptions, stage: &mut dyn FnMut(&'static str)) -> Result<Capture> {
         stage(READING);
+        for p in &args.traces {
+            if is_counts_capture(p) {
+                return Err(Error::CountsCapture {
+                    file: p.display().to_string(),
+                });
+            }
+        }
         // each event folded as it is read (split, normalized, the lift's
         // facts): the events are not held
         let mut fold = crate::capture::Fold::new();

@@ -15,7 +15,7 @@ use render::Export;
 use statstorm_engine::analyze::{pids::PidCheck, Analyzer, InputInfo};
 use statstorm_render as render;
 use statstorm_trace::{Event, Interner, Options, Parser, Sink, SkipReason};
-use std::io::{IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -136,6 +136,9 @@ struct Collected {
     /// Set when two inputs had the same pid: the message; nothing more is
     /// read and no report is made.
     refused: Option<String>,
+    /// Inputs read so far that were strace logs, and counts captures.
+    straces: usize,
+    counts: usize,
 }
 
 impl Collected {
@@ -149,6 +152,126 @@ impl Collected {
             names: Vec::new(),
             pids: PidCheck::default(),
             refused: None,
+            straces: 0,
+            counts: 0,
+        }
+    }
+
+    /// Counts captures and strace logs are not analyzed together: a count
+    /// has no place in the request split of the logs' events.
+    fn refuse_mix(&mut self, name: &str, counts: bool) -> bool {
+        if counts {
+            self.counts += 1;
+        } else {
+            self.straces += 1;
+        }
+        if self.counts > 0 && self.straces > 0 {
+            self.refused = Some(format!(
+                "{name}: counts captures (`statstorm record --counts`) and strace logs are analyzed apart, not in one run"
+            ));
+            return true;
+        }
+        false
+    }
+
+    /// Reads one counts capture (`statstorm record --counts`) into the
+    /// analyzer: each count adds its calls ([`Analyzer::push_counted`]).
+    fn add_counts(&mut self, name: &str, index: usize, mut r: impl BufRead) {
+        /// Longest line kept; a longer one is skipped unread.
+        const MAX_LINE: usize = 1 << 16;
+        let later = !self.names.is_empty();
+        self.pids.begin_input(self.names.len());
+        self.names.push(name.to_string());
+        let mut reader =
+            statstorm_trace::counts::CountsReader::new(name, index.min(u16::MAX as usize) as u16);
+        let bar = crate::progress::bytes(name);
+        let mut line = Vec::with_capacity(256);
+        let mut since_tick = 0u64;
+        let mut err = None;
+        loop {
+            line.clear();
+            let n = match (&mut r)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut line)
+            {
+                Ok(n) => n,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            since_tick += n as u64;
+            let complete = line.last() == Some(&b'\n');
+            if !complete && line.len() > MAX_LINE {
+                // the rest of the line, unread
+                let mut rest = Vec::new();
+                loop {
+                    rest.clear();
+                    match (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut rest) {
+                        Ok(0) => break,
+                        Ok(_) if rest.last() == Some(&b'\n') => break,
+                        Ok(_) => {}
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                reader.skip_line(SkipReason::LineTooLong);
+                continue;
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            if let Some(c) = reader.line(text, &mut self.strings) {
+                if later && c.event.pid != 0 && !self.pids.check(c.event.pid) {
+                    break;
+                }
+                self.analyzer
+                    .push_counted(&c.event, c.calls, c.window_us, &self.strings);
+            }
+            if since_tick >= 8 << 20 {
+                if let Some(b) = &bar {
+                    b.inc(since_tick);
+                }
+                since_tick = 0;
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if let Some((pid, first)) = self.pids.collision() {
+            self.refused = Some(statstorm_trace::input::pid_collision_message(
+                pid,
+                &self.names[first],
+                name,
+            ));
+            return;
+        }
+        if later {
+            self.pids.end_input(None);
+        } else {
+            self.pids.end_input(Some(self.analyzer.pids().collect()));
+        }
+        let mut st = reader.stats;
+        if let Some(e) = err {
+            let msg = format!("{name}: read error after line {}: {e}", st.lines);
+            st.error = Some(msg.clone());
+            self.errors.push(msg);
+        }
+        self.info.add_file(name, &st);
+        if st.lost_calls > 0 {
+            errln!(
+                "statstorm: warning: {name}: the recording lost {} calls (its last lines say so): the counts are low by at least that",
+                st.lost_calls
+            );
+        }
+        if st.events == 0 {
+            self.errors.push(format!(
+                "{name}: a counts capture without counts ({} lines)",
+                st.lines
+            ));
         }
     }
 
@@ -163,6 +286,36 @@ impl Collected {
         mut watch: WatchOptions,
         stream: bool,
     ) {
+        // a counts capture is told by its first line
+        let input = match input {
+            Input::Mapped(m) if statstorm_trace::counts::is_counts(&m) => {
+                if !self.refuse_mix(name, true) {
+                    self.add_counts(name, index, &m[..]);
+                }
+                return;
+            }
+            Input::Read(mut r) => {
+                let mut head = Vec::new();
+                let want = statstorm_trace::counts::MAGIC.len() as u64;
+                if let Err(e) = (&mut r).take(want).read_to_end(&mut head) {
+                    self.errors
+                        .push(format!("{name}: read error after line 0: {e}"));
+                    return;
+                }
+                let r = std::io::Cursor::new(head.clone()).chain(r);
+                if statstorm_trace::counts::is_counts(&head) {
+                    if !self.refuse_mix(name, true) {
+                        self.add_counts(name, index, std::io::BufReader::with_capacity(1 << 16, r));
+                    }
+                    return;
+                }
+                Input::Read(Box::new(r))
+            }
+            m => m,
+        };
+        if self.refuse_mix(name, false) {
+            return;
+        }
         let opts = Options {
             input: index.min(u16::MAX as usize) as u16,
             default_pid: pid,
