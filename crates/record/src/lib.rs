@@ -22,6 +22,7 @@
 //!     duration: Duration::from_secs(10),
 //!     ring_bytes: DEFAULT_RING_BYTES,
 //!     counts: None,
+//!     max_cpu: Some(0.5),
 //! };
 //! let mut out = Vec::new();
 //! let summary = record(&cfg, &mut out, &AtomicBool::new(false), &mut |_| {})?;

@@ -39,7 +39,17 @@ pub struct Config {
     /// Counts mode: calls counted in the kernel and written per window
     /// ([`crate::counts`]) instead of one line per call.
     pub counts: Option<CountsConfig>,
+    /// The most CPU the recorder itself may use, as a share of one CPU
+    /// (0.5: half a CPU). Above it the writer pauses; the ring buffer
+    /// then fills and the calls it cannot hold are lost, counted and
+    /// reported. `None`: no cap.
+    pub max_cpu: Option<f64>,
 }
+
+/// The default cap on the recorder's own CPU: half a CPU (the writer
+/// used about 0.36 CPU keeping up with 420k calls a second of a PHP stat
+/// loop, docs/record.md).
+pub const DEFAULT_MAX_CPU: f64 = 0.5;
 
 /// Counts mode's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +126,8 @@ pub struct Summary {
     /// full (counted per syscall alone, not lost).
     pub windows: u64,
     pub counts_full: u64,
+    /// How long the writer paused to keep to the CPU cap.
+    pub throttled: Duration,
     pub elapsed: Duration,
     pub stop: Stop,
     /// The recorded command's exit status.
@@ -153,6 +165,8 @@ pub enum Error {
     Ring(u32),
     #[error("counts: the window must be at least 100 ms and the keys between 1 and 16777216")]
     Counts,
+    #[error("the CPU cap must be above 0% and at most 100% of one CPU, not {}%", .0 * 100.0)]
+    MaxCpu(f64),
     #[error("loading the BPF program failed: {0}")]
     Load(String),
     #[error("running {cmd}: {err}")]
@@ -429,6 +443,52 @@ fn counters(skel: &RecordSkel) -> [u64; 5] {
     out
 }
 
+/// The CPU time this process has used (user and system, every thread).
+fn self_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Holds the recorder to a share of one CPU: over each second, once the
+/// CPU used passes `cap` x the time gone, the writer pauses until the
+/// share is back under the cap.
+struct CpuCap {
+    cap: f64,
+    mark: Instant,
+    cpu_mark: Duration,
+    paused: Duration,
+}
+
+impl CpuCap {
+    fn new(cap: f64) -> Self {
+        CpuCap {
+            cap,
+            mark: Instant::now(),
+            cpu_mark: self_cpu(),
+            paused: Duration::ZERO,
+        }
+    }
+
+    fn check(&mut self) {
+        let (now, cpu) = (Instant::now(), self_cpu());
+        let used = cpu.saturating_sub(self.cpu_mark).as_secs_f64();
+        let gone = now.duration_since(self.mark).as_secs_f64();
+        let over = used / self.cap - gone;
+        if over > 0.0 {
+            let d = Duration::from_secs_f64(over.min(1.0));
+            std::thread::sleep(d);
+            self.paused += d;
+        }
+        if gone >= 1.0 {
+            self.mark = Instant::now();
+            self.cpu_mark = self_cpu();
+        }
+    }
+}
+
 /// CLOCK_REALTIME now, nanoseconds.
 fn realtime_ns() -> i128 {
     let mut ts = libc::timespec {
@@ -559,6 +619,11 @@ pub fn record(
     if !cfg.ring_bytes.is_power_of_two() || cfg.ring_bytes < 4096 {
         return Err(Error::Ring(cfg.ring_bytes));
     }
+    if let Some(c) = cfg.max_cpu {
+        if !(c > 0.0 && c <= 1.0) {
+            return Err(Error::MaxCpu(c));
+        }
+    }
     if let Some(c) = &cfg.counts {
         if c.window < Duration::from_millis(100) || c.max_keys == 0 || c.max_keys > 1 << 24 {
             return Err(Error::Counts);
@@ -634,7 +699,11 @@ pub fn record(
 
     let mut last_progress = Instant::now();
     let mut command_status = None;
+    let mut cap = cfg.max_cpu.map(CpuCap::new);
     let reason = loop {
+        if let Some(c) = &mut cap {
+            c.check();
+        }
         match (&rb, &cfg.counts) {
             (Some(rb), _) => {
                 let _ = rb.poll(Duration::from_millis(100));
@@ -722,6 +791,7 @@ pub fn record(
         undecodable,
         windows: windows.written,
         counts_full: c[4],
+        throttled: cap.map_or(Duration::ZERO, |c| c.paused),
         elapsed: started.elapsed(),
         stop: reason,
         command_status,

@@ -800,6 +800,13 @@ pub fn trailer(s: &crate::recorder::Summary) -> String {
             s.undecodable
         );
     }
+    if !s.throttled.is_zero() {
+        let _ = writeln!(
+            out,
+            "# statstorm record: the writer paused {:.1} s to keep to its CPU cap (--max-cpu): calls the ring buffer could not hold meanwhile are counted as lost",
+            s.throttled.as_secs_f64()
+        );
+    }
     if s.counts_full > 0 {
         let _ = writeln!(
             out,

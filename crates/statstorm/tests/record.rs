@@ -655,3 +655,54 @@ fn a_counts_recording_counts_what_strace_sees_and_analyze_reads_it() {
         assert!(perr.contains("a counts capture"), "{perr}");
     }
 }
+
+#[test]
+fn the_cpu_cap_pauses_the_writer_and_the_capture_says_what_it_lost() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    need_root();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("loop.php");
+    std::fs::write(
+        &script,
+        "<?php for ($i = 0; $i < 300000; $i++) { clearstatcache(); stat(__FILE__); }\n",
+    )
+    .unwrap();
+    let cap = dir.path().join("cap.txt");
+    no_program_left();
+    let out = Command::new(BIN)
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args([
+            "--max-cpu",
+            "2",
+            "--ring-mib",
+            "1",
+            "--",
+            "/usr/bin/php8.2",
+            "-n",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("to keep to its CPU cap"), "{err}");
+    assert!(err.contains("a higher --max-cpu"), "{err}");
+    // what was kept is a valid capture that says it is incomplete
+    let a = analyze(&cap);
+    let lost = a["input"]["files"][0]["lost_calls"].as_u64().unwrap();
+    let kept = a["totals"]["by_syscall"]["newfstatat"]["calls"]
+        .as_u64()
+        .unwrap();
+    assert!(lost > 0, "{a}");
+    assert!(kept + lost >= 300000, "kept {kept}, lost {lost}");
+    assert_eq!(a["input"]["skipped"]["total"], 0, "{a}");
+    // out of range
+    let out = Command::new(BIN)
+        .args(["record", "--max-cpu", "150", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 100% of one CPU, not 150%"));
+}

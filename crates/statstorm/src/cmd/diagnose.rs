@@ -128,6 +128,7 @@ pub fn run(mut args: Args) -> Result<i32> {
             duration: args.live_duration,
             ring_bytes: statstorm_record::recorder::DEFAULT_RING_BYTES,
             counts: None,
+            max_cpu: Some(statstorm_record::recorder::DEFAULT_MAX_CPU),
         };
         let path = std::env::temp_dir().join(format!("statstorm-live-{}.txt", std::process::id()));
         if let Err(code) = super::record::capture(&cfg, Some(&path))? {

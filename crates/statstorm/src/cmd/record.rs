@@ -3,7 +3,8 @@
 
 use anyhow::{Context, Result};
 use statstorm_record::recorder::{
-    self, Config, CountsConfig, Error, Summary, DEFAULT_MAX_KEYS, DEFAULT_RING_BYTES,
+    self, Config, CountsConfig, Error, Summary, DEFAULT_MAX_CPU, DEFAULT_MAX_KEYS,
+    DEFAULT_RING_BYTES,
 };
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -40,6 +41,11 @@ pub struct Args {
     /// counted per syscall alone, and the capture says how many).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_KEYS, requires = "counts")]
     pub max_keys: u32,
+    /// The most CPU the recorder itself may use, in percent of one CPU;
+    /// above it the writer pauses and the calls the ring buffer cannot
+    /// hold meanwhile are lost, counted and reported (0: no cap).
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MAX_CPU * 100.0)]
+    pub max_cpu: f64,
     /// A command to run and record with its children until it exits.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -56,6 +62,7 @@ pub fn run(a: Args) -> Result<i32> {
             window: a.window,
             max_keys: a.max_keys,
         }),
+        max_cpu: (a.max_cpu != 0.0).then_some(a.max_cpu / 100.0),
     };
     Ok(match capture(&cfg, a.output.as_deref())? {
         Err(code) => code,
@@ -114,7 +121,14 @@ pub fn capture(cfg: &Config, output: Option<&std::path::Path>) -> Result<Result<
     let summary: Summary = match summary {
         Ok(s) => s,
         Err(
-            e @ (Error::Privilege(_) | Error::Kernel(_) | Error::NoTarget | Error::NoProcess(_)),
+            e @ (Error::Privilege(_)
+            | Error::Kernel(_)
+            | Error::NoTarget
+            | Error::NoProcess(_)
+            | Error::MaxCpu(_)
+            | Error::Counts
+            | Error::Comm(_)
+            | Error::Ring(_)),
         ) => {
             errln!("statstorm: error: {e}");
             return Ok(Err(2));
@@ -130,7 +144,15 @@ pub fn capture(cfg: &Config, output: Option<&std::path::Path>) -> Result<Result<
             .replace("# statstorm record: ", "record: ")
     );
     if summary.lost() > 0 {
-        errln!("record: warning: the capture is incomplete ({} calls lost); a larger --ring-mib keeps more", summary.lost());
+        let more = if summary.throttled.is_zero() {
+            "a larger --ring-mib keeps more"
+        } else {
+            "a higher --max-cpu or a larger --ring-mib keeps more"
+        };
+        errln!(
+            "record: warning: the capture is incomplete ({} calls lost); {more}",
+            summary.lost()
+        );
     }
     Ok(Ok(summary))
 }
