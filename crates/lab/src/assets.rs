@@ -235,6 +235,17 @@ pub fn kernel_package() -> Result<String, LabError> {
     })
 }
 
+/// The last (by name) kernel package already in `cache`, if any.
+pub fn cached_kernel(cache: &Path) -> Option<String> {
+    fs::read_dir(cache)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("modules.order").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("linux-image-"))
+        .max()
+}
+
 /// The first `Depends: linux-image-...` of `apt-cache depends` output.
 pub fn parse_kernel_depends(text: &str) -> Option<String> {
     text.lines()
@@ -411,6 +422,26 @@ mod tests {
         );
         assert_eq!(parse_kernel_depends("linux-image-amd64\n"), None);
         assert_eq!(parse_kernel_depends("  Depends: <linux-image-x>\n"), None);
+    }
+
+    #[test]
+    fn cached_kernel_is_found() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(cached_kernel(d.path()), None);
+        for (n, complete) in [
+            ("linux-image-6.1.0-9-amd64", true),
+            ("linux-image-6.1.0-99-amd64", false),
+        ] {
+            fs::create_dir(d.path().join(n)).unwrap();
+            if complete {
+                fs::write(d.path().join(n).join("modules.order"), "ext4\n").unwrap();
+            }
+        }
+        // an unfinished fetch does not count
+        assert_eq!(
+            cached_kernel(d.path()).as_deref(),
+            Some("linux-image-6.1.0-9-amd64")
+        );
     }
 
     #[test]

@@ -315,7 +315,12 @@ impl Lab {
             assets::find_program(p, pkg)?;
         }
         let (_, busybox) = assets::static_busybox()?;
-        let package = assets::kernel_package()?;
+        // without apt's lists (offline, no apt-get update) a kernel
+        // cached before still serves
+        let package = match assets::kernel_package() {
+            Ok(p) => p,
+            Err(e) => assets::cached_kernel(cache).ok_or(e)?,
+        };
         let kernel = assets::kernel_assets(cache, &package)?;
         let dir = tempfile::Builder::new()
             .prefix("statstorm-lab-")

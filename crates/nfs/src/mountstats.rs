@@ -298,8 +298,9 @@ mod tests {
     use super::*;
 
     /// `/proc/self/mountstats` in the lab guest (Debian 12, Linux 6.1.0),
-    /// read right after mounting the export over NFSv3 with default
-    /// options (the mounts before the export's ext4 left out).
+    /// read by `cat` started in /mnt/nfs right after the export was
+    /// mounted over NFSv3 with default options (the mounts before the
+    /// export's ext4 left out).
     const V3: &str = r#"device /dev/vda mounted on /srv/export with fstype ext4
 device nfsd mounted on /proc/fs/nfsd with fstype nfsd
 device 127.0.0.1:/srv/export mounted on /mnt/nfs with fstype nfs statvers=1.1
