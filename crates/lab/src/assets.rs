@@ -445,6 +445,16 @@ mod tests {
     }
 
     #[test]
+    fn missing_programs_name_their_package() {
+        let e = find_program("statstorm-no-such-program", "some-package").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "statstorm-no-such-program not found: install the Debian package some-package \
+             (apt-get install some-package)"
+        );
+    }
+
+    #[test]
     fn module_names() {
         assert_eq!(
             module_name("9pnet_virtio.ko").as_deref(),

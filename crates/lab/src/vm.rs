@@ -1,6 +1,7 @@
 //! The export image and the qemu process.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -159,11 +160,24 @@ impl Boot<'_> {
         let stderr = fs::File::create(&stderr_path)
             .map_err(|e| LabError::io(format!("creating {}", stderr_path.display()), e))?;
         let start = Instant::now();
-        let child = Command::new(self.qemu)
-            .args(self.args())
+        let mut cmd = Command::new(self.qemu);
+        cmd.args(self.args())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(stderr)
+            .stderr(stderr);
+        // qemu dies with the thread that waits for it, even when that
+        // thread is killed without unwinding (prctl(2) PR_SET_PDEATHSIG)
+        // SAFETY: prctl is async-signal-safe and touches no memory of the
+        // parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
             .spawn()
             .map_err(|e| LabError::io(format!("starting {}", self.qemu.display()), e))?;
         let mut guard = Guard(Some(child));
