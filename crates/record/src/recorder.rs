@@ -408,19 +408,36 @@ fn load<'o>(
             *d = s as i8;
         }
     }
-    let mut skel = open.load().map_err(err)?;
-    skel.attach().map_err(err)?;
-    Ok(skel)
+    open.load().map_err(err)
 }
 
-/// `targets`' values (src/bpf/record.bpf.c).
-const FOLLOWED: u8 = 1;
-const BEFORE_EXEC: u8 = 2;
+/// Follows `pid`: sets its bit in the kernel's `followed_pids` (64 pids
+/// a word). The word is read, changed and written back: a bit the kernel
+/// set in the same word meanwhile (a followed process forking) would be
+/// lost, so this is done before the programs are attached, and after only
+/// for the few processes created in between.
+fn follow(skel: &RecordSkel, pid: u32) -> Result<(), Error> {
+    let err = |e: libbpf_rs::Error| Error::Load(format!("following pid {pid}: {e}"));
+    let key = ((pid >> 6) & 0xffff).to_ne_bytes();
+    let map = &skel.maps.followed_pids;
+    let word = map
+        .lookup(&key, MapFlags::ANY)
+        .map_err(err)?
+        .and_then(|v| {
+            v.get(..8)
+                .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default()))
+        })
+        .unwrap_or(0);
+    let word = word | 1 << (pid & 63);
+    map.update(&key, &word.to_ne_bytes(), MapFlags::ANY)
+        .map_err(err)
+}
 
-fn follow(skel: &RecordSkel, pid: u32, how: u8) -> Result<(), Error> {
+/// Follows the recorded command's child from its execve on.
+fn follow_from_exec(skel: &RecordSkel, pid: u32) -> Result<(), Error> {
     skel.maps
-        .targets
-        .update(&pid.to_ne_bytes(), &[how], MapFlags::ANY)
+        .before_exec
+        .update(&pid.to_ne_bytes(), &[1], MapFlags::ANY)
         .map_err(|e| Error::Load(format!("following pid {pid}: {e}")))
 }
 
@@ -637,14 +654,24 @@ pub fn record(
     check()?;
     let mut obj = MaybeUninit::uninit();
     let skel = load(cfg, &mut obj)?;
+    let mut skel = skel;
+    let before = descendants(&cfg.pids);
+    for &p in &before {
+        follow(&skel, p)?;
+    }
+    skel.attach().map_err(|e| Error::Load(e.to_string()))?;
+    // processes created between the scan and the attach (later ones the
+    // fork program follows)
     for p in descendants(&cfg.pids) {
-        follow(&skel, p, FOLLOWED)?;
+        if !before.contains(&p) {
+            follow(&skel, p)?;
+        }
     }
     let started = Instant::now();
     let mut gated = match &cfg.command {
         Some(cmd) => {
             let mut g = spawn_gated(cmd)?;
-            follow(&skel, g.pid as u32, BEFORE_EXEC)?;
+            follow_from_exec(&skel, g.pid as u32)?;
             // the child may exec now
             if let Some(mut gate) = g.gate.take() {
                 let _ = gate.write_all(b"g");
@@ -656,7 +683,6 @@ pub fn record(
 
     // counts mode: the kernel's `counts_cur` (mapped memory), flipped at
     // the end of each window
-    let mut skel = skel;
     let flip: Option<*mut u32> = skel
         .maps
         .bss_data

@@ -803,7 +803,7 @@ pub fn trailer(s: &crate::recorder::Summary) -> String {
     if !s.throttled.is_zero() {
         let _ = writeln!(
             out,
-            "# statstorm record: the writer paused {:.1} s to keep to its CPU cap (--max-cpu): calls the ring buffer could not hold meanwhile are counted as lost",
+            "# statstorm record: the writer paused {:.3} s to keep to its CPU cap (--max-cpu): calls the ring buffer could not hold meanwhile are counted as lost",
             s.throttled.as_secs_f64()
         );
     }

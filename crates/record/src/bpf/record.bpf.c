@@ -5,8 +5,9 @@
  * Two BTF tracepoints on the syscall path (tp_btf/sys_enter, sys_exit:
  * include/trace/events/syscalls.h) see every syscall of the machine; a
  * call is kept only when its number is one the models read (`wanted`) and
- * its process is followed (`targets`: pids given, children of followed
- * processes added at fork, processes whose name starts with `comm`). The
+ * its process is followed (`followed_pids`: pids given, children of
+ * followed processes added at fork, processes whose name starts with
+ * `comm`). The
  * entry saves the arguments per thread (`inflight`); the exit reads the
  * paths and the stat buffer from the caller's memory (still there: the
  * call has returned into it, but for execve, whose path is saved at entry)
@@ -54,12 +55,30 @@ struct exec_path {
 	__u16 len;
 };
 
+/* Followed processes: one bit per pid (pids are below 2^22,
+ * PID_MAX_LIMIT in include/linux/threads.h), in words of 64. Every
+ * syscall of every process on the machine asks it, twice, so it is an
+ * array, whose lookup the verifier turns into an address computation
+ * (no helper call, no hashing), and 512 KiB whatever the number of
+ * processes. */
+#define PID_WORDS (1 << 16)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PID_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} followed_pids SEC(".maps");
+
+/* The recorded command's child before its exec: its calls between fork
+ * and exec are the recorder's own, not recorded; its execve is, and
+ * makes it followed. Looked up for execve calls only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16);
 	__type(key, __u32);
 	__type(value, __u8);
-} targets SEC(".maps");
+} before_exec SEC(".maps");
 
 /* the call in flight of each thread (task-local storage: no hashing, no
  * lock, no update per call but the fields) */
@@ -195,17 +214,44 @@ static __always_inline int stat_arg(long nr)
 	return -1;
 }
 
-/* targets' values: a followed process, or the recorded command's child
- * before its exec (its calls between fork and exec are the recorder's
- * own: not recorded) */
-#define FOLLOWED 1
-#define BEFORE_EXEC 2
+static __always_inline __u64 *pid_word(__u32 tgid)
+{
+	__u32 w = (tgid >> 6) & (PID_WORDS - 1);
+	return bpf_map_lookup_elem(&followed_pids, &w);
+}
+
+static __always_inline bool is_followed(__u32 tgid)
+{
+	__u64 *v = pid_word(tgid);
+	return v && ((*v >> (tgid & 63)) & 1);
+}
+
+/* (atomic: other CPUs set and clear other bits of the word) */
+static __always_inline void set_followed(__u32 tgid)
+{
+	__u64 *v = pid_word(tgid);
+	if (v)
+		__sync_fetch_and_or(v, 1ULL << (tgid & 63));
+}
+
+static __always_inline void clear_followed(__u32 tgid)
+{
+	__u64 *v = pid_word(tgid);
+	if (v)
+		__sync_fetch_and_and(v, ~(1ULL << (tgid & 63)));
+}
+
+static __always_inline bool is_exec(long id)
+{
+	return id == NR_execve || id == NR_execveat;
+}
 
 static __always_inline bool followed(__u32 tgid, long id)
 {
-	__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
-	if (v)
-		return *v == FOLLOWED || id == NR_execve || id == NR_execveat;
+	if (is_followed(tgid))
+		return true;
+	if (is_exec(id) && bpf_map_lookup_elem(&before_exec, &tgid))
+		return true;
 	if (comm_len == 0)
 		return false;
 	char c[16] = {};
@@ -216,8 +262,7 @@ static __always_inline bool followed(__u32 tgid, long id)
 		if (c[i] != comm[i])
 			return false;
 	}
-	__u8 one = FOLLOWED;
-	bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY);
+	set_followed(tgid);
 	return true;
 }
 
@@ -313,7 +358,13 @@ int BPF_PROG(ssrec_enter, struct pt_regs *regs, long id)
 	s->args[5] = regs->r9;
 	s->nr = id;
 	s->ts_ns = bpf_ktime_get_ns();
-	if (id == NR_execve || id == NR_execveat) {
+	if (is_exec(id)) {
+		/* the recorded command's child is followed from its execve on
+		 * (if the exec fails, the child exits) */
+		if (bpf_map_lookup_elem(&before_exec, &tgid)) {
+			set_followed(tgid);
+			bpf_map_delete_elem(&before_exec, &tgid);
+		}
 		/* the path is gone once the new program runs: kept now */
 		__u32 zero = 0;
 		struct exec_path *x = bpf_map_lookup_elem(&exec_scratch, &zero);
@@ -332,6 +383,10 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
+	/* the common case first, with no helper call: a process not
+	 * followed (under --comm, a process may become followed at any call) */
+	if (comm_len == 0 && !is_followed(tgid))
+		return 0;
 	struct start *s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
 	struct start late = {};
 	if (!s || s->ts_ns == 0) {
@@ -354,11 +409,7 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 	}
 	__u64 now = bpf_ktime_get_ns();
 	long nr = s->nr;
-	if ((nr == NR_execve || nr == NR_execveat) && ret == 0) {
-		__u8 *v = bpf_map_lookup_elem(&targets, &tgid);
-		if (v && *v == BEFORE_EXEC)
-			*v = FOLLOWED;
-	}
+
 	if (counts_mode) {
 		count_call(s, ret, tgid, tid, now);
 		goto done;
@@ -489,11 +540,9 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ssrec_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
-	if (!bpf_map_lookup_elem(&targets, &ptgid))
+	if (!is_followed(ptgid))
 		return 0;
-	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	__u8 one = FOLLOWED;
-	bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	set_followed(BPF_CORE_READ(child, tgid));
 	return 0;
 }
 
@@ -504,6 +553,6 @@ int BPF_PROG(ssrec_task_exit, struct task_struct *t)
 	__u32 pid = BPF_CORE_READ(t, pid);
 	__u32 tgid = BPF_CORE_READ(t, tgid);
 	if (pid == tgid)
-		bpf_map_delete_elem(&targets, &tgid);
+		clear_followed(tgid);
 	return 0;
 }
