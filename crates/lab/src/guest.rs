@@ -121,6 +121,8 @@ lab_block() { # N VERS OPTS DELEG
 
 lab_cmd() { # N M -- then env -i ... (written by the host)
 	mkdir -p $R/.lab/out/b$1/c$2
+	# writable by a command that runs as another user (its window file)
+	chmod 1777 $R/.lab/out/b$1/c$2
 }
 
 . /out/plan.sh

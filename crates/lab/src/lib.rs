@@ -271,8 +271,11 @@ pub struct BlockOutcome {
     pub version: NfsVersion,
     /// The block's `/proc/mounts` line for /mnt/nfs.
     pub mount_line: String,
-    /// The options the kernel reports for the mount (its `/proc/mounts`
-    /// options field: every option in effect, defaults included).
+    /// The options field of that line: what the kernel reports as in
+    /// effect (`nfs_show_mount_options`, fs/nfs/super.c, leaves out some
+    /// options at their defaults, such as `acregmin=3`; the mountstats
+    /// `opts:` line, in each command's [`CommandOutcome::before`], lists
+    /// those too).
     pub effective_options: String,
     pub commands: Vec<CommandOutcome>,
 }
