@@ -135,8 +135,8 @@ sleep 60
 "#;
 
 /// Runs one command inside the chroot: `cmd.sh DIR CWD ARGV...`. The cwd
-/// is entered and the environment set before the first mountstats
-/// snapshot, so only the command's own file system calls fall between
+/// is entered, the environment set and `argv[0]` found in `PATH` before the
+/// first mountstats snapshot, so only the command's own file system calls fall between
 /// the two snapshots; `now` reads the monotonic clock (`now at N nsecs`
 /// of /proc/timer_list, kernel/time/timer_list.c) because busybox's date
 /// has no nanoseconds.
@@ -150,6 +150,24 @@ if ! cd "$cwd" 2>$d/cd_error; then
 	exit 0
 fi
 rm -f $d/cd_error
+# argv[0] without a slash: looked up in PATH here, because busybox's shell
+# would otherwise run its own applet of that name (cat, stat, sh, ...)
+case $1 in
+*/*) ;;
+*)
+	c=/.lab/not-found/$1
+	IFS=:
+	for p in $PATH; do
+		if [ -f "$p/$1" ] && [ -x "$p/$1" ]; then
+			c=$p/$1
+			break
+		fi
+	done
+	unset IFS
+	shift
+	set -- "$c" "$@"
+	;;
+esac
 $B cat /proc/self/mountstats >$d/before
 t0=$(now)
 "$@" >$d/stdout 2>$d/stderr </dev/null

@@ -148,8 +148,9 @@ impl fmt::Display for NfsVersion {
     }
 }
 
-/// One command run in the guest: argv (looked up in `PATH` when `argv[0]`
-/// has no slash), the directory it starts in, and its environment beyond
+/// One command run in the guest: argv (when `argv[0]` has no slash it is
+/// looked up in `PATH` and replaced by the path found; not found, the
+/// status is 127), the directory it starts in, and its environment beyond
 /// `PATH`, `HOME=/root`, `LC_ALL=C` and `STATSTORM_LAB_WINDOW`. It runs
 /// in the host's file tree (read-only) with the guest's own /proc, /sys,
 /// /dev, /tmp, /run, /srv/export and /mnt/nfs; stdin is /dev/null.

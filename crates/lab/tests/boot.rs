@@ -76,6 +76,13 @@ fn stat_cold_and_warm_over_v3_and_v41() {
                 .command(window.clone()),
         );
     }
+    // programs named without a path are the host's, found in PATH
+    plan.blocks[0]
+        .commands
+        .push(GuestCommand::new(["stat", "--version"]));
+    plan.blocks[0]
+        .commands
+        .push(GuestCommand::new(["statstorm-no-such-program"]));
     let t = std::time::Instant::now();
     let out = lab.run(&plan).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
@@ -202,6 +209,10 @@ fn stat_cold_and_warm_over_v3_and_v41() {
             .sum();
         assert_eq!(m.ops.get("LOOKUP").map(|o| o.ops), Some(lookups), "{ctx}");
     }
+    let v = &out.blocks[0].commands[5];
+    assert!(v.stdout.starts_with("stat (GNU coreutils)"), "{v:?}");
+    let missing = &out.blocks[0].commands[6];
+    assert_eq!(missing.status, 127, "{missing:?}");
     assert_eq!(out.blocks[0].commands[0].after.fstype, "nfs");
     assert_eq!(out.blocks[1].commands[0].after.fstype, "nfs4");
     assert_eq!(out.blocks[2].commands[0].after.fstype, "nfs4");
