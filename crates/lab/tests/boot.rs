@@ -83,6 +83,10 @@ fn stat_cold_and_warm_over_v3_and_v41() {
     plan.blocks[0]
         .commands
         .push(GuestCommand::new(["statstorm-no-such-program"]));
+    // the wrapper's own share of a duration
+    plan.blocks[0]
+        .commands
+        .push(GuestCommand::new(["/bin/true"]));
     let t = std::time::Instant::now();
     let out = lab.run(&plan).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
@@ -213,6 +217,12 @@ fn stat_cold_and_warm_over_v3_and_v41() {
     assert!(v.stdout.starts_with("stat (GNU coreutils)"), "{v:?}");
     let missing = &out.blocks[0].commands[6];
     assert_eq!(missing.status, 127, "{missing:?}");
+    let t = &out.blocks[0].commands[7];
+    eprintln!("guest duration of /bin/true: {:?}", t.duration);
+    assert!(
+        t.ops.is_empty() && t.duration < std::time::Duration::from_secs(1),
+        "{t:?}"
+    );
     assert_eq!(out.blocks[0].commands[0].after.fstype, "nfs");
     assert_eq!(out.blocks[1].commands[0].after.fstype, "nfs4");
     assert_eq!(out.blocks[2].commands[0].after.fstype, "nfs4");
