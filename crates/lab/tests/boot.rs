@@ -107,6 +107,8 @@ fn stat_cold_and_warm_over_v3_and_v41() {
     for (i, b) in out.blocks.iter().enumerate() {
         let (vers, deleg) = [("vers=3", "0"), ("vers=4.1", "1"), ("vers=4.1", "0")][i];
         let ctx = format!("block {i} ({vers}, leases-enable={deleg})");
+        let durations: Vec<_> = b.commands.iter().map(|c| c.duration).collect();
+        eprintln!("{ctx}: guest durations {durations:?}");
         assert!(
             b.effective_options.split(',').any(|o| o == vers),
             "{ctx}: {}",
