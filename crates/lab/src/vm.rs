@@ -89,6 +89,14 @@ impl Drop for Guard {
     }
 }
 
+/// The message of /init's last `lab: FAIL: ...` console line.
+pub fn guest_failure(console: &str) -> Option<&str> {
+    console
+        .lines()
+        .rev()
+        .find_map(|l| l.trim_end_matches('\r').strip_prefix("lab: FAIL: "))
+}
+
 /// The console's last lines, for error messages.
 pub fn tail(text: &str, lines: usize) -> String {
     let v: Vec<&str> = text.lines().collect();
@@ -212,7 +220,12 @@ impl Boot<'_> {
                 console: fs::read_to_string(self.console).unwrap_or_default(),
             });
         }
-        if let Ok(m) = fs::read_to_string(self.share.join("failed")) {
+        // /init's failures before the share is mounted reach the console only
+        let full = fs::read_to_string(self.console).unwrap_or_default();
+        let message = fs::read_to_string(self.share.join("failed"))
+            .ok()
+            .or_else(|| guest_failure(&full).map(str::to_string));
+        if let Some(m) = message {
             return Err(LabError::Guest {
                 message: m.trim().to_string(),
                 console: console(),
@@ -226,5 +239,39 @@ impl Boot<'_> {
                 .to_string(),
             console: console(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_failure_and_tail() {
+        let c = "[    1.0] boot\r\nlab: FAIL: insmod ext4\r\n[    2.0] reboot: Power down\r\n";
+        assert_eq!(guest_failure(c), Some("insmod ext4"));
+        assert_eq!(guest_failure("all fine\n"), None);
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+
+    #[test]
+    fn export_image_of_a_tree() {
+        let Ok(mkfs) = crate::assets::find_program("mkfs.ext4", "e2fsprogs") else {
+            panic!("mkfs.ext4 not found: install the Debian package e2fsprogs");
+        };
+        let d = tempfile::tempdir().unwrap();
+        let tree = d.path().join("tree");
+        fs::create_dir_all(tree.join("sub")).unwrap();
+        fs::write(tree.join("sub/f"), vec![7u8; 10_000]).unwrap();
+        std::os::unix::fs::symlink("sub/f", tree.join("l")).unwrap();
+        assert_eq!(tree_size(&tree).unwrap(), (3, 4096 + 12288 + 4096));
+        let img = d.path().join("x.img");
+        export_image(&mkfs, &tree, &img).unwrap();
+        let b = fs::read(&img).unwrap();
+        // the ext4 superblock's magic, 0xEF53 at byte 1024 + 0x38
+        assert_eq!(&b[1024 + 0x38..1024 + 0x3a], &[0x53, 0xef]);
+        let e = export_image(&mkfs, &d.path().join("missing"), &img).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
     }
 }
