@@ -21,7 +21,8 @@
 //! ```
 //!
 //! `@ START END`: the window (epoch seconds). `= PID SYSCALL RESULT CALLS
-//! SECONDS [PATH]`: RESULT is `0` for success or the errno's name, SECONDS
+//! SECONDS [PATH]`: SYSCALL is followed by `:AT_SYMLINK_NOFOLLOW` for an
+//! lstat-like newfstatat or statx; RESULT is `0` for success or the errno's name, SECONDS
 //! the calls' summed entry-to-exit time, PATH quoted as strace quotes it
 //! (`"..."...` when cut at 255 bytes), absent for a call without one. A
 //! `?` pid and result: calls that found the kernel's map full, counted per
@@ -44,6 +45,45 @@ pub const COUNT_NR: u32 = 512;
 pub const COUNTS_MAGIC: &str = "# statstorm record counts 1";
 
 const FLAG_CUT: u16 = 1;
+const FLAG_NOFOLLOW: u16 = 4;
+
+/// Classes of the per-request histograms (`REQ_*` of record.h).
+pub const REQ_CLASSES: [&str; 3] = ["stat", "open", "access"];
+/// Buckets of each (`REQ_BUCKETS`).
+pub const REQ_BUCKETS: usize = 24;
+
+/// Per-request histograms of stat, open and access calls (a request: from
+/// an accept's return to the worker's next accept), cumulative since the
+/// recording began. Bucket 0 holds requests with no call of the class,
+/// bucket b > 0 those with 2^(b-1) to 2^b - 1 calls, the last one the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestHistograms {
+    pub buckets: [[u64; REQ_BUCKETS]; 3],
+    /// Calls of each class in the requests counted.
+    pub sums: [u64; 3],
+}
+
+impl Default for RequestHistograms {
+    fn default() -> Self {
+        RequestHistograms {
+            buckets: [[0; REQ_BUCKETS]; 3],
+            sums: [0; 3],
+        }
+    }
+}
+
+impl RequestHistograms {
+    /// Requests ended so far.
+    pub fn requests(&self) -> u64 {
+        self.buckets[0].iter().sum()
+    }
+
+    /// The most calls bucket `b` holds (its Prometheus `le`); `None` for
+    /// the last (`+Inf`).
+    pub fn upper_bound(b: usize) -> Option<u64> {
+        (b + 1 < REQ_BUCKETS).then(|| (1u64 << b) - 1)
+    }
+}
 
 /// One count of a window.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,6 +98,9 @@ pub struct Row {
     pub path: Option<Vec<u8>>,
     /// The path was longer than 255 bytes and is cut there.
     pub cut: bool,
+    /// newfstatat or statx with AT_SYMLINK_NOFOLLOW (lstat-like: a step of
+    /// PHP's realpath walk).
+    pub nofollow: bool,
     pub calls: u64,
     /// Summed entry-to-exit time.
     pub dur_ns: u64,
@@ -106,6 +149,7 @@ impl Row {
             errno: Some(u32_at(key, 8) as i32),
             path: (len > 0).then(|| p[..len].to_vec()),
             cut: flags & FLAG_CUT != 0,
+            nofollow: flags & FLAG_NOFOLLOW != 0,
             calls: u64_at(val, 0),
             dur_ns: u64_at(val, 8),
         })
@@ -120,7 +164,8 @@ impl Row {
             .map_or(0, |&(n, _)| n);
         k[0..4].copy_from_slice(&self.pid.unwrap_or(0).to_ne_bytes());
         k[4..6].copy_from_slice(&nr.to_ne_bytes());
-        k[6..8].copy_from_slice(&(if self.cut { FLAG_CUT } else { 0 }).to_ne_bytes());
+        let flags = if self.cut { FLAG_CUT } else { 0 } | if self.nofollow { FLAG_NOFOLLOW } else { 0 };
+        k[6..8].copy_from_slice(&flags.to_ne_bytes());
         k[8..12].copy_from_slice(&self.errno.unwrap_or(0).to_ne_bytes());
         if let Some(p) = &self.path {
             let n = p.len().min(COUNT_PATH - 1);
@@ -138,6 +183,11 @@ pub struct Window {
     pub start_ns: i128,
     pub end_ns: i128,
     pub rows: Vec<Row>,
+    /// The per-request histograms at the window's end (cumulative).
+    pub requests: RequestHistograms,
+    /// Calls the recording could not count so far (too many in flight,
+    /// undecodable), cumulative.
+    pub lost_calls: u64,
 }
 
 impl Window {
@@ -154,6 +204,7 @@ impl Window {
                 r.pid.is_none(),
                 r.pid,
                 r.syscall.name(),
+                r.nofollow,
                 r.errno,
                 r.path.clone(),
                 r.cut,
@@ -184,7 +235,11 @@ impl Window {
                 }
                 None => out.push('?'),
             }
-            let _ = write!(out, " {} ", r.syscall.name());
+            let _ = write!(out, " {}", r.syscall.name());
+            if r.nofollow {
+                out.push_str(":AT_SYMLINK_NOFOLLOW");
+            }
+            out.push(' ');
             match r.errno {
                 Some(0) => out.push('0'),
                 Some(e) => out.push_str(&errno_name(e)),
@@ -245,6 +300,7 @@ mod tests {
             errno,
             path: path.map(|p| p.as_bytes().to_vec()),
             cut: false,
+            nofollow: false,
             calls,
             dur_ns: calls * 1500,
         }
@@ -284,6 +340,14 @@ mod tests {
     }
 
     #[test]
+    fn bucket_bounds() {
+        assert_eq!(RequestHistograms::upper_bound(0), Some(0));
+        assert_eq!(RequestHistograms::upper_bound(1), Some(1));
+        assert_eq!(RequestHistograms::upper_bound(3), Some(7));
+        assert_eq!(RequestHistograms::upper_bound(REQ_BUCKETS - 1), None);
+    }
+
+    #[test]
     fn window_lines() {
         let mut w = Window {
             start_ns: 1_764_234_600_123_456_000,
@@ -292,8 +356,14 @@ mod tests {
                 row(None, Syscall::Newfstatat, None, None, 77),
                 row(Some(9), Syscall::Newfstatat, Some(2), Some("/x\"y"), 2),
                 row(Some(9), Syscall::Fstat, Some(0), None, 5),
+                Row {
+                    nofollow: true,
+                    ..row(Some(9), Syscall::Newfstatat, Some(0), Some("/x"), 4)
+                },
                 row(Some(9), Syscall::Newfstatat, Some(2), Some("/x\"y"), 1),
             ],
+            requests: RequestHistograms::default(),
+            lost_calls: 0,
         };
         w.normalize();
         let mut s = String::new();
@@ -303,8 +373,9 @@ mod tests {
             "@ 1764234600.123456 1764234610.000001\n\
              = 9 fstat 0 5 0.000007\n\
              = 9 newfstatat ENOENT 3 0.000004 \"/x\\\"y\"\n\
+             = 9 newfstatat:AT_SYMLINK_NOFOLLOW 0 4 0.000006 \"/x\"\n\
              = ? newfstatat ? 77 0.000115\n"
         );
-        assert_eq!(w.calls(), 85);
+        assert_eq!(w.calls(), 89);
     }
 }

@@ -517,6 +517,31 @@ fn realtime_ns() -> i128 {
     ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
 }
 
+/// The kernel's per-request histograms, summed over CPUs.
+fn request_histograms(skel: &RecordSkel) -> crate::counts::RequestHistograms {
+    use crate::counts::REQ_BUCKETS;
+    let mut h = crate::counts::RequestHistograms::default();
+    for c in 0..3 {
+        for b in 0..=REQ_BUCKETS {
+            let key = ((c * (REQ_BUCKETS + 1) + b) as u32).to_ne_bytes();
+            let Ok(Some(per_cpu)) = skel.maps.req_hist.lookup_percpu(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let n: u64 = per_cpu
+                .iter()
+                .filter_map(|v| v.get(..8))
+                .map(|v| u64::from_ne_bytes(v.try_into().unwrap_or_default()))
+                .sum();
+            if b == REQ_BUCKETS {
+                h.sums[c] = n;
+            } else {
+                h.buckets[c][b] = n;
+            }
+        }
+    }
+    h
+}
+
 /// Counts mode's windows: which map the kernel writes, and when the
 /// current window began.
 struct Windows {
@@ -597,6 +622,7 @@ impl Windows {
                     errno: None,
                     path: None,
                     cut: false,
+                    nofollow: false,
                     calls,
                     dur_ns: dur,
                 });
@@ -606,6 +632,8 @@ impl Windows {
             start_ns: self.start_ns,
             end_ns,
             rows,
+            requests: request_histograms(skel),
+            lost_calls: counters(skel)[2] + *undecodable,
         };
         w.normalize();
         self.start_ns = end_ns;
@@ -622,6 +650,19 @@ impl Windows {
 pub fn record(
     cfg: &Config,
     out: &mut dyn Write,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Summary, Error> {
+    record_with(cfg, out, &mut |_| {}, stop, progress)
+}
+
+/// [`record`], giving each counts window to `on_window` too (after its
+/// lines went to `out`): a consumer of counts that writes no capture (the
+/// metrics exporter) passes `std::io::sink()` as `out`.
+pub fn record_with(
+    cfg: &Config,
+    out: &mut dyn Write,
+    on_window: &mut dyn FnMut(&crate::counts::Window),
     stop: &AtomicBool,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<Summary, Error> {
@@ -740,6 +781,7 @@ pub fn record(
                     let w = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
                     *calls.borrow_mut() += w.calls();
                     w.write(&mut buf.borrow_mut());
+                    on_window(&w);
                 }
             }
             (None, None) => unreachable!("calls mode has a ring buffer"),
@@ -789,11 +831,14 @@ pub fn record(
             let mut w = w;
             w.rows.append(&mut late.rows);
             w.end_ns = late.end_ns;
+            w.requests = late.requests;
+            w.lost_calls = late.lost_calls;
             w.normalize();
             windows.written -= 1;
             *calls.borrow_mut() += w.calls();
             if !w.rows.is_empty() {
                 w.write(&mut buf.borrow_mut());
+                on_window(&w);
             } else {
                 windows.written -= 1;
             }

@@ -177,6 +177,14 @@ impl CountsReader {
             b"?" => 0,
             p => std::str::from_utf8(p).ok()?.parse().ok()?,
         };
+        // `newfstatat:AT_SYMLINK_NOFOLLOW`: an lstat-like call
+        let (name, flags) = match name.iter().position(|&c| c == b':') {
+            None => (name, Flags(0)),
+            Some(i) if &name[i + 1..] == b"AT_SYMLINK_NOFOLLOW" => {
+                (&name[..i], Flags(Flags::AT_SYMLINK_NOFOLLOW))
+            }
+            Some(_) => return None,
+        };
         if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
             return None;
         }
@@ -219,7 +227,7 @@ impl CountsReader {
                 path2: None,
                 fd: None,
                 fd_path: None,
-                flags: Flags(0),
+                flags,
                 ret,
                 ret_path: None,
                 mtime: None,
@@ -261,14 +269,19 @@ mod tests {
              = 4242 newfstatat ENOENT 12 0.000031 \"/srv/m.php\"...\n\
              = 4242 fstat 0 5 0.000002\n\
              = ? newfstatat ? 77 0.000010\n\
+             = 4242 newfstatat:AT_SYMLINK_NOFOLLOW 0 2 0.000001 \"/srv\"\n\
+             = 4242 newfstatat:AT_NO_AUTOMOUNT 0 2 0.000001 \"/srv\"\n\
              # statstorm record: lost 3 calls (x)\n",
         );
-        assert_eq!(c.len(), 4);
+        assert_eq!(c.len(), 5);
         assert_eq!(
             (st.lines, st.events, st.comment_lines, st.notice_lines),
-            (7, 4, 2, 1)
+            (9, 5, 2, 1)
         );
-        assert_eq!((st.skipped, st.lost_calls), (0, 3));
+        assert_eq!((st.skipped, st.lost_calls), (1, 3));
+        assert_eq!(c[4].event.flags, Flags(Flags::AT_SYMLINK_NOFOLLOW));
+        assert_eq!(c[4].event.kind, Kind::Newfstatat);
+        assert_eq!(c[0].event.flags, Flags(0));
         let w = Some((1_764_234_600_123_456, 1_764_234_610_500_000));
         assert_eq!(c[0].window_us, w);
         assert_eq!(c[0].event.ts_us, Some(1_764_234_600_123_456));

@@ -47,6 +47,10 @@ struct start {
 	__u64 ts_ns;
 	__u64 args[6];
 	__u32 nr;
+	/* counts mode: in a request (an accept returned), and its calls so
+	 * far per REQ_* class */
+	__u32 in_request;
+	__u32 req[REQ_CLASSES];
 	__u32 pad;
 };
 
@@ -151,6 +155,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct count_key);
 } count_scratch SEC(".maps");
+
+/* counts mode: the per-request histograms (record.h), cumulative */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, REQ_CLASSES * (REQ_BUCKETS + 1));
+	__type(key, __u32);
+	__type(value, __u64);
+} req_hist SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -294,6 +306,53 @@ static __always_inline void count_into(void *map, struct count_key *k, __u64 dur
 	__sync_fetch_and_add(&v->dur_ns, dur);
 }
 
+/* The REQ_* class of a syscall, or -1. */
+static __always_inline int req_class(long nr)
+{
+	switch (nr) {
+	case NR_stat: case NR_lstat: case NR_newfstatat: case NR_statx:
+		return 0;
+	case NR_open: case NR_openat: case NR_openat2:
+		return 1;
+	case NR_access: case NR_faccessat: case NR_faccessat2:
+		return 2;
+	}
+	return -1;
+}
+
+/* The histogram bucket of `v` calls: 0 for none, else floor(log2 v) + 1,
+ * at most REQ_BUCKETS - 1. */
+static __always_inline __u32 req_bucket(__u32 v)
+{
+	if (v == 0)
+		return 0;
+	__u32 b = 1;
+	if (v >= 1 << 16) { v >>= 16; b += 16; }
+	if (v >= 1 << 8) { v >>= 8; b += 8; }
+	if (v >= 1 << 4) { v >>= 4; b += 4; }
+	if (v >= 1 << 2) { v >>= 2; b += 2; }
+	if (v >= 1 << 1) { b += 1; }
+	return b < REQ_BUCKETS ? b : REQ_BUCKETS - 1;
+}
+
+/* Counts mode: the request `s` was serving has ended (its worker is back
+ * in accept): its calls go into the histograms. */
+static __always_inline void end_request(struct start *s)
+{
+	for (int c = 0; c < REQ_CLASSES; c++) {
+		__u32 i = c * (REQ_BUCKETS + 1) + req_bucket(s->req[c]);
+		__u64 *h = bpf_map_lookup_elem(&req_hist, &i);
+		if (h)
+			*h += 1;
+		i = c * (REQ_BUCKETS + 1) + REQ_BUCKETS;
+		h = bpf_map_lookup_elem(&req_hist, &i);
+		if (h)
+			*h += s->req[c];
+		s->req[c] = 0;
+	}
+	s->in_request = 0;
+}
+
 /* Counts mode: the finished call `s` (returned `ret`) counted under its
  * process, syscall, errno and path. */
 static __always_inline void count_call(struct start *s, long ret, __u32 tgid, __u32 tid, __u64 now)
@@ -321,6 +380,20 @@ static __always_inline void count_call(struct start *s, long ret, __u32 tgid, __
 	if (n >= COUNT_PATH) {
 		k->flags |= RECORD_CUT;
 		count(CNT_CUT);
+	}
+	/* an lstat-like call: a step of a realpath walk (R53) */
+	if (n > 1 && ((nr == NR_newfstatat && (s->args[3] & AT_SYMLINK_NOFOLLOW)) ||
+		      (nr == NR_statx && (s->args[2] & AT_SYMLINK_NOFOLLOW))))
+		k->flags |= COUNT_NOFOLLOW;
+	if (nr == NR_accept || nr == NR_accept4) {
+		if (ret >= 0) {
+			s->in_request = 1;
+			s->req[0] = s->req[1] = s->req[2] = 0;
+		}
+	} else if (s->in_request) {
+		int c = req_class(nr);
+		if (c >= 0 && c < REQ_CLASSES)
+			s->req[c] += 1;
 	}
 	__u64 dur = now - s->ts_ns;
 	__u32 cur = counts_cur & 1;
@@ -358,6 +431,8 @@ int BPF_PROG(ssrec_enter, struct pt_regs *regs, long id)
 	s->args[5] = regs->r9;
 	s->nr = id;
 	s->ts_ns = bpf_ktime_get_ns();
+	if (counts_mode && s->in_request && (id == NR_accept || id == NR_accept4))
+		end_request(s);
 	if (is_exec(id)) {
 		/* the recorded command's child is followed from its execve on
 		 * (if the exec fails, the child exits) */
@@ -388,7 +463,6 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 	if (comm_len == 0 && !is_followed(tgid))
 		return 0;
 	struct start *s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0, 0);
-	struct start late = {};
 	if (!s || s->ts_ns == 0) {
 		/* An accept in flight when the recording began (an idle
 		 * php-fpm worker): its return starts a request, so it is kept,
@@ -399,13 +473,19 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 			return 0;
 		if (!followed(tgid, id))
 			return 0;
-		late.ts_ns = bpf_ktime_get_ns();
-		late.nr = id;
-		late.args[0] = regs->di;
-		late.args[1] = regs->si;
-		late.args[2] = regs->dx;
-		late.args[3] = regs->r10;
-		s = &late;
+		if (!s)
+			s = bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!s) {
+			count(CNT_LOST_SLOT);
+			return 0;
+		}
+		s->ts_ns = bpf_ktime_get_ns();
+		s->nr = id;
+		s->args[0] = regs->di;
+		s->args[1] = regs->si;
+		s->args[2] = regs->dx;
+		s->args[3] = regs->r10;
 	}
 	__u64 now = bpf_ktime_get_ns();
 	long nr = s->nr;

@@ -128,6 +128,9 @@ struct task_struct {
 /* flags of an event */
 #define RECORD_CUT 1      /* a path was longer than RECORD_PATH - 1 */
 #define RECORD_STAT 2     /* st_* fields are valid */
+#define COUNT_NOFOLLOW 4  /* counts: newfstatat/statx with AT_SYMLINK_NOFOLLOW */
+
+#define AT_SYMLINK_NOFOLLOW 0x100
 
 /* counters (a per-CPU array summed by the user side) */
 #define CNT_UNUSED 0      /* (calls are counted by the user side) */
@@ -175,11 +178,21 @@ struct record_event {
 struct count_key {
 	__u32 pid;        /* thread group (process) */
 	__u16 nr;         /* syscall number */
-	__u16 flags;      /* RECORD_CUT */
+	__u16 flags;      /* RECORD_CUT, COUNT_NOFOLLOW */
 	__s32 err;        /* errno, 0 when the call succeeded */
 	__u32 pad;
 	char path[COUNT_PATH]; /* NUL-padded; empty without a path */
 };
+
+/* Counts mode: per-request histograms of the calls of three classes
+ * (REQ_STAT: stat, lstat, newfstatat, statx; REQ_OPEN: open, openat,
+ * openat2; REQ_ACCESS: access, faccessat, faccessat2) made between an
+ * accept's return and the next accept (a php-fpm worker's request).
+ * Bucket 0 holds requests with no call of the class, bucket b > 0 those
+ * with 2^(b-1) to 2^b - 1; the last bucket, the rest. Entry
+ * c * (REQ_BUCKETS + 1) + REQ_BUCKETS holds the class's calls summed. */
+#define REQ_CLASSES 3
+#define REQ_BUCKETS 24
 
 struct count_val {
 	__u64 calls;
