@@ -470,8 +470,9 @@ fn self_cpu() -> Duration {
 }
 
 /// Holds the recorder to a share of one CPU: over each second, once the
-/// CPU used passes `cap` x the time gone, the writer pauses until the
-/// share is back under the cap.
+/// CPU used passes `cap` x one second (so that a short burst at the start
+/// of a second does not pause it), the writer pauses until the share of
+/// the time gone is back under the cap.
 struct CpuCap {
     cap: f64,
     mark: Instant,
@@ -494,7 +495,7 @@ impl CpuCap {
         let used = cpu.saturating_sub(self.cpu_mark).as_secs_f64();
         let gone = now.duration_since(self.mark).as_secs_f64();
         let over = used / self.cap - gone;
-        if over > 0.0 {
+        if used > self.cap * gone.max(1.0) && over > 0.0 {
             let d = Duration::from_secs_f64(over.min(1.0));
             std::thread::sleep(d);
             self.paused += d;

@@ -9,13 +9,15 @@
 //! and bpftool (scripts/install-deps): a missing one fails the test.
 
 mod common;
+mod live;
 
+use live::{fcgi, lab, need, need_root, wait_for, Reap};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One recording at a time (the kernel's program list is checked).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -64,31 +66,6 @@ const FOLLOWED: &[&str] = &[
     "openat2",
 ];
 
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(found, "{tool} is missing: scripts/install-deps installs it");
-}
-
-fn need_root() {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    assert_eq!(uid, 0, "recording needs root (CAP_BPF, CAP_PERFMON)");
-}
-
-/// The lab tree (scripts/php-harness.d/mklab.sh) in a fresh directory.
-fn lab(dir: &Path) -> PathBuf {
-    let lab = dir.join("lab");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/php-harness.d/mklab.sh");
-    let st = Command::new("bash").arg(script).arg(&lab).status().unwrap();
-    assert!(st.success(), "mklab.sh failed");
-    lab
-}
-
 fn analyze(capture: &Path) -> Value {
     common::json("analyze", &[capture.to_str().unwrap(), "--top", "100000"])
 }
@@ -126,17 +103,6 @@ fn paths_under(a: &Value, under: &Path) -> BTreeMap<String, u64> {
             )
         })
         .collect()
-}
-
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !ok() {
-        assert!(
-            t.elapsed() < Duration::from_secs(30),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn kill(child: &Child, sig: &str) {
@@ -197,43 +163,6 @@ fn stop_record(mut child: Child, out: &Path) -> String {
     err
 }
 
-/// Kills the processes a test started when it ends, passed or not.
-struct Reap(Vec<String>);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            let _ = Command::new("kill")
-                .args(["-KILL", p])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn fcgi(port: u16, script: &Path, lab: &Path) {
-    let out = Command::new("cgi-fcgi")
-        .args(["-bind", "-connect", &format!("127.0.0.1:{port}")])
-        .env("SCRIPT_FILENAME", script)
-        .env(
-            "SCRIPT_NAME",
-            format!("/{}", script.file_name().unwrap().to_string_lossy()),
-        )
-        .env("REQUEST_METHOD", "GET")
-        .env("DOCUMENT_ROOT", lab.join("www"))
-        .env("SERVER_NAME", "localhost")
-        .env("SERVER_PORT", "80")
-        .env("SERVER_PROTOCOL", "HTTP/1.1")
-        .env("REMOTE_ADDR", "127.0.0.1")
-        .env("HTTP_HOST", "localhost")
-        .env("REQUEST_URI", "/")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "cgi-fcgi failed");
-    let body = String::from_utf8_lossy(&out.stdout);
-    assert!(!body.contains("Fatal error"), "{body}");
-}
-
 #[test]
 fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -244,41 +173,10 @@ fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab(dir.path());
     let port = 9581u16;
-    let conf = dir.path().join("fpm.conf");
-    let pidfile = dir.path().join("fpm.pid");
-    std::fs::write(
-        &conf,
-        format!(
-            "[global]\npid = {}\nerror_log = {}\ndaemonize = no\n[t]\nlisten = 127.0.0.1:{port}\npm = static\npm.max_children = 2\n",
-            pidfile.display(),
-            dir.path().join("fpm.log").display()
-        ),
-    )
-    .unwrap();
     let strace_log = dir.path().join("s.txt");
     // OPcache off: every request opens its scripts
-    let mut fpm = Command::new("strace")
-        .args(["-f", "-ttt", "-T", "-y", "-o"])
-        .arg(&strace_log)
-        .args(["php-fpm8.2", "-n", "-F", "-R", "-y"])
-        .arg(&conf)
-        .args([
-            "-d",
-            &format!("include_path=.:{}", lab.join("www/inc").display()),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("php-fpm's pid file", || {
-        std::fs::read_to_string(&pidfile).is_ok_and(|s| !s.trim().is_empty())
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    let master = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .to_string();
-    let _reap = Reap(vec![master.clone(), fpm.id().to_string()]);
+    let pool = live::Pool::start(dir.path(), &lab, port, Some(&strace_log));
+    let master = pool.master.clone();
     let cap = dir.path().join("cap.txt");
     let rec = start_record(&cap, &["--pid", &master]);
     let _reap_rec = Reap(vec![rec.id().to_string()]);
@@ -289,13 +187,9 @@ fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
     }
     let err = stop_record(rec, &cap);
     // the pool ends, then strace with it
-    Command::new("kill")
-        .args(["-TERM", &master])
-        .status()
-        .unwrap();
-    fpm.wait().unwrap();
+    pool.stop();
     assert!(err.contains("stopped: interrupted"), "{err}");
-    assert!(!err.contains("lost"), "{err}");
+    assert!(!err.contains("record: lost"), "{err}");
 
     let a_rec = analyze(&cap);
     let a_st = analyze(&strace_log);
