@@ -39,6 +39,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Record PHP's file syscalls live with eBPF (strace-compatible capture).
     Record(cmd::record::Args),
+    /// Serve the storm as Prometheus metrics (in-kernel counts, NFS RPCs).
+    Exporter(cmd::exporter::Args),
 }
 
 fn main() {
@@ -50,6 +52,7 @@ fn main() {
         Command::Diagnose(a) => cmd::diagnose::run(*a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Record(a) => cmd::record::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod diagnose;
+pub mod exporter;
 pub mod predict;
 pub mod record;
 pub mod simulate;
