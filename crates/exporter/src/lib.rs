@@ -245,7 +245,7 @@ impl Metrics {
         e.family(
             "statstorm_exporter_lost_calls_total",
             Kind::Counter,
-            "Calls the recording could not count (too many calls in flight at once).",
+            "Calls the recording could not count (their in-flight slot was taken by another thread).",
         );
         e.sample("statstorm_exporter_lost_calls_total", &[], self.lost as f64);
         e.family(

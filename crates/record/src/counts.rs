@@ -164,7 +164,8 @@ impl Row {
             .map_or(0, |&(n, _)| n);
         k[0..4].copy_from_slice(&self.pid.unwrap_or(0).to_ne_bytes());
         k[4..6].copy_from_slice(&nr.to_ne_bytes());
-        let flags = if self.cut { FLAG_CUT } else { 0 } | if self.nofollow { FLAG_NOFOLLOW } else { 0 };
+        let flags =
+            if self.cut { FLAG_CUT } else { 0 } | if self.nofollow { FLAG_NOFOLLOW } else { 0 };
         k[6..8].copy_from_slice(&flags.to_ne_bytes());
         k[8..12].copy_from_slice(&self.errno.unwrap_or(0).to_ne_bytes());
         if let Some(p) = &self.path {
@@ -185,7 +186,7 @@ pub struct Window {
     pub rows: Vec<Row>,
     /// The per-request histograms at the window's end (cumulative).
     pub requests: RequestHistograms,
-    /// Calls the recording could not count so far (too many in flight,
+    /// Calls the recording could not count so far (in-flight slot taken,
     /// undecodable), cumulative.
     pub lost_calls: u64,
 }

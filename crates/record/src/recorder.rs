@@ -115,7 +115,8 @@ pub struct Summary {
     /// Calls lost because the ring buffer was full (the writer fell
     /// behind).
     pub lost_ring: u64,
-    /// Calls lost because too many were in flight at once.
+    /// Calls lost because another thread took their in-flight slot (thread
+    /// ids equal in their low 16 bits, both in a call).
     pub lost_inflight: u64,
     /// Paths cut at 511 bytes.
     pub cut_paths: u64,
@@ -396,12 +397,20 @@ fn load<'o>(
         open.maps.counts0.set_max_entries(c.max_keys).map_err(err)?;
         open.maps.counts1.set_max_entries(c.max_keys).map_err(err)?;
     }
+    // a slot per thread id below pid_max, at most 2^16 (record.bpf.c)
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1 << 22);
+    let slots = pid_max.clamp(2, 1 << 16).next_power_of_two();
+    open.maps.inflight.set_max_entries(slots).map_err(err)?;
     let ro = open
         .maps
         .rodata_data
         .as_deref_mut()
         .ok_or_else(|| Error::Load("no read-only data section".into()))?;
     ro.counts_mode = cfg.counts.is_some() as u32;
+    ro.slot_mask = slots - 1;
     if let Some(c) = &cfg.comm {
         ro.comm_len = c.len() as u32;
         for (d, s) in ro.comm.iter_mut().zip(c.bytes()) {

@@ -793,7 +793,7 @@ pub fn trailer(s: &crate::recorder::Summary) -> String {
     if s.lost() > 0 {
         let _ = writeln!(
             out,
-            "# statstorm record: lost {} calls (ring buffer full: {}, too many calls in flight: {}, undecodable: {})",
+            "# statstorm record: lost {} calls (ring buffer full: {}, in-flight slot taken: {}, undecodable: {})",
             s.lost(),
             s.lost_ring,
             s.lost_inflight,

@@ -138,7 +138,8 @@ struct task_struct {
 #define CNT_LOST_SLOT 2   /* calls lost: too many calls in flight */
 #define CNT_CUT 3         /* paths cut at RECORD_PATH - 1 bytes */
 #define CNT_COUNTS_FULL 4 /* counts mode: calls beyond the counts map's keys */
-#define CNT_N 5
+#define CNT_PENDING 5     /* bytes written since the reader was last woken (not a count) */
+#define CNT_N 6
 
 /* One finished call. Fixed header, then `len1` bytes of the first path
  * (or of read data / getcwd's result / readlink's target when
