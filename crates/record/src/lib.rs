@@ -30,6 +30,8 @@
 //! # Ok::<(), statstorm_record::recorder::Error>(())
 //! ```
 pub mod counts;
+mod cpu;
+mod drain;
 pub mod event;
 pub mod recorder;
 pub mod text;

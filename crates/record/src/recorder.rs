@@ -7,6 +7,8 @@
 //! programs; if this process dies first, its fds close and the kernel does
 //! the same. No program outlives the recording.
 
+use crate::cpu::CpuCap;
+use crate::drain::{realtime_ns, Windows};
 use crate::event::Call;
 use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
 use crate::text::Text;
@@ -450,9 +452,9 @@ fn follow_from_exec(skel: &RecordSkel, pid: u32) -> Result<(), Error> {
         .map_err(|e| Error::Load(format!("following pid {pid}: {e}")))
 }
 
-/// The counters summed over CPUs: (unused), lost (ring full), lost (no
-/// room for the call in flight), cut paths, counts map full.
-fn counters(skel: &RecordSkel) -> [u64; 5] {
+/// The counters summed over CPUs: (unused), lost (ring full), lost
+/// (in-flight slot taken), cut paths, counts map full.
+pub(crate) fn counters(skel: &RecordSkel) -> [u64; 5] {
     let mut out = [0u64; 5];
     for (i, o) in out.iter_mut().enumerate() {
         let key = (i as u32).to_ne_bytes();
@@ -467,190 +469,6 @@ fn counters(skel: &RecordSkel) -> [u64; 5] {
         }
     }
     out
-}
-
-/// The CPU time this process has used (user and system, every thread).
-fn self_cpu() -> Duration {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-/// Holds the recorder to a share of one CPU: over each second, once the
-/// CPU used passes `cap` x one second (so that a short burst at the start
-/// of a second does not pause it), the writer pauses until the share of
-/// the time gone is back under the cap.
-struct CpuCap {
-    cap: f64,
-    mark: Instant,
-    cpu_mark: Duration,
-    paused: Duration,
-}
-
-impl CpuCap {
-    fn new(cap: f64) -> Self {
-        CpuCap {
-            cap,
-            mark: Instant::now(),
-            cpu_mark: self_cpu(),
-            paused: Duration::ZERO,
-        }
-    }
-
-    fn check(&mut self) {
-        let (now, cpu) = (Instant::now(), self_cpu());
-        let used = cpu.saturating_sub(self.cpu_mark).as_secs_f64();
-        let gone = now.duration_since(self.mark).as_secs_f64();
-        let over = used / self.cap - gone;
-        if used > self.cap * gone.max(1.0) && over > 0.0 {
-            let d = Duration::from_secs_f64(over.min(1.0));
-            std::thread::sleep(d);
-            self.paused += d;
-        }
-        if gone >= 1.0 {
-            self.mark = Instant::now();
-            self.cpu_mark = self_cpu();
-        }
-    }
-}
-
-/// CLOCK_REALTIME now, nanoseconds.
-fn realtime_ns() -> i128 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
-}
-
-/// The kernel's per-request histograms, summed over CPUs.
-fn request_histograms(skel: &RecordSkel) -> crate::counts::RequestHistograms {
-    use crate::counts::REQ_BUCKETS;
-    let mut h = crate::counts::RequestHistograms::default();
-    for c in 0..3 {
-        for b in 0..=REQ_BUCKETS {
-            let key = ((c * (REQ_BUCKETS + 1) + b) as u32).to_ne_bytes();
-            let Ok(Some(per_cpu)) = skel.maps.req_hist.lookup_percpu(&key, MapFlags::ANY) else {
-                continue;
-            };
-            let n: u64 = per_cpu
-                .iter()
-                .filter_map(|v| v.get(..8))
-                .map(|v| u64::from_ne_bytes(v.try_into().unwrap_or_default()))
-                .sum();
-            if b == REQ_BUCKETS {
-                h.sums[c] = n;
-            } else {
-                h.buckets[c][b] = n;
-            }
-        }
-    }
-    h
-}
-
-/// Counts mode's windows: which map the kernel writes, and when the
-/// current window began.
-struct Windows {
-    cur: u32,
-    start_ns: i128,
-    started: Instant,
-    written: u64,
-}
-
-impl Windows {
-    /// Ends the current window: the kernel is switched to the other map,
-    /// the programs already running are given time to finish, and the map
-    /// of the window ended is drained (each key read and deleted at once,
-    /// so an increment racing the drain stays in the map for a later
-    /// window rather than being lost). `flip`: the kernel's `counts_cur`.
-    fn next(
-        &mut self,
-        skel: &RecordSkel,
-        flip: Option<*mut u32>,
-        undecodable: &mut u64,
-    ) -> Result<crate::counts::Window, Error> {
-        use crate::counts::{Row, COUNT_NR};
-        let old = self.cur;
-        self.cur ^= 1;
-        let Some(flip) = flip else {
-            return Err(Error::Load("no .bss section to switch counts maps".into()));
-        };
-        // SAFETY: the pointer is into the skeleton's mapping of .bss,
-        // which lives as long as `skel`; the kernel reads it, this side is
-        // its only writer.
-        unsafe { std::ptr::write_volatile(flip, self.cur) };
-        // a program that read the old value finishes within microseconds
-        // (it never sleeps); one preempted longer leaves its count in the
-        // old map, which is drained again at the next flip
-        std::thread::sleep(Duration::from_millis(2));
-        let end_ns = realtime_ns();
-        let map = if old == 0 {
-            &skel.maps.counts0
-        } else {
-            &skel.maps.counts1
-        };
-        let mut rows = Vec::new();
-        let keys: Vec<Vec<u8>> = map.keys().collect();
-        for k in keys {
-            let v = map
-                .lookup_and_delete(&k)
-                .map_err(|e| Error::Load(format!("draining the counts map: {e}")))?;
-            if let Some(v) = v {
-                match Row::decode(&k, &v) {
-                    Ok(r) => rows.push(r),
-                    Err(_) => *undecodable += 1,
-                }
-            }
-        }
-        let ncpu = libbpf_rs::num_possible_cpus()
-            .map_err(|e| Error::Load(format!("counting CPUs: {e}")))?;
-        let zeros = vec![vec![0u8; crate::counts::VAL_BYTES]; ncpu];
-        for &(nr, syscall) in crate::event::Syscall::ALL.iter() {
-            let key = (old * COUNT_NR + nr as u32).to_ne_bytes();
-            let Ok(Some(per_cpu)) = skel.maps.counts_over.lookup_percpu(&key, MapFlags::ANY) else {
-                continue;
-            };
-            let (mut calls, mut dur) = (0u64, 0u64);
-            for v in &per_cpu {
-                if v.len() >= 16 {
-                    calls += u64::from_ne_bytes(v[0..8].try_into().unwrap_or_default());
-                    dur += u64::from_ne_bytes(v[8..16].try_into().unwrap_or_default());
-                }
-            }
-            if calls > 0 {
-                skel.maps
-                    .counts_over
-                    .update_percpu(&key, &zeros, MapFlags::ANY)
-                    .map_err(|e| Error::Load(format!("resetting the map-full counts: {e}")))?;
-                rows.push(Row {
-                    pid: None,
-                    syscall,
-                    errno: None,
-                    path: None,
-                    cut: false,
-                    nofollow: false,
-                    calls,
-                    dur_ns: dur,
-                });
-            }
-        }
-        let mut w = crate::counts::Window {
-            start_ns: self.start_ns,
-            end_ns,
-            rows,
-            requests: request_histograms(skel),
-            lost_calls: counters(skel)[2] + *undecodable,
-        };
-        w.normalize();
-        self.start_ns = end_ns;
-        self.started = Instant::now();
-        self.written += 1;
-        Ok(w)
-    }
 }
 
 /// Records what `cfg` asks for into `out` (strace-compatible text,
@@ -836,21 +654,11 @@ pub fn record_with(
         // the last window, and what a program still running at the
         // previous flip added to the other map
         None => {
-            let w = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
-            let mut late = windows.next(&skel, flip, &mut undecodable.borrow_mut())?;
-            let mut w = w;
-            w.rows.append(&mut late.rows);
-            w.end_ns = late.end_ns;
-            w.requests = late.requests;
-            w.lost_calls = late.lost_calls;
-            w.normalize();
-            windows.written -= 1;
+            let w = windows.last(&skel, flip, &mut undecodable.borrow_mut())?;
             *calls.borrow_mut() += w.calls();
             if !w.rows.is_empty() {
                 w.write(&mut buf.borrow_mut());
                 on_window(&w);
-            } else {
-                windows.written -= 1;
             }
         }
     }
