@@ -25,6 +25,7 @@
 pub mod assets;
 pub mod cpio;
 mod guest;
+pub mod replay;
 mod vm;
 
 use std::collections::BTreeMap;
