@@ -398,6 +398,7 @@ fn words(line: &str) -> Result<Vec<(bool, Vec<u8>)>, String> {
                             Some(b'x') => {
                                 let hex = line
                                     .get(i + 2..i + 4)
+                                    .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
                                     .and_then(|h| u8::from_str_radix(h, 16).ok())
                                     .ok_or("bad \\x escape")?;
                                 s.push(hex);
@@ -844,26 +845,31 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
     let mut left_out = 0u64;
 
     let rewrite = |p: &[u8]| -> Vec<u8> {
-        if p.first() == Some(&b'/') {
-            let n = normalize(p);
-            let rel = under(&n, &root).unwrap_or(b"");
-            let mut out = target.clone();
-            // The text after the root as the capture wrote it (`//`, `./`
-            // kept), so the same string reaches the kernel.
-            let raw_rest = &p[p.len().saturating_sub(rel.len())..];
-            if !rel.is_empty() && raw_rest == rel {
-                if out != b"/" {
-                    out.push(b'/');
-                }
-                out.extend_from_slice(rel);
-            } else if !rel.is_empty() {
-                out = join(&target, rel);
-            } else if p.ends_with(b"/") && out != b"/" {
-                out.push(b'/');
-            }
-            out
+        if p.first() != Some(&b'/') {
+            return p.to_vec();
+        }
+        // The text after the root as the capture wrote it (`//`, `./`
+        // kept), so the same string reaches the kernel; normalized when
+        // the capture reached the root another way (`/a/../root`).
+        let raw_rest = if root == b"/" {
+            Some(p)
         } else {
-            p.to_vec()
+            p.strip_prefix(root.as_slice())
+                .filter(|r| r.is_empty() || r[0] == b'/')
+        };
+        match raw_rest {
+            Some(rest) => {
+                let mut out = target.clone();
+                if out == b"/" && rest.first() == Some(&b'/') {
+                    out.clear();
+                }
+                out.extend_from_slice(rest);
+                out
+            }
+            None => {
+                let n = normalize(p);
+                join(&target, under(&n, &root).unwrap_or(b""))
+            }
         }
     };
 
@@ -1553,6 +1559,62 @@ mod tests {
             let e = parse_script(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn prepare_rewrites_the_root_and_lays_out_what_existed() {
+        let cap = "1 1795773741.000000 openat(AT_FDCWD</c/app>, \"/c/app//x.php\", O_RDONLY) = 3</c/app/x.php> <0.000010>
+1 1795773741.000100 read(3</c/app/x.php>, \"abc\", 8192) = 3 <0.000010>
+1 1795773741.000200 read(3</c/app/x.php>, \"\", 8192) = 0 <0.000010>
+1 1795773741.000300 close(3</c/app/x.php>) = 0 <0.000010>
+1 1795773741.000400 access(\"/c/app/missing\", F_OK) = -1 ENOENT (No such file or directory) <0.000010>
+1 1795773741.000500 newfstatat(AT_FDCWD</c/app>, \"sub/y\", 0x7ffd, 0) = 0 <0.000010>
+1 1795773741.000600 newfstatat(AT_FDCWD</c/app>, \"/etc/passwd\", 0x7ffd, 0) = 0 <0.000010>
+1 1795773741.000700 mkdir(\"/c/app/new\", 0777) = 0 <0.000010>
+1 1795773741.000800 stat(\"/c/app/new/z\", 0x7ffd) = -1 ENOENT (No such file or directory) <0.000010>
+1 1795773741.000900 exit_group(0) = ?
+";
+        let t = statstorm_trace::read_bytes("cap", cap.as_bytes());
+        let p = prepare(&t, b"/c", b"/t");
+        let s = parse_script(&p.script).unwrap();
+        let text: Vec<String> = s.ops.iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "1 0 cwd \"/t/app\"",
+                "1 0 request-start",
+                "1 0 openat AT_FDCWD \"/t/app//x.php\" O_RDONLY = 3",
+                "1 100 read 3 3 = 3",
+                "1 200 read 3 8192 = 0",
+                "1 300 close 3 = 0",
+                "1 400 access \"/t/app/missing\" F_OK = ENOENT",
+                "1 500 newfstatat AT_FDCWD \"sub/y\" 0 = 0",
+                "1 700 mkdir \"/t/app/new\" = 0",
+                "1 800 stat \"/t/app/new/z\" = ENOENT",
+                "1 900 request-end",
+                "1 900 exit",
+            ]
+        );
+        assert_eq!(p.left_out, 1);
+        let tree: Vec<(String, EntryKind)> = p
+            .tree
+            .iter()
+            .map(|e| {
+                (
+                    String::from_utf8_lossy(&e.path).into_owned(),
+                    e.kind.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            tree,
+            [
+                ("app".to_string(), EntryKind::Dir),
+                ("app/sub".to_string(), EntryKind::Dir),
+                ("app/sub/y".to_string(), EntryKind::File { size: 0 }),
+                ("app/x.php".to_string(), EntryKind::File { size: 3 }),
+            ]
+        );
     }
 
     #[test]
