@@ -1618,6 +1618,38 @@ mod tests {
     }
 
     #[test]
+    fn requests_start_at_each_accept_and_children_follow_forks() {
+        let cap = "10 1795773741.000000 clone(child_stack=NULL, flags=SIGCHLD) = 11 <0.000010>
+11 1795773741.000100 accept4(3<TCP:[1]>, NULL, NULL, SOCK_CLOEXEC) = 4<TCP:[2]> <0.000010>
+11 1795773741.000200 stat(\"/c/a.php\", 0x7ffd) = 0 <0.000010>
+11 1795773741.000300 accept4(3<TCP:[1]>, NULL, NULL, SOCK_CLOEXEC) = 4<TCP:[3]> <0.000010>
+11 1795773741.000400 stat(\"/c/b.php\", 0x7ffd) = -1 ENOENT (No such file or directory) <0.000010>
+10 1795773741.000500 wait4(-1, NULL, 0, NULL) = 11 <0.000010>
+";
+        let t = statstorm_trace::read_bytes("cap", cap.as_bytes());
+        let p = prepare(&t, b"/c", b"/t");
+        let s = parse_script(&p.script).unwrap();
+        let text: Vec<String> = s.ops.iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "10 0 request-start",
+                "10 0 fork 11 = 11",
+                "11 100 request-start",
+                "11 200 stat \"/t/a.php\" = 0",
+                "11 300 request-end",
+                "11 300 request-start",
+                "11 400 stat \"/t/b.php\" = ENOENT",
+                "11 410 request-end",
+                "11 410 exit",
+                "10 510 request-end",
+                "10 510 exit",
+            ]
+        );
+        assert_eq!(p.tree.len(), 1);
+    }
+
+    #[test]
     fn paths_resolve_under_the_root() {
         assert_eq!(normalize(b"/a//b/./c/../d/"), b"/a/b/d");
         assert_eq!(under(b"/a/b", b"/a"), Some(&b"b"[..]));
