@@ -303,6 +303,12 @@ impl Run<'_> {
                     let got = if r < 0 { -errno() } else { r as i64 };
                     self.tally(idx, op, got);
                 }
+                // Setup: not a call of the capture, so not counted as
+                // one; a cwd the replay cannot enter is a mismatch.
+                Call::Cwd => match self.perform(op, fds) {
+                    Some(got) if got < 0 => self.record_mismatch(idx, got),
+                    _ => {}
+                },
                 _ => match self.perform(op, fds) {
                     Some(got) => self.tally(idx, op, got),
                     None => {
