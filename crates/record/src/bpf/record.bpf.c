@@ -75,6 +75,18 @@ struct {
 	__type(value, __u64);
 } followed_pids SEC(".maps");
 
+/* Under --comm: processes whose name was compared and did not match, so
+ * that each of their calls does not compare it again (cleared when the
+ * process execs, which changes its name, and when it exits). A process
+ * that renames itself (prctl PR_SET_NAME) after its first call is not
+ * picked up. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PID_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} checked_pids SEC(".maps");
+
 /* The recorded command's child before its exec: its calls between fork
  * and exec are the recorder's own, not recorded; its execve is, and
  * makes it followed. Looked up for execve calls only. */
@@ -236,31 +248,41 @@ static __always_inline int stat_arg(long nr)
 	return -1;
 }
 
-static __always_inline __u64 *pid_word(__u32 tgid)
+static __always_inline __u64 *pid_word(void *map, __u32 tgid)
 {
 	__u32 w = (tgid >> 6) & (PID_WORDS - 1);
-	return bpf_map_lookup_elem(&followed_pids, &w);
+	return bpf_map_lookup_elem(map, &w);
 }
 
-static __always_inline bool is_followed(__u32 tgid)
+static __always_inline bool has_pid(void *map, __u32 tgid)
 {
-	__u64 *v = pid_word(tgid);
+	__u64 *v = pid_word(map, tgid);
 	return v && ((*v >> (tgid & 63)) & 1);
 }
 
 /* (atomic: other CPUs set and clear other bits of the word) */
-static __always_inline void set_followed(__u32 tgid)
+static __always_inline void set_pid(void *map, __u32 tgid)
 {
-	__u64 *v = pid_word(tgid);
+	__u64 *v = pid_word(map, tgid);
 	if (v)
 		__sync_fetch_and_or(v, 1ULL << (tgid & 63));
 }
 
-static __always_inline void clear_followed(__u32 tgid)
+static __always_inline void clear_pid(void *map, __u32 tgid)
 {
-	__u64 *v = pid_word(tgid);
-	if (v)
+	__u64 *v = pid_word(map, tgid);
+	if (v && ((*v >> (tgid & 63)) & 1))
 		__sync_fetch_and_and(v, ~(1ULL << (tgid & 63)));
+}
+
+static __always_inline bool is_followed(__u32 tgid)
+{
+	return has_pid(&followed_pids, tgid);
+}
+
+static __always_inline void set_followed(__u32 tgid)
+{
+	set_pid(&followed_pids, tgid);
 }
 
 static __always_inline bool is_exec(long id)
@@ -274,15 +296,17 @@ static __always_inline bool followed(__u32 tgid, long id)
 		return true;
 	if (is_exec(id) && bpf_map_lookup_elem(&before_exec, &tgid))
 		return true;
-	if (comm_len == 0)
+	if (comm_len == 0 || has_pid(&checked_pids, tgid))
 		return false;
 	char c[16] = {};
 	bpf_get_current_comm(c, sizeof(c));
 	for (int i = 0; i < 16; i++) {
 		if (i >= comm_len)
 			break;
-		if (c[i] != comm[i])
+		if (c[i] != comm[i]) {
+			set_pid(&checked_pids, tgid);
 			return false;
+		}
 	}
 	set_followed(tgid);
 	return true;
@@ -486,7 +510,7 @@ int BPF_PROG(ssrec_exit, struct pt_regs *regs, long ret)
 	__u32 tgid = pt >> 32, tid = (__u32)pt;
 	/* the common case first, with no helper call: a process not
 	 * followed (under --comm, a process may become followed at any call) */
-	if (comm_len == 0 && !is_followed(tgid))
+	if (!is_followed(tgid) && (comm_len == 0 || has_pid(&checked_pids, tgid)))
 		return 0;
 	__u32 k = tid & slot_mask;
 	struct start *s = bpf_map_lookup_elem(&inflight, &k);
@@ -668,7 +692,19 @@ int BPF_PROG(ssrec_task_exit, struct task_struct *t)
 {
 	__u32 pid = BPF_CORE_READ(t, pid);
 	__u32 tgid = BPF_CORE_READ(t, tgid);
-	if (pid == tgid)
-		clear_followed(tgid);
+	if (pid == tgid) {
+		clear_pid(&followed_pids, tgid);
+		clear_pid(&checked_pids, tgid);
+	}
+	return 0;
+}
+
+/* An exec changes the process's name: under --comm it is compared again
+ * at its next call. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ssrec_exec, struct task_struct *p)
+{
+	if (comm_len != 0)
+		clear_pid(&checked_pids, BPF_CORE_READ(p, tgid));
 	return 0;
 }
