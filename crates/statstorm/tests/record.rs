@@ -226,6 +226,19 @@ fn a_php_fpm_pool_recorded_with_strace_at_once_gives_the_same_requests() {
     no_program_left();
 }
 
+/// `php -n SCRIPT` under `strace -f -ttt -T -y -o LOG`.
+fn strace_php(php: &str, script: &Path, log: &Path) {
+    let st = Command::new("strace")
+        .args(["-f", "-ttt", "-T", "-y", "-o"])
+        .arg(log)
+        .args([php, "-n"])
+        .arg(script)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
 #[test]
 fn a_php_cli_file_check_loop_recorded_matches_strace() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -248,15 +261,7 @@ fn a_php_cli_file_check_loop_recorded_matches_strace() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("stopped: command exited"), "{err}");
     let strace_log = dir.path().join("s.txt");
-    let st = Command::new("strace")
-        .args(["-f", "-ttt", "-T", "-y", "-o"])
-        .arg(&strace_log)
-        .args([php, "-n"])
-        .arg(&script)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    strace_php(php, &script, &strace_log);
     let a_rec = analyze(&cap);
     let a_st = analyze(&strace_log);
     let r = request_counts(&a_rec);
@@ -480,15 +485,7 @@ fn a_counts_recording_counts_what_strace_sees_and_analyze_reads_it() {
     let script = lab.join("www/filecheck.php");
     let php = "/usr/bin/php8.2";
     let strace_log = dir.path().join("s.txt");
-    let st = Command::new("strace")
-        .args(["-f", "-ttt", "-T", "-y", "-o"])
-        .arg(&strace_log)
-        .args([php, "-n"])
-        .arg(&script)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
+    strace_php(php, &script, &strace_log);
     let a_st = analyze(&strace_log);
     // every key kept, then a map of 8 keys: the calls beyond are counted
     // per syscall alone, the totals stay whole

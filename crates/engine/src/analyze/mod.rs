@@ -677,6 +677,39 @@ impl Analyzer {
         self.cur_sec = CurSec { s, n: 1, lo, hi };
     }
 
+    /// The event's errno id, and whether it is ENOENT (whose id is
+    /// learned on first sight).
+    #[inline(always)]
+    fn errno_of(&mut self, ev: &Event, strings: &Interner) -> (Option<PathId>, bool) {
+        let errno = ev.errno().map(|e| e.0);
+        if self.enoent_id.is_none() {
+            if let Some(e) = errno {
+                if strings.bytes(e) == b"ENOENT" {
+                    self.enoent_id = Some(e);
+                }
+            }
+        }
+        (errno, errno.is_some() && errno == self.enoent_id)
+    }
+
+    /// The totals of the event's syscall name (dense index `nix`), its
+    /// name set on first sight.
+    #[inline(always)]
+    fn name_agg(&mut self, ev: &Event, nix: usize) -> &mut NameAgg {
+        let na = if ev.kind == Kind::Other {
+            if nix >= self.other.len() {
+                self.other.resize_with(nix + 1, NameAgg::default);
+            }
+            &mut self.other[nix]
+        } else {
+            &mut self.kinds[kind_index(ev.kind)]
+        };
+        if na.name.is_none() {
+            na.name = Some(ev.name);
+        }
+        na
+    }
+
     /// Adds one event (input order).
     pub fn push(&mut self, ev: &Event, strings: &Interner) {
         let (UnitId(unit), si) = self.splitter.push_slot(ev, strings);
@@ -686,37 +719,13 @@ impl Analyzer {
         }
         self.events += 1;
         let metadata = ev.kind.is_metadata();
-        let errno = ev.errno().map(|e| e.0);
-        if self.enoent_id.is_none() {
-            if let Some(e) = errno {
-                if strings.bytes(e) == b"ENOENT" {
-                    self.enoent_id = Some(e);
-                }
-            }
-        }
-        let enoent = errno.is_some() && errno == self.enoent_id;
+        let (errno, enoent) = self.errno_of(ev, strings);
         // `newfstatat(fd, "", ..., AT_EMPTY_PATH)` is an fstat: no path.
         let path = ev.path.filter(|&p| self.is_path(p, strings));
 
         // Totals by name.
         let nix = self.name_index(ev.name.0);
-        let na = if ev.kind == Kind::Other {
-            if nix >= self.other.len() {
-                self.other.resize_with(nix + 1, NameAgg::default);
-            }
-            let na = &mut self.other[nix];
-            if na.name.is_none() {
-                na.name = Some(ev.name);
-            }
-            na
-        } else {
-            let k = kind_index(ev.kind);
-            let na = &mut self.kinds[k];
-            if na.name.is_none() {
-                na.name = Some(ev.name);
-            }
-            na
-        };
+        let na = self.name_agg(ev, nix);
         na.calls += 1;
         if let Some(e) = errno {
             na.errors += 1;
@@ -904,28 +913,10 @@ impl Analyzer {
         }
         self.events += calls;
         let metadata = ev.kind.is_metadata();
-        let errno = ev.errno().map(|e| e.0);
-        if self.enoent_id.is_none() {
-            if let Some(e) = errno {
-                if strings.bytes(e) == b"ENOENT" {
-                    self.enoent_id = Some(e);
-                }
-            }
-        }
-        let enoent = errno.is_some() && errno == self.enoent_id;
+        let (errno, enoent) = self.errno_of(ev, strings);
         let path = ev.path.filter(|&p| self.is_path(p, strings));
         let nix = self.name_index(ev.name.0);
-        let na = if ev.kind == Kind::Other {
-            if nix >= self.other.len() {
-                self.other.resize_with(nix + 1, NameAgg::default);
-            }
-            &mut self.other[nix]
-        } else {
-            &mut self.kinds[kind_index(ev.kind)]
-        };
-        if na.name.is_none() {
-            na.name = Some(ev.name);
-        }
+        let na = self.name_agg(ev, nix);
         na.calls += calls;
         if let Some(e) = errno {
             na.errors += calls;

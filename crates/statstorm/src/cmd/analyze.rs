@@ -157,6 +157,25 @@ impl Collected {
         }
     }
 
+    /// Ends input `name`'s pid check: `true` (and `refused` set) when its
+    /// pids collide with an earlier input's.
+    fn end_pids(&mut self, name: &str, later: bool) -> bool {
+        if let Some((pid, first)) = self.pids.collision() {
+            self.refused = Some(statstorm_trace::input::pid_collision_message(
+                pid,
+                &self.names[first],
+                name,
+            ));
+            return true;
+        }
+        if later {
+            self.pids.end_input(None);
+        } else {
+            self.pids.end_input(Some(self.analyzer.pids().collect()));
+        }
+        false
+    }
+
     /// Counts captures and strace logs are not analyzed together: a count
     /// has no place in the request split of the logs' events.
     fn refuse_mix(&mut self, name: &str, counts: bool) -> bool {
@@ -241,18 +260,8 @@ impl Collected {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        if let Some((pid, first)) = self.pids.collision() {
-            self.refused = Some(statstorm_trace::input::pid_collision_message(
-                pid,
-                &self.names[first],
-                name,
-            ));
+        if self.end_pids(name, later) {
             return;
-        }
-        if later {
-            self.pids.end_input(None);
-        } else {
-            self.pids.end_input(Some(self.analyzer.pids().collect()));
         }
         let mut st = reader.stats;
         if let Some(e) = err {
@@ -392,18 +401,8 @@ impl Collected {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        if let Some((pid, first)) = self.pids.collision() {
-            self.refused = Some(statstorm_trace::input::pid_collision_message(
-                pid,
-                &self.names[first],
-                name,
-            ));
+        if self.end_pids(name, later) {
             return;
-        }
-        if later {
-            self.pids.end_input(None);
-        } else {
-            self.pids.end_input(Some(self.analyzer.pids().collect()));
         }
         self.strings = strings;
         if let Err(e) = res {
