@@ -705,56 +705,57 @@ fn is_fork(name: &[u8]) -> bool {
     matches!(name, b"clone" | b"clone3" | b"fork" | b"vfork")
 }
 
+/// The libc bits of the capture's flags in `table` (capture flag, libc bit).
+fn bits(f: Flags, table: &[(u32, i32)]) -> i32 {
+    table
+        .iter()
+        .filter(|(bit, _)| f.has(*bit))
+        .fold(0, |v, (_, o)| v | o)
+}
+
 fn at_bits(f: Flags) -> i32 {
-    let mut v = 0;
-    if f.has(Flags::AT_SYMLINK_NOFOLLOW) {
-        v |= libc::AT_SYMLINK_NOFOLLOW;
-    }
-    if f.has(Flags::AT_EMPTY_PATH) {
-        v |= libc::AT_EMPTY_PATH;
-    }
-    if f.has(Flags::AT_REMOVEDIR) {
-        v |= libc::AT_REMOVEDIR;
-    }
-    v
+    bits(
+        f,
+        &[
+            (Flags::AT_SYMLINK_NOFOLLOW, libc::AT_SYMLINK_NOFOLLOW),
+            (Flags::AT_EMPTY_PATH, libc::AT_EMPTY_PATH),
+            (Flags::AT_REMOVEDIR, libc::AT_REMOVEDIR),
+        ],
+    )
 }
 
 fn mode_bits(f: Flags) -> i32 {
-    let mut v = 0;
-    if f.has(Flags::R_OK) {
-        v |= libc::R_OK;
-    }
-    if f.has(Flags::W_OK) {
-        v |= libc::W_OK;
-    }
-    if f.has(Flags::X_OK) {
-        v |= libc::X_OK;
-    }
-    v
+    bits(
+        f,
+        &[
+            (Flags::R_OK, libc::R_OK),
+            (Flags::W_OK, libc::W_OK),
+            (Flags::X_OK, libc::X_OK),
+        ],
+    )
 }
 
 fn open_bits(f: Flags) -> i32 {
-    let mut v = if f.has(Flags::O_RDWR) {
+    let access = if f.has(Flags::O_RDWR) {
         libc::O_RDWR
     } else if f.has(Flags::O_WRONLY) {
         libc::O_WRONLY
     } else {
         libc::O_RDONLY
     };
-    for (bit, o) in [
-        (Flags::O_CREAT, libc::O_CREAT),
-        (Flags::O_EXCL, libc::O_EXCL),
-        (Flags::O_TRUNC, libc::O_TRUNC),
-        (Flags::O_DIRECTORY, libc::O_DIRECTORY),
-        (Flags::O_APPEND, libc::O_APPEND),
-        (Flags::O_NOFOLLOW, libc::O_NOFOLLOW),
-        (Flags::O_PATH, libc::O_PATH),
-    ] {
-        if f.has(bit) {
-            v |= o;
-        }
-    }
-    v
+    access
+        | bits(
+            f,
+            &[
+                (Flags::O_CREAT, libc::O_CREAT),
+                (Flags::O_EXCL, libc::O_EXCL),
+                (Flags::O_TRUNC, libc::O_TRUNC),
+                (Flags::O_DIRECTORY, libc::O_DIRECTORY),
+                (Flags::O_APPEND, libc::O_APPEND),
+                (Flags::O_NOFOLLOW, libc::O_NOFOLLOW),
+                (Flags::O_PATH, libc::O_PATH),
+            ],
+        )
 }
 
 /// Builds the replay script and the file tree of a capture.
