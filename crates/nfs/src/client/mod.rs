@@ -64,6 +64,13 @@ pub struct ClientParams {
     /// Paths known to exist on the server at the start (e.g. from a
     /// layout listing); the trace adds what it proves.
     pub namespace: std::collections::HashSet<String>,
+    /// Whether `namespace` lists every path the server has at the start
+    /// (the lab, which lays the tree out itself). Then a call that fails
+    /// with ENOENT walks only down to the first component the server
+    /// lacks, as `link_path_walk` stops at the first negative lookup
+    /// (fs/namei.c); otherwise the last component is taken as the missing
+    /// one (a trace does not say which was).
+    pub namespace_complete: bool,
 }
 
 impl ClientParams {
@@ -75,6 +82,7 @@ impl ClientParams {
             root_attr_time_us: None,
             file_sizes: std::collections::HashMap::new(),
             namespace: Default::default(),
+            namespace_complete: false,
             lease_s: 90,
         }
     }
@@ -1041,6 +1049,15 @@ impl Client {
         true
     }
 
+    /// Whether the server has `p` now, as far as the client model knows:
+    /// what the trace proved, else the namespace given at the start.
+    fn present(&self, p: PathId) -> bool {
+        match self.learned.get(&p) {
+            Some(&b) => b,
+            None => self.params.namespace.contains(&self.paths.string(p)),
+        }
+    }
+
     /// The ids of `path` (normalized, under the root) and of each
     /// directory from the root down to it: `[root, ..., path]`.
     fn chain(&mut self, path: &str) -> Vec<PathId> {
@@ -1174,14 +1191,19 @@ impl Client {
         self.login.entry(op.pid).or_insert(op.t_us);
         self.ensure_root();
         self.run_renewd(op.t_us);
-        let chain = self.chain(&path);
-        let id = chain[chain.len() - 1];
+        let mut chain = self.chain(&path);
         let uid = op.uid;
         let errno = op.errno.as_deref();
         // ENOENT/ENOTDIR prove absence of the final component; other errors
         // (EINVAL from unsupported flags, EEXIST, ...) are treated as calls
         // the kernel refused before any RPC when they are not lookups.
         let exists = !matches!(errno, Some("ENOENT") | Some("ENOTDIR"));
+        if !exists && self.params.namespace_complete {
+            if let Some(i) = (1..chain.len().saturating_sub(1)).find(|&i| !self.present(chain[i])) {
+                chain.truncate(i + 1);
+            }
+        }
+        let id = chain[chain.len() - 1];
         let fl = op.flags();
         match op.kind {
             OpKind::Stat | OpKind::Lstat | OpKind::Access | OpKind::Readlink | OpKind::Chdir => {
