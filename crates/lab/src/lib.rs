@@ -23,9 +23,12 @@
 //! ```
 
 pub mod assets;
+pub mod check;
 pub mod cpio;
 mod guest;
 pub mod replay;
+pub mod selftest;
+pub mod verify;
 mod vm;
 
 use std::collections::BTreeMap;

@@ -632,6 +632,28 @@ pub struct Prepared {
     pub left_out: u64,
     /// The same, per call name.
     pub left_out_by_call: BTreeMap<String, u64>,
+    /// The indexes in `trace.events` of the file calls left out (sorted):
+    /// what a model of the replay must not see either.
+    pub left_out_events: Vec<usize>,
+    /// Where each request marker of the script falls among the capture's
+    /// events, in script order.
+    pub marks: Vec<MarkAt>,
+    /// The processes whose script starts with a `cwd` line: pid and the
+    /// directory in the capture's paths (the replayer enters it before the
+    /// process's first request).
+    pub cwds: Vec<(u32, Vec<u8>)>,
+}
+
+/// A request marker's place among the capture's events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkAt {
+    /// `true` at `request-start`, `false` at `request-end`.
+    pub start: bool,
+    pub pid: u32,
+    /// The request's number in that process (from 1).
+    pub request: u64,
+    /// How many of the capture's events come before the marker.
+    pub boundary: usize,
 }
 
 /// Lexically normalized absolute path: `.` and empty components dropped,
@@ -844,6 +866,17 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
     let mut started: HashSet<u32> = HashSet::new();
     let mut left_out_by_call: BTreeMap<String, u64> = BTreeMap::new();
     let mut left_out = 0u64;
+    let mut left_out_events: Vec<usize> = Vec::new();
+    let mut marks: Vec<MarkAt> = Vec::new();
+    let mut cwds: Vec<(u32, Vec<u8>)> = Vec::new();
+    let mut mark = |start: bool, pid: u32, request: u64, boundary: usize| {
+        marks.push(MarkAt {
+            start,
+            pid,
+            request,
+            boundary,
+        })
+    };
 
     let rewrite = |p: &[u8]| -> Vec<u8> {
         if p.first() != Some(&b'/') {
@@ -884,21 +917,26 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
                 if let Some(cwd) = p.cwd.clone() {
                     if under(&cwd, &root).is_some() {
                         ops.push(op(pid, t, Call::Cwd, vec![Arg::Path(rewrite(&cwd))]));
+                        cwds.push((pid, cwd));
                     }
                 }
             }
             if !accepts.contains(&pid) {
                 in_request.insert(pid, 1);
                 ops.push(op(pid, t, Call::RequestStart, vec![]));
+                mark(true, pid, 1, i);
             }
         }
         if matches!(e.kind, Kind::Accept | Kind::Accept4) && matches!(e.ret, Ret::Ok(_)) {
             let n = in_request.get(&pid).copied();
-            if n.is_some() {
+            if let Some(n) = n {
                 ops.push(op(pid, t, Call::RequestEnd, vec![]));
+                mark(false, pid, n, i);
             }
-            in_request.insert(pid, n.unwrap_or(0) + 1);
+            let n = n.unwrap_or(0) + 1;
+            in_request.insert(pid, n);
             ops.push(op(pid, t, Call::RequestStart, vec![]));
+            mark(true, pid, n, i);
         }
         if let Some(&c) = forks.get(&i) {
             let mut o = op(pid, t, Call::Fork, vec![Arg::Pid(c)]);
@@ -924,6 +962,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
             }
             Some(None) => {
                 left_out += 1;
+                left_out_events.push(i);
                 *left_out_by_call
                     .entry(st.str(e.name).into_owned())
                     .or_default() += 1;
@@ -932,8 +971,9 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
         }
         if last.get(&pid) == Some(&i) {
             let t_end = t + e.dur_us.unwrap_or(0);
-            if in_request.contains_key(&pid) {
+            if let Some(&n) = in_request.get(&pid) {
                 ops.push(op(pid, t_end, Call::RequestEnd, vec![]));
+                mark(false, pid, n, i + 1);
             }
             ops.push(op(pid, t_end, Call::Exit, vec![]));
         }
@@ -983,6 +1023,9 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
             .collect(),
         left_out,
         left_out_by_call,
+        left_out_events,
+        marks,
+        cwds,
     }
 }
 

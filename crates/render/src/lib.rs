@@ -8,6 +8,7 @@
 pub mod diagnose;
 pub mod diagnose_html;
 pub mod findings;
+pub mod lab;
 pub mod predict;
 pub mod profile;
 pub mod simulate;

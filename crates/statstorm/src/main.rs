@@ -41,6 +41,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Serve the storm as Prometheus metrics (in-kernel counts, NFS RPCs).
     Exporter(cmd::exporter::Args),
+    /// Replay a capture through the real Linux NFS client in a qemu guest; kernel vs model.
+    Lab(cmd::lab::Args),
 }
 
 fn main() {
@@ -53,6 +55,7 @@ fn main() {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Record(a) => cmd::record::run(a),
         Command::Exporter(a) => cmd::exporter::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
     };
     match code {
         Ok(c) => std::process::exit(c),

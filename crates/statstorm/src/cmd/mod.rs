@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod demo;
 pub mod diagnose;
 pub mod exporter;
+pub mod lab;
 pub mod predict;
 pub mod record;
 pub mod simulate;
