@@ -204,6 +204,17 @@ pub fn model_requests(
     }
     let n = trace.events.len();
     for i in 0..=n {
+        // a process's `cwd` line comes before its first request's start
+        if let Some(ev) = trace.events.get(i) {
+            if seen.insert(ev.pid) {
+                if let Some(cwd) = cwds.get(&ev.pid) {
+                    let t = ev.ts_us.unwrap_or(0);
+                    let cwd = String::from_utf8_lossy(cwd);
+                    client.apply(&Op::new(t, ev.pid, OpKind::Chdir, &cwd));
+                    take(&mut client, &mut total);
+                }
+            }
+        }
         while let Some(m) = marks.next_if(|m| m.boundary <= i) {
             let key = (m.pid, m.request);
             if m.start {
@@ -217,14 +228,6 @@ pub fn model_requests(
             }
         }
         let Some(ev) = trace.events.get(i) else { break };
-        if seen.insert(ev.pid) {
-            if let Some(cwd) = cwds.get(&ev.pid) {
-                let t = ev.ts_us.unwrap_or(0);
-                let cwd = String::from_utf8_lossy(cwd);
-                client.apply(&Op::new(t, ev.pid, OpKind::Chdir, &cwd));
-                take(&mut client, &mut total);
-            }
-        }
         let Some(op) = norm.push(ev, &trace.strings) else {
             continue;
         };

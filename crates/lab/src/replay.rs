@@ -626,12 +626,16 @@ pub struct Prepared {
     pub script: String,
     /// Sorted by path: every directory before what it holds.
     pub tree: Vec<TreeEntry>,
-    /// File calls left out of the script: paths outside the capture root,
-    /// fds not opened by a replayed call, or calls the replayer does not
-    /// make (`pread64`, `mmap`, `dup*`, `fcntl`, `openat2`, `creat`, ...).
+    /// File calls under the capture root left out of the script: fds not
+    /// opened by a replayed call, relative paths from an unknown cwd, or
+    /// calls the replayer does not make (`pread64`, `mmap`, `dup*`,
+    /// `fcntl`, `openat2`, `creat`, ...).
     pub left_out: u64,
     /// The same, per call name.
     pub left_out_by_call: BTreeMap<String, u64>,
+    /// File calls on paths outside the capture root (not replayed, not
+    /// counted in `left_out`).
+    pub outside_root: u64,
     /// The indexes in `trace.events` of the file calls left out (sorted):
     /// what a model of the replay must not see either.
     pub left_out_events: Vec<usize>,
@@ -867,6 +871,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
     let mut left_out_by_call: BTreeMap<String, u64> = BTreeMap::new();
     let mut left_out = 0u64;
     let mut left_out_events: Vec<usize> = Vec::new();
+    let mut outside_root = 0u64;
     let mut marks: Vec<MarkAt> = Vec::new();
     let mut cwds: Vec<(u32, Vec<u8>)> = Vec::new();
     let mut mark = |start: bool, pid: u32, request: u64, boundary: usize| {
@@ -950,6 +955,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
             paths: &mut paths,
             created: &mut created,
         };
+        let inside = touches_root(e, st, procs.entry(pid).or_default(), &root);
         match translate(e, trace, procs.entry(pid).or_default(), &mut ctx, &rewrite) {
             Some(Some((call, args))) => {
                 let mut o = op(pid, t, call, args);
@@ -960,6 +966,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
                 };
                 ops.push(o);
             }
+            Some(None) if !inside => outside_root += 1,
             Some(None) => {
                 left_out += 1;
                 left_out_events.push(i);
@@ -1024,8 +1031,33 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
         left_out,
         left_out_by_call,
         left_out_events,
+        outside_root,
         marks,
         cwds,
+    }
+}
+
+/// Whether a call names something under the root: its path (absolute, or
+/// relative to its directory fd or the cwd), or its fd.
+fn touches_root(e: &Event, st: &statstorm_trace::Interner, proc_: &Proc, root: &[u8]) -> bool {
+    let fd_path = |fd: i32| -> Option<Vec<u8>> {
+        proc_
+            .fds
+            .get(&fd)
+            .map(|(p, _)| p.clone())
+            .or_else(|| e.fd_path.map(|p| normalize(st.bytes(p))))
+    };
+    let inside = |p: &[u8]| under(p, root).is_some();
+    match e.path.map(|p| st.bytes(p)) {
+        Some(p) if p.first() == Some(&b'/') => inside(&normalize(p)),
+        Some(p) => {
+            let base = match e.fd {
+                Some(fd) => fd_path(fd),
+                None => proc_.cwd.clone(),
+            };
+            base.is_some_and(|b| inside(&join(&b, p)))
+        }
+        None => e.fd.and_then(fd_path).is_some_and(|p| inside(&p)),
     }
 }
 
@@ -1639,7 +1671,8 @@ mod tests {
                 "1 900 exit",
             ]
         );
-        assert_eq!(p.left_out, 1);
+        // /etc/passwd: outside the root, not a call left out
+        assert_eq!((p.left_out, p.outside_root), (0, 1));
         let tree: Vec<(String, EntryKind)> = p
             .tree
             .iter()

@@ -67,8 +67,10 @@ pub struct Verification {
     /// Calls the replay makes (markers, cwd, fork and exit lines not
     /// counted).
     pub replayed_calls: usize,
-    /// File calls of the capture the replay leaves out, per call name.
+    /// File calls under the root the replay leaves out, per call name.
     pub left_out: BTreeMap<String, u64>,
+    /// File calls outside the root (neither replayed nor modelled).
+    pub outside_root: u64,
     /// Whether the replay changes the server's tree (one boot per set).
     pub writes: bool,
     pub boots: usize,
@@ -217,6 +219,7 @@ pub fn verify(
             })
             .count(),
         left_out: prepared.left_out_by_call,
+        outside_root: prepared.outside_root,
         writes,
         boots: if writes { sets.len() } else { 1 },
         wall,

@@ -52,6 +52,7 @@ pub fn to_json(v: &Verification) -> Value {
         "tree_entries": v.tree_entries,
         "replayed_calls": v.replayed_calls,
         "left_out": v.left_out,
+        "outside_root": v.outside_root,
         "writes": v.writes,
         "boots": v.boots,
         "wall_s": v.wall.as_secs_f64(),
@@ -75,7 +76,7 @@ pub fn to_json(v: &Verification) -> Value {
 pub fn text(v: &Verification) -> String {
     let mut out = format!(
         "statstorm lab: {} requests replayed through the real NFS client ({}), {} boot{} in {:.0} s\n\
-         tree: {} entries laid out; {} calls replayed",
+         tree: {} entries laid out; {} calls under the root replayed ({} outside it are not)",
         v.sets.first().map_or(0, |s| s.requests.len()),
         v.kernel,
         v.boots,
@@ -83,12 +84,13 @@ pub fn text(v: &Verification) -> String {
         v.wall.as_secs_f64(),
         v.tree_entries,
         v.replayed_calls,
+        v.outside_root,
     );
     let left: u64 = v.left_out.values().sum();
     if left > 0 {
         let by: Vec<String> = v.left_out.iter().map(|(c, n)| format!("{c} {n}")).collect();
         out.push_str(&format!(
-            "; {left} left out (neither side sees them: {})",
+            "; {left} under the root left out (neither side sees them: {})",
             by.join(", ")
         ));
     }

@@ -297,7 +297,10 @@ var_dump(is_dir(__DIR__ . '/lib'), count(scandir(__DIR__ . '/lib')));
         .find(|e| e.path == b"app/conf/app.ini")
         .expect("app.ini laid out");
     assert_eq!(ini.kind, replay::EntryKind::File { size: 12000 });
-    assert!(r.prepared.left_out > 0, "the system paths are left out");
+    assert!(
+        r.prepared.outside_root > 0,
+        "the system paths are not replayed"
+    );
     // One request (php-cli: the process), its start and end marked.
     let marks = parse_window(&r.window).unwrap();
     assert_eq!(marks.len(), 2, "{}", r.window);
