@@ -37,6 +37,7 @@ struct Rec {
     flags: u32,
     errno: Option<u32>,
     bytes: u64,
+    walk_base: u32,
 }
 
 /// Calls on disk; see the module docs.
@@ -95,6 +96,7 @@ impl Spill {
                 flags: o.flags,
                 errno: o.errno.as_ref().map(|n| self.id(n)),
                 bytes: o.bytes,
+                walk_base: o.walk_base,
             };
             recs.push(rec);
         }
@@ -143,6 +145,7 @@ impl Spill {
                     flags: r.flags,
                     errno: r.errno.map(name).transpose()?,
                     bytes: r.bytes,
+                    walk_base: r.walk_base,
                 },
             ));
         }

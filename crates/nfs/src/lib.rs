@@ -9,7 +9,8 @@
 //! let opts = MountOptions::parse("vers=3,noatime").unwrap();
 //! let params = ClientParams::new("/m");
 //! let op = |t_us, kind| Op { t_us, dur_us: None, pid: 1, uid: 33, kind,
-//!     path: "/m/a.php".into(), path2: None, flags: 0, errno: None, bytes: 0 };
+//!     path: "/m/a.php".into(), path2: None, flags: 0, errno: None, bytes: 0,
+//!     walk_base: 0 };
 //! let ops = [op(0, OpKind::Stat), op(10, OpKind::Open), op(20, OpKind::Close)];
 //! let r = replay(&ops, &opts, &params, &[]);
 //! // cold: ACCESS(root) + LOOKUP(a.php) for the stat; the open pays the

@@ -66,6 +66,7 @@ fn op(t_us: i64, kind: OpKind, p: &str) -> Op {
         flags: 0,
         errno: None,
         bytes: 0,
+        walk_base: 0,
     }
 }
 

@@ -233,6 +233,7 @@ impl Ctx<'_> {
             flags,
             errno: errno.map(Into::into),
             bytes: 0,
+            walk_base: 0,
         });
     }
 

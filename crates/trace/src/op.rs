@@ -140,6 +140,16 @@ pub struct Op {
     /// Bytes read or written.
     #[serde(default)]
     pub bytes: u64,
+    /// For a path the call gave relative to its cwd or a directory fd:
+    /// the length of `path`'s prefix naming that directory, where the
+    /// kernel's walk starts (0: the path was absolute, the walk starts at
+    /// `/`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub walk_base: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Op {
@@ -157,6 +167,7 @@ impl Op {
             flags: 0,
             errno: None,
             bytes: 0,
+            walk_base: 0,
         }
     }
 
@@ -396,6 +407,7 @@ impl Normalizer {
             flags: flags.0,
             errno: errno.clone(),
             bytes: 0,
+            walk_base: 0,
         };
         let op = match ev.kind {
             Kind::Stat => mk(
@@ -481,7 +493,7 @@ impl Normalizer {
             }
             Kind::Getcwd => {
                 // getcwd's "path" is the returned directory.
-                let p = path?;
+                let p = path.clone()?;
                 if ok {
                     self.procs.entry(pid).or_default().cwd = Some(p.clone());
                 }
@@ -530,6 +542,21 @@ impl Normalizer {
                 return None
             }
         };
+        let mut op = op;
+        // a relative path: the walk starts in the directory it was joined to
+        if let Some(p) = path
+            .as_deref()
+            .filter(|p| !p.is_empty() && !p.starts_with('/'))
+        {
+            let full = op.path.as_bytes();
+            if full.first() == Some(&b'/')
+                && full.len() > p.len()
+                && full.ends_with(p.as_bytes())
+                && full[full.len() - p.len() - 1] == b'/'
+            {
+                op.walk_base = (full.len() - p.len() - 1) as u32;
+            }
+        }
         Some(op)
     }
 }

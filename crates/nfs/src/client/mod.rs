@@ -179,6 +179,12 @@ pub struct Client {
     /// Existence learned from the trace: success proves a path, ENOENT
     /// disproves it; own creates/removes/renames update it.
     learned: HashMap<PathId, bool>,
+    /// The current op's `.` components: for each, the index in its chain
+    /// of the directory it is met in (taken by the op's first walk).
+    dots: Vec<usize>,
+    /// Where the current op's walk starts in its chain: the directory a
+    /// relative path was given from (taken by the op's first walk).
+    walk_start: usize,
     rpcs: Vec<RpcAt>,
     cur_pid: u32,
     cur_index: usize,
@@ -582,6 +588,8 @@ impl Client {
             opens: HashMap::default(),
             login: HashMap::default(),
             learned: HashMap::default(),
+            dots: Vec::new(),
+            walk_start: 0,
             rpcs: Vec::new(),
             cur_pid: 0,
             cur_index: usize::MAX,
@@ -1077,10 +1085,23 @@ impl Client {
     /// or None when the path is the root.
     fn walk_parents(&mut self, chain: &[PathId], uid: u32) -> Option<PathId> {
         let n = chain.len() - 1;
+        let dots = std::mem::take(&mut self.dots);
+        let start = std::mem::take(&mut self.walk_start);
         if n == 0 {
             return None;
         }
-        for i in 0..n {
+        // R14: a relative path's walk starts in its directory (the cwd or
+        // the dirfd: `path_init` takes it as is, with no lookup or
+        // revalidation of it or its ancestors); an absolute one at `/`.
+        for i in start.min(n - 1)..n {
+            // R14: `link_path_walk` checks search permission before every
+            // component, a `.` included (`may_lookup`, then `handle_dots`
+            // stays in the directory): one more check of the same
+            // directory, which costs an RPC when its attributes or access
+            // cache have expired (noac: always).
+            for _ in dots.iter().filter(|&&d| d == i) {
+                self.permission(chain[i], uid);
+            }
             // R24: MAY_EXEC on the directory being searched.
             self.permission(chain[i], uid);
             if i + 1 == n {
@@ -1092,7 +1113,75 @@ impl Client {
                 ino.is_dir = true;
             }
         }
+        // a final `.` (`/a/b/.`): checked in the directory it names
+        for _ in dots.iter().filter(|&&d| d == n) {
+            self.permission(chain[n], uid);
+        }
         Some(chain[n - 1])
+    }
+
+    /// The chain index of the directory `op`'s relative path was given
+    /// from ([`Op::walk_base`]); 0 (the root) for an absolute path, a
+    /// rename, a directory outside the mount, or a path that climbs out of
+    /// it with `..`, or when no component follows it in the chain.
+    fn walk_start_of(&self, op: &Op, chain_len: usize) -> usize {
+        let b = op.walk_base as usize;
+        if b == 0 || op.path2.is_some() {
+            return 0;
+        }
+        let (Some(base), Some(rel)) = (op.path.get(..b), op.path.get(b..)) else {
+            return 0;
+        };
+        if rel.split('/').any(|c| c == "..") {
+            return 0;
+        }
+        let base = normalize(base);
+        if !self.under_root(&base) {
+            return 0;
+        }
+        let r = self.params.nfs_root.as_str();
+        let inside = if r == "/" {
+            &base[..]
+        } else {
+            &base[r.len()..]
+        };
+        let depth = inside.split('/').filter(|c| !c.is_empty()).count();
+        if depth + 1 < chain_len {
+            depth
+        } else {
+            0
+        }
+    }
+
+    /// Where the `.` components of `raw` (an op's path as the call gave
+    /// it) are met, as indexes into its normalized chain (see
+    /// [`Client::walk_parents`]). None when the path reaches the root
+    /// another way or has a `..` (the lexical chain then no longer follows
+    /// the walk).
+    fn dot_positions(&self, raw: &str) -> Vec<usize> {
+        if !raw.contains("/.") {
+            return Vec::new();
+        }
+        let r = self.params.nfs_root.as_str();
+        let rest = if r == "/" {
+            raw
+        } else {
+            match raw.strip_prefix(r) {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+                _ => return Vec::new(),
+            }
+        };
+        let mut pos = 0;
+        let mut out = Vec::new();
+        for c in rest.split('/') {
+            match c {
+                "" => {}
+                "." => out.push(pos),
+                ".." => return Vec::new(),
+                _ => pos += 1,
+            }
+        }
+        out
     }
 
     /// R9 `nfs_getattr`: GETATTR iff expired, `INVALID_CHANGE`, a requested
@@ -1192,6 +1281,8 @@ impl Client {
         self.ensure_root();
         self.run_renewd(op.t_us);
         let mut chain = self.chain(&path);
+        self.dots = self.dot_positions(&op.path);
+        self.walk_start = self.walk_start_of(op, chain.len());
         let uid = op.uid;
         let errno = op.errno.as_deref();
         // ENOENT/ENOTDIR prove absence of the final component; other errors

@@ -378,3 +378,73 @@ fn r31_v40_opens_by_name_and_r33_shared_open_state() {
     assert_eq!(c.of(RpcOp::Open) + c.of(RpcOp::OpenNoattr), 2, "{c}");
     assert_eq!(c.of(RpcOp::Close), 1, "{c}");
 }
+
+#[test]
+fn r14_a_dot_component_is_one_more_search_permission_check() {
+    // noac: every check of a directory revalidates it (one GETATTR)
+    let plain = [op(1.0, OpKind::Stat, F), op(1.1, OpKind::Stat, F)];
+    let dotted = [
+        op(1.0, OpKind::Stat, F),
+        op(1.1, OpKind::Stat, "/m/a/./b/c/f.php"),
+    ];
+    let (p, d) = (run("vers=3,noac", &plain), run("vers=3,noac", &dotted));
+    assert_eq!(d.of(RpcOp::Getattr), p.of(RpcOp::Getattr) + 1, "{d} vs {p}");
+    // a final `.` checks the directory it names
+    let last = [
+        op(1.0, OpKind::Stat, "/m/a/b"),
+        op(1.1, OpKind::Stat, "/m/a/b/."),
+    ];
+    let plain_dir = [
+        op(1.0, OpKind::Stat, "/m/a/b"),
+        op(1.1, OpKind::Stat, "/m/a/b"),
+    ];
+    let (l, pd) = (run("vers=3,noac", &last), run("vers=3,noac", &plain_dir));
+    // (b was never searched before: the check is an ACCESS)
+    assert_eq!(l.of(RpcOp::Access), pd.of(RpcOp::Access) + 1, "{l} vs {pd}");
+    assert_eq!(l.total(), pd.total() + 1, "{l} vs {pd}");
+    // with valid caches the extra check costs nothing
+    assert_eq!(run("vers=3", &dotted), run("vers=3", &plain));
+}
+
+#[test]
+fn r14_a_relative_path_is_walked_from_its_directory() {
+    // `c/f.php` from the cwd /m/a/b: neither the root nor a is searched,
+    // nor a or b looked up (4 of the 9 GETATTRs of an absolute warm stat
+    // under noac)
+    let rel = Op {
+        walk_base: "/m/a/b".len() as u32,
+        ..op(1.1, OpKind::Stat, "/m/a/b/c/f.php")
+    };
+    let warm = [op(1.0, OpKind::Stat, F)];
+    let first = run("vers=3,noac", &warm);
+    let abs = run(
+        "vers=3,noac",
+        &[op(1.0, OpKind::Stat, F), op(1.1, OpKind::Stat, F)],
+    );
+    let relc = run("vers=3,noac", &[op(1.0, OpKind::Stat, F), rel.clone()]);
+    assert_eq!(abs.total() - first.total(), 9, "{abs}");
+    assert_eq!(relc.total() - first.total(), 5, "{relc}");
+    // a `..` that climbs above the directory: walked from the root
+    let up = Op {
+        walk_base: "/m/a/b/c".len() as u32,
+        ..op(1.1, OpKind::Stat, "/m/a/b/c/../c/f.php")
+    };
+    let upc = run("vers=3,noac", &[op(1.0, OpKind::Stat, F), up]);
+    assert!(upc.total() - first.total() >= 9, "{upc}");
+}
+
+#[test]
+fn with_a_complete_namespace_an_enoent_walk_stops_at_the_missing_directory() {
+    let ops = [enoent(op(1.0, OpKind::Access, "/m/a/x/y.php"))];
+    let mut p = ClientParams::new(ROOT);
+    p.root_attr_time_us = Some(0);
+    p.namespace.insert("/m/a".into());
+    let opts = MountOptions::parse("vers=3").unwrap();
+    let guess = replay(&ops, &opts, &p, &[]).totals;
+    p.namespace_complete = true;
+    let known = replay(&ops, &opts, &p, &[]).totals;
+    // A(R) L(a) A(a) L(x): x is missing, y never looked up
+    assert_eq!(counts(&known), "LOOKUP=2 ACCESS=2");
+    // the last component taken as the missing one: L(x) A(x) L(y)
+    assert_eq!(counts(&guess), "LOOKUP=3 ACCESS=3");
+}

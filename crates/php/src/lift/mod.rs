@@ -2116,6 +2116,7 @@ mod tests {
             flags: 0,
             errno: err.then(|| "ENOENT".into()),
             bytes: if kind == OpKind::Read { 100 } else { 0 },
+            walk_base: 0,
         }
     }
 
