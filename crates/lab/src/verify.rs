@@ -62,6 +62,8 @@ impl SetOutcome {
 pub struct Verification {
     /// The kernel package the guest booted.
     pub kernel: String,
+    /// The capture's application root (`--nfs-root`).
+    pub nfs_root: String,
     /// Entries of the laid-out tree.
     pub tree_entries: usize,
     /// Calls the replay makes (markers, cwd, fork and exit lines not
@@ -207,6 +209,7 @@ pub fn verify(
     }
     Ok(Verification {
         kernel: lab.kernel().package.clone(),
+        nfs_root: capture_root.to_string(),
         tree_entries: prepared.tree.len(),
         replayed_calls: script
             .ops

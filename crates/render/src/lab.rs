@@ -47,6 +47,7 @@ pub fn to_json(v: &Verification) -> Value {
     json!({
         "schema": SCHEMA,
         "kernel": v.kernel,
+        "nfs_root": v.nfs_root,
         "tolerance": { "percent": TOL_PCT, "absolute": TOL_ABS },
         "agrees": v.agrees(),
         "tree_entries": v.tree_entries,
