@@ -716,6 +716,8 @@ struct PathState {
     initial: Option<bool>,
     dir: bool,
     symlink_len: Option<u64>,
+    /// The target a `readlink` returned, when the capture printed it whole.
+    symlink_target: Option<Vec<u8>>,
     size: u64,
 }
 
@@ -993,6 +995,19 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
         o.t_us = tmax;
     }
 
+    // The links whose target the capture showed, relative to the root
+    // (`None`: the target is outside it).
+    let mut links: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+    for (p, s) in &paths {
+        let (Some(t), Some(rel)) = (&s.symlink_target, under(p, &root)) else {
+            continue;
+        };
+        if s.initial == Some(true) && !rel.is_empty() {
+            let parent = normalize(&p[..p.iter().rposition(|&b| b == b'/').unwrap_or(0)]);
+            let abs = join(&parent, t);
+            links.insert(rel.to_vec(), under(&abs, &root).map(<[u8]>::to_vec));
+        }
+    }
     let mut tree: BTreeMap<Vec<u8>, EntryKind> = BTreeMap::new();
     for (p, s) in &paths {
         if s.initial != Some(true) {
@@ -1002,18 +1017,32 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
         if rel.is_empty() {
             continue;
         }
+        // A path through a link is laid out where the link leads.
+        let Some(rel) = through_links(rel, &links) else {
+            continue;
+        };
         let kind = if s.dir {
             EntryKind::Dir
         } else if let Some(n) = s.symlink_len {
-            EntryKind::Symlink {
-                target: vec![b'_'; n.clamp(1, 4095) as usize],
-            }
+            // an absolute target under the root moves with it; one the
+            // capture did not show whole becomes `_` repeated to its length
+            let target = match &s.symlink_target {
+                Some(t) if t.first() == Some(&b'/') => match under(&normalize(t), &root) {
+                    Some(rest) if rest.is_empty() => target.clone(),
+                    Some(rest) => join(&target, rest),
+                    None => t.clone(),
+                },
+                Some(t) => t.clone(),
+                None => vec![b'_'; n.clamp(1, 4095) as usize],
+            };
+            EntryKind::Symlink { target }
         } else {
             EntryKind::File { size: s.size }
         };
-        tree.insert(rel.to_vec(), kind);
+        tree.insert(rel, kind);
     }
-    // Ancestors are directories, whatever the capture showed of them.
+    // Ancestors are directories, whatever the capture showed of them (a
+    // link whose target it did not show among them).
     let keys: Vec<Vec<u8>> = tree.keys().cloned().collect();
     for k in keys {
         let mut a = k.as_slice();
@@ -1035,6 +1064,31 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
         marks,
         cwds,
     }
+}
+
+/// `rel` (relative to the root) with each ancestor that is a link of
+/// `links` replaced by the link's target, until none is (`None` when a
+/// target leaves the root, or after 40 links: `ELOOP`).
+fn through_links(rel: &[u8], links: &HashMap<Vec<u8>, Option<Vec<u8>>>) -> Option<Vec<u8>> {
+    let mut cur = rel.to_vec();
+    'hop: for _ in 0..40 {
+        let comps: Vec<&[u8]> = cur.split(|&b| b == b'/').collect();
+        for i in 1..comps.len() {
+            if let Some(target) = links.get(&comps[..i].join(&b'/')) {
+                let mut next = target.clone()?;
+                for c in &comps[i..] {
+                    if !next.is_empty() {
+                        next.push(b'/');
+                    }
+                    next.extend_from_slice(c);
+                }
+                cur = next;
+                continue 'hop;
+            }
+        }
+        return Some(cur);
+    }
+    None
 }
 
 /// Whether a call names something under the root: its path (absolute, or
@@ -1228,6 +1282,11 @@ fn translate(
                 _ => {
                     if let Ret::Ok(n) = e.ret {
                         s.symlink_len = Some(n.max(0) as u64);
+                        if let Some(t) = e.path2.map(|t| st.bytes(t)) {
+                            if t.len() as i64 == n && !t.is_empty() {
+                                s.symlink_target = Some(t.to_vec());
+                            }
+                        }
                     }
                     (Call::Readlink, vec![arg])
                 }
@@ -1277,6 +1336,11 @@ fn translate(
                     let s = ctx.see(&abs, exists);
                     if let Ret::Ok(n) = e.ret {
                         s.symlink_len = Some(n.max(0) as u64);
+                        if let Some(t) = e.path2.map(|t| st.bytes(t)) {
+                            if t.len() as i64 == n && !t.is_empty() {
+                                s.symlink_target = Some(t.to_vec());
+                            }
+                        }
                     }
                     (Call::Readlinkat, vec![d, pa])
                 }
@@ -1635,6 +1699,51 @@ mod tests {
             let e = parse_script(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn links_keep_their_targets_and_paths_through_them_are_laid_out_where_they_lead() {
+        let cap = "1 1795773741.000000 readlink(\"/c/app/abs\", \"/c/app/rel/1\", 4095) = 12 <0.000010>
+1 1795773741.000100 readlink(\"/c/app/cur\", \"rel/1\", 4095) = 5 <0.000010>
+1 1795773741.000200 readlink(\"/c/app/out\", \"/etc\", 4095) = 4 <0.000010>
+1 1795773741.000300 readlink(\"/c/app/long\", \"/c/app/rel/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"..., 4095) = 80 <0.000010>
+1 1795773741.000400 newfstatat(AT_FDCWD, \"/c/app/cur/x.php\", 0x7ffd, 0) = 0 <0.000010>
+1 1795773741.000500 newfstatat(AT_FDCWD, \"/c/app/abs/y.php\", 0x7ffd, 0) = 0 <0.000010>
+1 1795773741.000600 newfstatat(AT_FDCWD, \"/c/app/out/passwd\", 0x7ffd, 0) = 0 <0.000010>
+1 1795773741.000700 newfstatat(AT_FDCWD, \"/c/app/long/z.php\", 0x7ffd, 0) = 0 <0.000010>
+";
+        let t = statstorm_trace::read_bytes("cap", cap.as_bytes());
+        let p = prepare(&t, b"/c/app", b"/mnt/nfs");
+        let tree: Vec<(String, EntryKind)> = p
+            .tree
+            .iter()
+            .map(|e| {
+                (
+                    String::from_utf8_lossy(&e.path).into_owned(),
+                    e.kind.clone(),
+                )
+            })
+            .collect();
+        let link = |t: &str| EntryKind::Symlink {
+            target: t.as_bytes().to_vec(),
+        };
+        let file = EntryKind::File { size: 0 };
+        assert_eq!(
+            tree,
+            [
+                ("abs".into(), link("/mnt/nfs/rel/1")),
+                ("cur".into(), link("rel/1")),
+                // strace cut the target: unknown, and a directory on the way
+                ("long".into(), EntryKind::Dir),
+                ("long/z.php".into(), file.clone()),
+                // a target outside the root: kept, nothing laid out through it
+                ("out".into(), link("/etc")),
+                ("rel".into(), EntryKind::Dir),
+                ("rel/1".into(), EntryKind::Dir),
+                ("rel/1/x.php".into(), file.clone()),
+                ("rel/1/y.php".into(), file),
+            ]
+        );
     }
 
     #[test]

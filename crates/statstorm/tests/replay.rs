@@ -376,3 +376,40 @@ fn mismatches_are_reported_not_failed() {
         "{out}"
     );
 }
+
+#[test]
+fn symbolic_links_are_laid_out_with_their_targets_and_walked_through() {
+    let make = |root: &Path| {
+        write(root.join("releases/12/index.php"), "<?php echo 1;\n");
+        std::os::unix::fs::symlink("releases/12", root.join("current")).unwrap();
+    };
+    let r = capture_and_replay(
+        &make,
+        &[
+            "sh",
+            "-c",
+            "readlink current; cat current/index.php; stat -c %s current/index.php",
+        ],
+        ".",
+    );
+    assert_same(&r);
+    let kind = |p: &[u8]| {
+        r.prepared
+            .tree
+            .iter()
+            .find(|e| e.path == p)
+            .map(|e| e.kind.clone())
+    };
+    assert_eq!(
+        kind(b"current"),
+        Some(replay::EntryKind::Symlink {
+            target: b"releases/12".to_vec()
+        })
+    );
+    // the file read through the link is laid out where the link leads
+    assert!(matches!(
+        kind(b"releases/12/index.php"),
+        Some(replay::EntryKind::File { size: 14 })
+    ));
+    assert_eq!(kind(b"current/index.php"), None);
+}

@@ -762,7 +762,8 @@ pub struct Event {
     /// The path argument (first path for rename-like calls), as printed: may
     /// be relative to `dirfd` or the cwd.
     pub path: Option<PathId>,
-    /// Second path argument (rename target). For `dup2`/`dup3`, the path
+    /// Second path argument (rename target; for `readlink`/`readlinkat`,
+    /// the target returned, when strace printed it whole). For `dup2`/`dup3`, the path
     /// strace printed with `-y` for the target fd (`1</a/b>`): the file the
     /// target fd referred to before the call.
     pub path2: Option<PathId>,

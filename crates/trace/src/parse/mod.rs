@@ -425,8 +425,9 @@ fn arg_spec(k: Kind) -> ArgSpec {
         Close | Read | Pread64 | Fchdir | Getdents64 | Write | Pwrite64 => spec(0, -1, -1, -1, -1),
         Accept | Accept4 | Recvfrom | Recvmsg => spec(0, -1, -1, -1, -1),
         Mmap => spec(4, -1, -1, -1, -1),
-        Readlink => spec(-1, 0, -1, -1, -1),
-        Readlinkat => spec(0, 1, -1, -1, -1),
+        // path2: the target the call returned
+        Readlink => spec(-1, 0, 1, -1, -1),
+        Readlinkat => spec(0, 1, 2, -1, -1),
         Getcwd | Chdir | Unlink | Mkdir | Rmdir => spec(-1, 0, -1, -1, -1),
         Rename => spec(-1, 0, 1, -1, -1),
         Renameat | Renameat2 => spec(0, 1, 3, -1, -1),
@@ -1526,9 +1527,17 @@ impl Decoder {
         }
         if let Some(a) = get(sp.path2) {
             if let Some((p, trunc)) = args::decode_string_ref(a, scratch) {
-                ev.path2 = Some(short.intern(strings, p));
-                if trunc {
-                    ev.flags.set(Flags::TRUNCATED);
+                if ev.kind.is_readlink() {
+                    // the link's target, kept only when printed whole
+                    // (strace cuts strings at `-s`, 32 bytes by default)
+                    if !trunc {
+                        ev.path2 = Some(short.intern(strings, p));
+                    }
+                } else {
+                    ev.path2 = Some(short.intern(strings, p));
+                    if trunc {
+                        ev.flags.set(Flags::TRUNCATED);
+                    }
                 }
             }
         }
