@@ -1028,7 +1028,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
             // capture did not show whole becomes `_` repeated to its length
             let target = match &s.symlink_target {
                 Some(t) if t.first() == Some(&b'/') => match under(&normalize(t), &root) {
-                    Some(rest) if rest.is_empty() => target.clone(),
+                    Some([]) => target.clone(),
                     Some(rest) => join(&target, rest),
                     None => t.clone(),
                 },
