@@ -798,7 +798,8 @@ fn open_bits(f: Flags) -> i32 {
 ///   markers: at each successful `accept`/`accept4` (php-fpm: the previous
 ///   request ends, a new one starts; nothing before the first accept is in
 ///   a request), or, in a process that never accepts, one request from its
-///   first call to its last (php-cli).
+///   first call to its last (php-cli), unless one of its descendants
+///   accepts (a php-fpm master serves no request).
 /// - The tree: the paths under the root that the first call naming them
 ///   shows existing (a success, or `EEXIST`), with their ancestors as
 ///   directories. A path the first call finds missing (`ENOENT`), or which
@@ -840,6 +841,18 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
     let mut forks: HashMap<usize, u32> = HashMap::new();
     for (c, (_, at)) in &child_of {
         forks.insert(*at, *c);
+    }
+    // The processes above the ones that accept (a php-fpm master): they
+    // serve no request.
+    let mut masters: HashSet<u32> = HashSet::new();
+    for &a in &accepts {
+        let mut p = a;
+        while let Some(&(parent, _)) = child_of.get(&p) {
+            if !accepts.contains(&parent) && !masters.insert(parent) {
+                break;
+            }
+            p = parent;
+        }
     }
 
     // The initial cwd of each root process: the first `AT_FDCWD</dir>`
@@ -928,7 +941,7 @@ pub fn prepare(trace: &Trace, capture_root: &[u8], target_root: &[u8]) -> Prepar
                     }
                 }
             }
-            if !accepts.contains(&pid) {
+            if !accepts.contains(&pid) && !masters.contains(&pid) {
                 in_request.insert(pid, 1);
                 ops.push(op(pid, t, Call::RequestStart, vec![]));
                 mark(true, pid, 1, i);
@@ -1816,10 +1829,10 @@ mod tests {
         let p = prepare(&t, b"/c", b"/t");
         let s = parse_script(&p.script).unwrap();
         let text: Vec<String> = s.ops.iter().map(|o| o.to_string()).collect();
+        // 10 forks the process that accepts (a php-fpm master): no request
         assert_eq!(
             text,
             [
-                "10 0 request-start",
                 "10 0 fork 11 = 11",
                 "11 100 request-start",
                 "11 200 stat \"/t/a.php\" = 0",
@@ -1828,7 +1841,6 @@ mod tests {
                 "11 400 stat \"/t/b.php\" = ENOENT",
                 "11 410 request-end",
                 "11 410 exit",
-                "10 510 request-end",
                 "10 510 exit",
             ]
         );

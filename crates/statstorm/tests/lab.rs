@@ -133,9 +133,8 @@ fn php_fpm_include_tree_kernel_and_model_agree() {
     for name in ["fpm-tree-nooc", "fpm-filecheck-nooc"] {
         let v = lab_json(&harness_capture(name), Path::new(HARNESS_ROOT));
         let (per_run, total) = assert_agrees(&v, name);
-        // the requests of the pool's two workers, and the master (a
-        // process that never accepts is one request, first call to last)
-        assert!(per_run.iter().all(|&n| n >= 7), "{name}: {per_run:?}");
+        // the requests of the pool's two workers (the master serves none)
+        assert!(per_run.iter().all(|&n| n >= 6), "{name}: {per_run:?}");
         assert!(total > 100, "{name}: {total} kernel RPCs in all");
     }
 }
