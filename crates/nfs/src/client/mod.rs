@@ -1066,6 +1066,44 @@ impl Client {
         }
     }
 
+    /// R38 (`nfs_prime_dcache`): a listing with attributes (READDIRPLUS,
+    /// or v4 READDIR in the same "plus" mode) refreshes each entry's
+    /// attributes and sets its dentry, a new one created for a name not
+    /// cached. The entries known here: the directory's children the trace
+    /// proved to exist or the namespace lists (a trace does not show the
+    /// names a listing returned).
+    fn prime_children(&mut self, dir: PathId) {
+        let d = self.paths.string(dir);
+        let prefix = if d.ends_with('/') { d } else { format!("{d}/") };
+        let listed: Vec<String> = self
+            .params
+            .namespace
+            .iter()
+            .filter(|n| {
+                n.strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+            })
+            .cloned()
+            .collect();
+        let mut kids: Vec<PathId> = self
+            .learned
+            .iter()
+            .filter(|(p, &exists)| exists && self.paths.parent(**p) == dir)
+            .map(|(p, _)| *p)
+            .collect();
+        kids.extend(listed.iter().map(|n| self.paths.intern(n)));
+        kids.sort_unstable();
+        kids.dedup();
+        for k in kids {
+            if k == dir || self.learned.get(&k) == Some(&false) {
+                continue;
+            }
+            let is_dir = self.known_dir(k);
+            self.refresh(k, is_dir);
+            self.set_dentry(dir, k, true);
+        }
+    }
+
     /// The ids of `path` (normalized, under the root) and of each
     /// directory from the root down to it: `[root, ..., path]`.
     fn chain(&mut self, path: &str) -> Vec<PathId> {
@@ -1338,9 +1376,11 @@ impl Client {
                 if need {
                     // R38: first chunk of a listing is READDIRPLUS unless
                     // readdirplus hinting is off (acregmax <= 5 s or noac);
-                    // v4 counts it as READDIR.
-                    let plus = !self.v4() && self.opts.ac() && self.opts.acregmax_s() > 5;
-                    let rop = if plus {
+                    // v4 counts it as READDIR, in the same "plus" mode
+                    // (its minor versions' init_caps carry
+                    // NFS_CAP_READDIRPLUS, fs/nfs/nfs4proc.c).
+                    let plus = self.opts.ac() && self.opts.acregmax_s() > 5;
+                    let rop = if plus && !self.v4() {
                         RpcOp::Readdirplus
                     } else {
                         RpcOp::Readdir
@@ -1349,6 +1389,9 @@ impl Client {
                     if let Some(i) = self.inodes.get_mut(&id) {
                         i.has_pages = true;
                         i.inval_atime = true; // R12: READDIR invalidates atime
+                    }
+                    if plus {
+                        self.prime_children(id);
                     }
                 }
             }

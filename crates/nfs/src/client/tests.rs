@@ -448,3 +448,40 @@ fn with_a_complete_namespace_an_enoent_walk_stops_at_the_missing_directory() {
     // the last component taken as the missing one: L(x) A(x) L(y)
     assert_eq!(counts(&guess), "LOOKUP=3 ACCESS=3");
 }
+
+#[test]
+fn r38_a_listing_with_attributes_refreshes_the_entries_it_returns() {
+    // f.php's attributes expire (acregmin 3 s); a listing of its directory
+    // at 5 s brings them back, so its stat at 5.5 s sends nothing; without
+    // the listing it sends a GETATTR. v4 lists in the same "plus" mode.
+    for vers in ["vers=3", "vers=4.1"] {
+        let getattrs_of_f = |list: bool| {
+            let mut p = ClientParams::new(ROOT);
+            p.root_attr_time_us = Some(0);
+            let mut c = Client::new(MountOptions::parse(vers).unwrap(), p);
+            let mut n = 0;
+            let mut ops = vec![op(1.0, OpKind::Stat, F)];
+            if list {
+                ops.push(op(5.0, OpKind::Getdents, "/m/a/b/c"));
+            }
+            ops.push(op(5.5, OpKind::Stat, F));
+            for o in &ops {
+                c.apply(o);
+                n += c
+                    .take_rpcs()
+                    .iter()
+                    .filter(|r| r.op == RpcOp::Getattr && r.path == F && o.t_us == 5_500_000)
+                    .count();
+            }
+            n
+        };
+        assert_eq!(getattrs_of_f(false), 1, "{vers}");
+        assert_eq!(getattrs_of_f(true), 0, "{vers}");
+    }
+    // noac: no readdirplus, nothing primed
+    let ops = [
+        op(1.0, OpKind::Stat, F),
+        op(5.0, OpKind::Getdents, "/m/a/b/c"),
+    ];
+    assert_eq!(run("vers=3,noac", &ops).of(RpcOp::Readdirplus), 0);
+}
