@@ -127,9 +127,11 @@ pub fn verify(
     let prepared = replay::prepare(trace, capture_root.as_bytes(), NFS_MOUNTPOINT.as_bytes());
     let script = replay::parse_script(&prepared.script)
         .map_err(|e| LabError::Plan(format!("the replay script: {e}")))?;
-    if prepared.marks.is_empty() {
+    let calls = replayed_calls(&script);
+    if calls == 0 || prepared.marks.is_empty() {
         return Err(LabError::Plan(format!(
-            "the capture has no request with a call under {capture_root}"
+            "no file call of the capture is under {capture_root} (--nfs-root){}",
+            where_calls_are(trace)
         )));
     }
     let tree = scratch.path().join("tree");
@@ -211,16 +213,7 @@ pub fn verify(
         kernel: lab.kernel().package.clone(),
         nfs_root: capture_root.to_string(),
         tree_entries: prepared.tree.len(),
-        replayed_calls: script
-            .ops
-            .iter()
-            .filter(|o| {
-                !matches!(
-                    o.call,
-                    Call::Cwd | Call::Fork | Call::Exit | Call::RequestStart | Call::RequestEnd
-                )
-            })
-            .count(),
+        replayed_calls: calls,
         left_out: prepared.left_out_by_call,
         outside_root: prepared.outside_root,
         writes,
@@ -228,6 +221,54 @@ pub fn verify(
         wall,
         sets: out_sets,
     })
+}
+
+/// The calls a script makes (not its cwd, fork, exit and marker lines).
+fn replayed_calls(script: &replay::Script) -> usize {
+    script
+        .ops
+        .iter()
+        .filter(|o| {
+            !matches!(
+                o.call,
+                Call::Cwd | Call::Fork | Call::Exit | Call::RequestStart | Call::RequestEnd
+            )
+        })
+        .count()
+}
+
+/// `"; its file calls are under /srv/www (812), /usr/lib (95), ..."`: the
+/// directories (two levels) the capture's absolute paths are in, most
+/// named first, for a root that matched nothing.
+fn where_calls_are(trace: &Trace) -> String {
+    let mut by_dir: BTreeMap<String, u64> = BTreeMap::new();
+    for e in &trace.events {
+        let Some(p) = e.path.map(|p| trace.strings.str(p)) else {
+            continue;
+        };
+        if !p.starts_with('/') {
+            continue;
+        }
+        let dir: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).take(2).collect();
+        if dir.len() == 2 {
+            *by_dir.entry(format!("/{}", dir.join("/"))).or_default() += 1;
+        }
+    }
+    if by_dir.is_empty() {
+        return if trace.events.is_empty() {
+            "; no syscall was read from it (strace -f output?)".into()
+        } else {
+            String::new()
+        };
+    }
+    let mut top: Vec<(String, u64)> = by_dir.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let list: Vec<String> = top
+        .iter()
+        .take(5)
+        .map(|(d, n)| format!("{d} ({n})"))
+        .collect();
+    format!("; its file calls are under {}", list.join(", "))
 }
 
 /// The `statstorm-replay` binary: `$STATSTORM_REPLAY`, else beside the

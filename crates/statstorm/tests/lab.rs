@@ -158,3 +158,25 @@ fn the_self_test_passes() {
     );
     assert_eq!(text.matches("2 of 2 requests agree").count(), 3, "{text}");
 }
+
+#[test]
+fn a_root_with_no_call_under_it_is_refused_before_any_boot_naming_where_the_calls_are() {
+    need_lab();
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .arg("lab")
+        .arg(harness_capture("cli-tree-nooc"))
+        .args(["--nfs-root", "/nowhere"])
+        .env("STATSTORM_REPLAY", env!("CARGO_BIN_EXE_statstorm-replay"))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no file call of the capture is under /nowhere"),
+        "{err}"
+    );
+    assert!(err.contains("/tmp/statstorm-lab ("), "{err}");
+    assert!(out.stdout.is_empty());
+}
