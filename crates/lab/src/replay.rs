@@ -1714,6 +1714,19 @@ mod tests {
         }
     }
 
+    /// The tree as (path, kind) pairs, paths as text.
+    fn tree_of(p: &Prepared) -> Vec<(String, EntryKind)> {
+        p.tree
+            .iter()
+            .map(|e| {
+                (
+                    String::from_utf8_lossy(&e.path).into_owned(),
+                    e.kind.clone(),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn links_keep_their_targets_and_paths_through_them_are_laid_out_where_they_lead() {
         let cap = "1 1795773741.000000 readlink(\"/c/app/abs\", \"/c/app/rel/1\", 4095) = 12 <0.000010>
@@ -1727,16 +1740,7 @@ mod tests {
 ";
         let t = statstorm_trace::read_bytes("cap", cap.as_bytes());
         let p = prepare(&t, b"/c/app", b"/mnt/nfs");
-        let tree: Vec<(String, EntryKind)> = p
-            .tree
-            .iter()
-            .map(|e| {
-                (
-                    String::from_utf8_lossy(&e.path).into_owned(),
-                    e.kind.clone(),
-                )
-            })
-            .collect();
+        let tree = tree_of(&p);
         let link = |t: &str| EntryKind::Symlink {
             target: t.as_bytes().to_vec(),
         };
@@ -1795,16 +1799,7 @@ mod tests {
         );
         // /etc/passwd: outside the root, not a call left out
         assert_eq!((p.left_out, p.outside_root), (0, 1));
-        let tree: Vec<(String, EntryKind)> = p
-            .tree
-            .iter()
-            .map(|e| {
-                (
-                    String::from_utf8_lossy(&e.path).into_owned(),
-                    e.kind.clone(),
-                )
-            })
-            .collect();
+        let tree = tree_of(&p);
         assert_eq!(
             tree,
             [

@@ -26,22 +26,25 @@ const SETS: [&str; 4] = [
     "vers=3,lookupcache=none",
 ];
 
+/// `statstorm lab`, with the replayer this build made.
+fn statstorm_lab() -> Command {
+    let mut c = Command::cargo_bin("statstorm").unwrap();
+    c.arg("lab")
+        .env("STATSTORM_REPLAY", env!("CARGO_BIN_EXE_statstorm-replay"));
+    c
+}
+
 /// Runs `statstorm lab` on `capture` under [`SETS`], returns its JSON.
 fn lab_json(capture: &Path, root: &Path) -> Value {
-    let mut cmd = Command::cargo_bin("statstorm").unwrap();
-    cmd.arg("lab")
-        .arg(capture)
+    let mut cmd = statstorm_lab();
+    cmd.arg(capture)
         .arg("--nfs-root")
         .arg(root)
         .args(["--format", "json"]);
     for s in SETS {
         cmd.args(["--mount", s]);
     }
-    let out = cmd
-        .env("STATSTORM_REPLAY", env!("CARGO_BIN_EXE_statstorm-replay"))
-        .timeout(Duration::from_secs(1200))
-        .output()
-        .unwrap();
+    let out = cmd.timeout(Duration::from_secs(1200)).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "no JSON ({e}): status {:?}\nstderr: {}\nstdout: {}",
@@ -143,10 +146,8 @@ fn php_fpm_include_tree_kernel_and_model_agree() {
 fn the_self_test_passes() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     need_lab();
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .args(["lab", "--self-test"])
-        .env("STATSTORM_REPLAY", env!("CARGO_BIN_EXE_statstorm-replay"))
+    let out = statstorm_lab()
+        .arg("--self-test")
         .timeout(Duration::from_secs(600))
         .output()
         .unwrap();
@@ -162,12 +163,9 @@ fn the_self_test_passes() {
 #[test]
 fn a_root_with_no_call_under_it_is_refused_before_any_boot_naming_where_the_calls_are() {
     need_lab();
-    let out = Command::cargo_bin("statstorm")
-        .unwrap()
-        .arg("lab")
+    let out = statstorm_lab()
         .arg(harness_capture("cli-tree-nooc"))
         .args(["--nfs-root", "/nowhere"])
-        .env("STATSTORM_REPLAY", env!("CARGO_BIN_EXE_statstorm-replay"))
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
