@@ -128,8 +128,8 @@ pub fn kernel_requests(window: &str) -> Result<BTreeMap<RequestKey, Counts>, Che
     Ok(out)
 }
 
-/// The model's server side: the laid-out tree as its namespace and sizes,
-/// in the capture's paths.
+/// The model's server side: the laid-out tree as its namespace, sizes and
+/// symbolic links, in the capture's paths.
 fn params(prepared: &Prepared, capture_root: &str, delegations: bool) -> ClientParams {
     let mut p = ClientParams::new(capture_root);
     p.delegations = delegations;
@@ -139,8 +139,22 @@ fn params(prepared: &Prepared, capture_root: &str, delegations: bool) -> ClientP
         .insert(if root.is_empty() { "/" } else { root }.to_string());
     for e in &prepared.tree {
         let path = format!("{root}/{}", String::from_utf8_lossy(&e.path));
-        if let EntryKind::File { size } = e.kind {
-            p.file_sizes.insert(path.clone(), size);
+        match &e.kind {
+            EntryKind::File { size } => {
+                p.file_sizes.insert(path.clone(), *size);
+            }
+            EntryKind::Symlink { target } => {
+                // an absolute target under the root was moved to the mount
+                let t = String::from_utf8_lossy(target);
+                let t = match t.strip_prefix(NFS_MOUNTPOINT) {
+                    Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                        format!("{root}{rest}")
+                    }
+                    _ => t.into_owned(),
+                };
+                p.symlinks.insert(path.clone(), t);
+            }
+            EntryKind::Dir => {}
         }
         p.namespace.insert(path);
     }

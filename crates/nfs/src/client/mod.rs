@@ -71,6 +71,11 @@ pub struct ClientParams {
     /// (fs/namei.c); otherwise the last component is taken as the missing
     /// one (a trace does not say which was).
     pub namespace_complete: bool,
+    /// Symbolic links on the server at the start: link path -> target as
+    /// stored (relative to the link's directory, or absolute). A walk
+    /// through one reads it (READLINK when its page is not cached) and
+    /// goes on from its target.
+    pub symlinks: std::collections::HashMap<String, String>,
 }
 
 impl ClientParams {
@@ -83,6 +88,7 @@ impl ClientParams {
             file_sizes: std::collections::HashMap::new(),
             namespace: Default::default(),
             namespace_complete: false,
+            symlinks: std::collections::HashMap::new(),
             lease_s: 90,
         }
     }
@@ -1191,6 +1197,87 @@ impl Client {
         }
     }
 
+    /// R14 through symbolic links (`pick_link`, `nfs_get_link`): the
+    /// components of `path` that are links of [`ClientParams::symlinks`]
+    /// (the last one too when the call follows it: stat, access, chdir,
+    /// open without O_NOFOLLOW), each walked to, looked up and read (its
+    /// page revalidated, READLINK when not cached), the walk going on from
+    /// the link's directory (a relative target) or the root (absolute).
+    /// Returns the path the walk ends on and, when a link was followed,
+    /// the chain index the rest of the walk starts at.
+    fn follow_links(&mut self, op: &Op, path: String) -> (String, Option<usize>) {
+        if self.params.symlinks.is_empty() {
+            return (path, None);
+        }
+        let follow_last = matches!(op.kind, OpKind::Stat | OpKind::Access | OpKind::Chdir)
+            || (op.kind == OpKind::Open && !op.flags().has(Flags::O_NOFOLLOW));
+        let root = self.params.nfs_root.clone();
+        let mut cur = path;
+        let mut start = None;
+        for _ in 0..40 {
+            let rel = if root == "/" {
+                &cur[..]
+            } else {
+                &cur[root.len()..]
+            };
+            let comps: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+            let upto = if follow_last {
+                comps.len()
+            } else {
+                comps.len().saturating_sub(1)
+            };
+            let mut found = None;
+            let mut prefix = root.trim_end_matches('/').to_string();
+            for (i, c) in comps.iter().enumerate().take(upto) {
+                prefix.push('/');
+                prefix.push_str(c);
+                if let Some(t) = self.params.symlinks.get(&prefix) {
+                    found = Some((prefix.clone(), t.clone(), comps[i + 1..].join("/")));
+                    break;
+                }
+            }
+            let Some((link, target, rest)) = found else {
+                break;
+            };
+            let chain = self.chain(&link);
+            let id = chain[chain.len() - 1];
+            if let Some(dir) = self.walk_parents(&chain, op.uid) {
+                self.lookup(dir, id, Intent::Plain, true, false);
+            }
+            self.revalidate(id);
+            if self.inodes.get(&id).is_some_and(|i| !i.has_pages) {
+                self.emit(RpcOp::Readlink, id);
+                if let Some(i) = self.inodes.get_mut(&id) {
+                    i.has_pages = true;
+                }
+            }
+            let parent = match link.rfind('/') {
+                Some(0) | None => "/".to_string(),
+                Some(k) => link[..k].to_string(),
+            };
+            let base = if target.starts_with('/') {
+                String::new()
+            } else {
+                parent.clone()
+            };
+            cur = normalize(&format!("{base}/{target}/{rest}"));
+            start = Some(if target.starts_with('/') || !self.under_root(&parent) {
+                0
+            } else {
+                let inside = if root == "/" {
+                    &parent[..]
+                } else {
+                    &parent[root.len()..]
+                };
+                inside.split('/').filter(|c| !c.is_empty()).count()
+            });
+            if !self.under_root(&cur) {
+                break;
+            }
+        }
+        (cur, start)
+    }
+
     /// Where the `.` components of `raw` (an op's path as the call gave
     /// it) are met, as indexes into its normalized chain (see
     /// [`Client::walk_parents`]). None when the path reaches the root
@@ -1318,9 +1405,18 @@ impl Client {
         self.login.entry(op.pid).or_insert(op.t_us);
         self.ensure_root();
         self.run_renewd(op.t_us);
-        let mut chain = self.chain(&path);
         self.dots = self.dot_positions(&op.path);
-        self.walk_start = self.walk_start_of(op, chain.len());
+        let n = self.chain(&path).len();
+        self.walk_start = self.walk_start_of(op, n);
+        let (path, link_start) = self.follow_links(op, path);
+        if !self.under_root(&path) {
+            return; // a link led off the mount
+        }
+        let mut chain = self.chain(&path);
+        if let Some(start) = link_start {
+            self.dots.clear();
+            self.walk_start = if start + 1 < chain.len() { start } else { 0 };
+        }
         let uid = op.uid;
         let errno = op.errno.as_deref();
         // ENOENT/ENOTDIR prove absence of the final component; other errors
@@ -1353,7 +1449,10 @@ impl Client {
                     }
                     OpKind::Chdir => self.permission(id, uid),
                     OpKind::Readlink => {
-                        // symlink page cache (R36): READLINK when not cached.
+                        // symlink page cache (R36): `nfs_get_link`
+                        // revalidates the mapping (a GETATTR when the
+                        // attributes expired), READLINK when not cached.
+                        self.revalidate(id);
                         let need = self.inodes.get(&id).is_some_and(|i| !i.has_pages);
                         if need {
                             self.emit(RpcOp::Readlink, id);

@@ -485,3 +485,32 @@ fn r38_a_listing_with_attributes_refreshes_the_entries_it_returns() {
     ];
     assert_eq!(run("vers=3,noac", &ops).of(RpcOp::Readdirplus), 0);
 }
+
+#[test]
+fn r14_a_walk_through_a_symbolic_link_reads_it_and_goes_on_from_its_target() {
+    let run_links = |ops: &[Op]| {
+        let mut p = ClientParams::new(ROOT);
+        p.root_attr_time_us = Some(0);
+        p.symlinks.insert("/m/cur".into(), "a".into());
+        p.symlinks.insert("/m/abs".into(), "/m/a".into());
+        replay(ops, &MountOptions::parse("vers=3").unwrap(), &p, &[]).totals
+    };
+    // A(R) L(cur) READLINK(cur), then from /m: L(a) A(a) L(f.php)
+    let cold = run_links(&[op(1.0, OpKind::Stat, "/m/cur/f.php")]);
+    assert_eq!(counts(&cold), "LOOKUP=3 ACCESS=2 READLINK=1");
+    // warm (within the caches): nothing; the link's page is cached
+    let warm = run_links(&[
+        op(1.0, OpKind::Stat, "/m/cur/f.php"),
+        op(1.5, OpKind::Stat, "/m/cur/f.php"),
+    ]);
+    assert_eq!(warm, cold);
+    // an absolute target, then the same file by its own path: cached
+    let abs = run_links(&[
+        op(1.0, OpKind::Stat, "/m/abs/f.php"),
+        op(1.5, OpKind::Stat, "/m/a/f.php"),
+    ]);
+    assert_eq!(counts(&abs), "LOOKUP=3 ACCESS=2 READLINK=1");
+    // lstat of the link itself does not follow it
+    let l = run_links(&[op(1.0, OpKind::Lstat, "/m/cur")]);
+    assert_eq!(counts(&l), "LOOKUP=1 ACCESS=1");
+}
