@@ -231,6 +231,13 @@ impl NfsSetup {
             });
             let mut params = ClientParams::new(&root);
             params.delegations = f.delegations;
+            // the links the capture read: a walk through one follows it
+            params.symlinks = ops
+                .links
+                .iter()
+                .map(|(l, t)| (statstorm_trace::op::normalize_path(l), t.to_string()))
+                .filter(|(l, _)| l.starts_with(&params.nfs_root))
+                .collect();
             mounts.push(Mount {
                 proposed: recorded.clone(),
                 recorded,
@@ -679,6 +686,8 @@ fn prefixes(ops: &TracedPaths) -> Vec<String> {
 #[derive(Clone, Debug, Default)]
 pub struct TracedPaths {
     by_path: std::collections::HashMap<Name, usize>,
+    /// The symbolic links the calls read: link path -> target.
+    links: std::collections::HashMap<Name, Name>,
     calls: usize,
     /// The earliest and the latest call's start.
     first: Option<i64>,
@@ -698,6 +707,11 @@ impl TracedPaths {
     /// Counts one more call.
     pub fn add(&mut self, o: &Op) {
         *self.by_path.entry(o.path.clone()).or_default() += 1;
+        if o.kind == statstorm_trace::op::OpKind::Readlink && o.ok() {
+            if let Some(t) = &o.path2 {
+                self.links.insert(o.path.clone(), t.clone());
+            }
+        }
         self.calls += 1;
         self.first = Some(self.first.map_or(o.t_us, |f| f.min(o.t_us)));
         self.last = Some(self.last.map_or(o.t_us, |l| l.max(o.t_us)));

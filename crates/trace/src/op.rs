@@ -129,7 +129,8 @@ pub struct Op {
     /// The file operated on, absolute when it could be resolved (shared:
     /// a copy of an op does not copy its path).
     pub path: Name,
-    /// Rename target.
+    /// Rename target; for a readlink, the target it returned (as stored
+    /// in the link: relative to the link's directory, or absolute).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path2: Option<Name>,
     #[serde(default)]
@@ -489,7 +490,10 @@ impl Normalizer {
             ),
             Kind::Readlink | Kind::Readlinkat => {
                 let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
-                mk(OpKind::Readlink, full)
+                let mut op = mk(OpKind::Readlink, full);
+                // the target it returned, as stored in the link
+                op.path2 = s(ev.path2).filter(|_| ok).as_deref().map(name);
+                op
             }
             Kind::Getcwd => {
                 // getcwd's "path" is the returned directory.
