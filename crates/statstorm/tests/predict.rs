@@ -464,3 +464,44 @@ fn call_latency_moves_the_race() {
         assert!(e.contains("--call-latency"), "{bad}: {e}");
     }
 }
+
+/// The recorded side of predict on a capture reached through a symbolic
+/// link (`current -> releases/12`), against what the real client sent for
+/// it in the lab (tests/fixtures/lab/cli-symlink-release.json, v3 noac:
+/// every walk revalidates, so a link walked as a directory shows) within
+/// max(5%, 2) for every RPC but ACCESS, whose count includes the mount
+/// root's here (the lab's replayer starts in the root, with its permission
+/// cached).
+#[test]
+fn predict_follows_the_links_the_capture_read_as_the_kernel_does() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/lab");
+    let lab: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("cli-symlink-release.json")).unwrap(),
+    )
+    .unwrap();
+    let run = lab["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["vers"] == "3" && r["options"] == "noac")
+        .expect("a v3 noac run");
+    let kernel = &run["requests"][0]["kernel"]["rpc"];
+    let cap = dir.join("cli-symlink-release.strace.gz");
+    let v = predict_json(&[
+        cap.to_str().unwrap(),
+        "--from-mount",
+        "vers=3,noac",
+        "--nfs-root",
+        lab["nfs_root"].as_str().unwrap(),
+    ]);
+    let model = &v["totals"]["recorded"]["rpc"];
+    assert!(kernel["READLINK"].as_u64().unwrap() >= 1, "{kernel}");
+    for (op, k) in kernel.as_object().unwrap() {
+        if op == "ACCESS" {
+            continue;
+        }
+        let (k, m) = (k.as_u64().unwrap(), model[op].as_u64().unwrap_or(0));
+        let tol = (k * 5 / 100).max(2);
+        assert!(k.abs_diff(m) <= tol, "{op}: kernel {k}, model {m}\n{model}");
+    }
+}
