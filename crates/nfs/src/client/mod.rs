@@ -188,6 +188,11 @@ pub struct Client {
     /// The current op's `.` components: for each, the index in its chain
     /// of the directory it is met in (taken by the op's first walk).
     dots: Vec<usize>,
+    /// The paths of `learned` by parent directory (what a listing primes).
+    learned_children: HashMap<PathId, Vec<PathId>>,
+    /// The namespace's paths by parent directory, made at the first
+    /// listing.
+    namespace_children: Option<std::collections::HashMap<String, Vec<String>>>,
     /// Where the current op's walk starts in its chain: the directory a
     /// relative path was given from (taken by the op's first walk).
     walk_start: usize,
@@ -595,6 +600,8 @@ impl Client {
             login: HashMap::default(),
             learned: HashMap::default(),
             dots: Vec::new(),
+            learned_children: HashMap::default(),
+            namespace_children: None,
             walk_start: 0,
             rpcs: Vec::new(),
             cur_pid: 0,
@@ -1079,24 +1086,20 @@ impl Client {
     /// proved to exist or the namespace lists (a trace does not show the
     /// names a listing returned).
     fn prime_children(&mut self, dir: PathId) {
-        let d = self.paths.string(dir);
-        let prefix = if d.ends_with('/') { d } else { format!("{d}/") };
-        let listed: Vec<String> = self
-            .params
-            .namespace
-            .iter()
-            .filter(|n| {
-                n.strip_prefix(prefix.as_str())
-                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
-            })
-            .cloned()
-            .collect();
-        let mut kids: Vec<PathId> = self
-            .learned
-            .iter()
-            .filter(|(p, &exists)| exists && self.paths.parent(**p) == dir)
-            .map(|(p, _)| *p)
-            .collect();
+        let ns = self.namespace_children.get_or_insert_with(|| {
+            let mut by_dir: std::collections::HashMap<String, Vec<String>> = Default::default();
+            for n in &self.params.namespace {
+                if let Some((d, name)) = n.rsplit_once('/') {
+                    if !name.is_empty() {
+                        let d = if d.is_empty() { "/" } else { d };
+                        by_dir.entry(d.to_string()).or_default().push(n.clone());
+                    }
+                }
+            }
+            by_dir
+        });
+        let listed = ns.get(&self.paths.string(dir)).cloned().unwrap_or_default();
+        let mut kids: Vec<PathId> = self.learned_children.get(&dir).cloned().unwrap_or_default();
         kids.extend(listed.iter().map(|n| self.paths.intern(n)));
         kids.sort_unstable();
         kids.dedup();
@@ -1385,7 +1388,10 @@ impl Client {
         let path = normalize(path);
         if self.under_root(&path) {
             let id = self.paths.intern(&path);
-            self.learned.insert(id, exists);
+            if self.learned.insert(id, exists).is_none() {
+                let parent = self.paths.parent(id);
+                self.learned_children.entry(parent).or_default().push(id);
+            }
         }
     }
 
