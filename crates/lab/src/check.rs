@@ -154,7 +154,9 @@ fn params(prepared: &Prepared, capture_root: &str, delegations: bool) -> ClientP
                 };
                 p.symlinks.insert(path.clone(), t);
             }
-            EntryKind::Dir => {}
+            EntryKind::Dir => {
+                p.dirs.insert(path.clone());
+            }
         }
         p.namespace.insert(path);
     }

@@ -42,13 +42,19 @@ fn the_model_agrees_with_the_kernel_on_every_lab_fixture() {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         assert_eq!(v["schema"], "statstorm.lab/1", "{}", f.display());
         let name = f.file_stem().unwrap().to_string_lossy().into_owned();
-        // the capture beside the JSON, else the PHP harness's
-        let own = dir.join(format!("{name}.strace.gz"));
-        let capture = if own.exists() {
-            own
-        } else {
-            root().join(format!("tests/fixtures/php/{name}.strace.gz"))
-        };
+        // the capture beside the JSON, else the PHP harness's (gzip or
+        // zstd)
+        let php = root().join("tests/fixtures/php");
+        let capture = [&dir, &php]
+            .iter()
+            .flat_map(|d| ["gz", "zst"].map(|x| d.join(format!("{name}.strace.{x}"))))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name}: no capture beside the JSON nor in {}",
+                    php.display()
+                )
+            });
         let trace = statstorm_trace::read_path(&capture).unwrap();
         let nfs_root = v["nfs_root"].as_str().unwrap();
         let prepared = replay::prepare(&trace, nfs_root.as_bytes(), b"/mnt/nfs");
