@@ -195,6 +195,26 @@ struct Ctx<'a> {
     /// ... but for a validation's stat as the capture timed it
     /// ([`PhpOp::stat_us`]; the kind of call, and its duration)
     anchor: Option<(OpKind, u64)>,
+    /// The lowering's names ([`Names`]).
+    names: Names,
+}
+
+/// The paths and errno names of the lowered calls, each stored once per
+/// [`Lowerer`]: a call emitted on a path seen before shares its name
+/// rather than copying it (bounded by the distinct paths).
+#[derive(Clone, Default)]
+struct Names(std::rc::Rc<std::cell::RefCell<HashSet<Name>>>);
+
+impl Names {
+    fn get(&self, s: &str) -> Name {
+        let mut set = self.0.borrow_mut();
+        if let Some(n) = set.get(s) {
+            return n.clone();
+        }
+        let n: Name = s.into();
+        set.insert(n.clone());
+        n
+    }
 }
 
 impl Ctx<'_> {
@@ -228,10 +248,10 @@ impl Ctx<'_> {
             pid: self.pid,
             uid: 0,
             kind,
-            path: path.into(),
+            path: self.names.get(path),
             path2: None,
             flags,
-            errno: errno.map(Into::into),
+            errno: errno.map(|e| self.names.get(e)),
             bytes: 0,
             walk_base: 0,
         });
@@ -704,6 +724,7 @@ pub struct Lowerer<'a> {
     last_start: i64,
     /// requests replayed whole, not yet taken by [`Lowerer::done`]
     finished: Vec<(usize, Vec<Op>)>,
+    names: Names,
 }
 
 impl<'a> Lowerer<'a> {
@@ -741,6 +762,7 @@ impl<'a> Lowerer<'a> {
             pushed: 0,
             last_start: i64::MIN,
             finished: Vec::new(),
+            names: Names::default(),
         }
     }
 
@@ -761,6 +783,7 @@ impl<'a> Lowerer<'a> {
                 busy_us: 0,
                 anchored: false,
                 anchor: None,
+                names: self.names.clone(),
             },
             included: HashMap::default(),
             added: HashMap::default(),
