@@ -201,6 +201,11 @@ pub struct Client {
     namespace_children: Option<std::collections::HashMap<String, Vec<String>>>,
     /// [`ClientParams::dirs`], interned.
     dirs: std::collections::HashSet<PathId>,
+    /// The links of [`ClientParams::symlinks`], interned.
+    links: std::collections::HashSet<PathId>,
+    /// The id of the current op's path (normalized, under the root), once
+    /// its walk has interned it.
+    op_id: Option<PathId>,
     /// Where the current op's walk starts in its chain: the directory a
     /// relative path was given from (taken by the op's first walk).
     walk_start: usize,
@@ -592,6 +597,22 @@ impl ServerChange {
 /// Lexical normalization (one definition, shared with the other model).
 pub use statstorm_trace::op::normalize_path as normalize;
 
+/// `p` normalized ([`normalize`]), borrowed when it already is (the
+/// engine's ops come normalized: no copy per call).
+fn normalized(p: &str) -> std::borrow::Cow<'_, str> {
+    let b = p.as_bytes();
+    let already = b.first() == Some(&b'/')
+        && (b.len() == 1 || b[b.len() - 1] != b'/')
+        && p[1..]
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..");
+    if already || p == "/" {
+        std::borrow::Cow::Borrowed(p)
+    } else {
+        std::borrow::Cow::Owned(normalize(p))
+    }
+}
+
 impl Client {
     pub fn new(opts: MountOptions, params: ClientParams) -> Client {
         let mut paths = Paths::default();
@@ -601,8 +622,15 @@ impl Client {
             .iter()
             .map(|d| paths.intern(&normalize(d)))
             .collect();
+        let links = params
+            .symlinks
+            .keys()
+            .map(|l| paths.intern(&normalize(l)))
+            .collect();
         Client {
             dirs,
+            links,
+            op_id: None,
             opts,
             params,
             paths,
@@ -1240,14 +1268,34 @@ impl Client {
     /// the link's directory (a relative target) or the root (absolute).
     /// Returns the path the walk ends on and, when a link was followed,
     /// the chain index the rest of the walk starts at.
-    fn follow_links(&mut self, op: &Op, path: String) -> (String, Option<usize>) {
-        if self.params.symlinks.is_empty() {
+    fn follow_links<'p>(
+        &mut self,
+        op: &Op,
+        path: std::borrow::Cow<'p, str>,
+        chain: &[PathId],
+    ) -> (std::borrow::Cow<'p, str>, Option<usize>) {
+        if self.links.is_empty() {
             return (path, None);
         }
         let follow_last = matches!(op.kind, OpKind::Stat | OpKind::Access | OpKind::Chdir)
             || (op.kind == OpKind::Open && !op.flags().has(Flags::O_NOFOLLOW));
+        // no component of the chain (below the root) is a known link: the
+        // walk is the chain (the common case, decided on ids)
+        let upto = if follow_last {
+            chain.len()
+        } else {
+            chain.len().saturating_sub(1)
+        };
+        if !chain
+            .get(1..upto)
+            .unwrap_or(&[])
+            .iter()
+            .any(|id| self.links.contains(id))
+        {
+            return (path, None);
+        }
         let root = self.params.nfs_root.clone();
-        let mut cur = path;
+        let mut cur = path.into_owned();
         let mut start = None;
         for _ in 0..40 {
             let rel = if root == "/" {
@@ -1310,7 +1358,7 @@ impl Client {
                 break;
             }
         }
-        (cur, start)
+        (std::borrow::Cow::Owned(cur), start)
     }
 
     /// Where the `.` components of `raw` (an op's path as the call gave
@@ -1395,44 +1443,58 @@ impl Client {
         let enoent = matches!(op.errno.as_deref(), Some("ENOENT"));
         match op.kind {
             OpKind::Unlink | OpKind::Rmdir if ok => {
-                self.learn(&op.path, false);
+                self.learn_op(op, false);
             }
             OpKind::Rename if ok => {
                 if let Some(to) = op.path2.as_deref() {
-                    self.learn(&op.path, false);
+                    self.learn_op(op, false);
                     self.learn(to, true);
                 }
             }
             OpKind::Rename => {}
             _ if ok => {
-                self.learn(&op.path, true);
+                self.learn_op(op, true);
             }
             _ if enoent => {
-                self.learn(&op.path, false);
+                self.learn_op(op, false);
             }
             _ => {}
+        }
+    }
+
+    /// [`Client::learn`] of `op.path`, by the id its walk interned when it
+    /// made one ([`Client::op_id`]).
+    fn learn_op(&mut self, op: &Op, exists: bool) {
+        match self.op_id {
+            Some(id) => self.learn_id(id, exists),
+            None => self.learn(&op.path, exists),
         }
     }
 
     /// Records what an op proved about `path`. Only paths under the root
     /// are ever asked about (an O_CREAT open), so only those are kept.
     fn learn(&mut self, path: &str, exists: bool) {
-        let path = normalize(path);
+        let path = normalized(path);
         if self.under_root(&path) {
             let id = self.paths.intern(&path);
-            if self.learned.insert(id, exists).is_none() {
-                let parent = self.paths.parent(id);
-                self.learned_children.entry(parent).or_default().push(id);
-            }
+            self.learn_id(id, exists);
+        }
+    }
+
+    fn learn_id(&mut self, id: PathId, exists: bool) {
+        if self.learned.insert(id, exists).is_none() {
+            let parent = self.paths.parent(id);
+            self.learned_children.entry(parent).or_default().push(id);
         }
     }
 
     fn apply_inner(&mut self, op: &Op, index: usize) {
+        self.op_id = None;
         if !op.path.starts_with('/') {
             // unresolved relative path (cwd unknown): cannot be placed
             return;
         }
-        let path = normalize(&op.path);
+        let path = normalized(&op.path);
         if !self.under_root(&path) {
             // A rename may still move a file onto the mount; ignore.
             return;
@@ -1444,14 +1506,15 @@ impl Client {
         self.ensure_root();
         self.run_renewd(op.t_us);
         self.dots = self.dot_positions(&op.path);
-        let n = self.chain(&path).len();
-        self.walk_start = self.walk_start_of(op, n);
-        let (path, link_start) = self.follow_links(op, path);
-        if !self.under_root(&path) {
-            return; // a link led off the mount
-        }
         let mut chain = self.chain(&path);
+        self.op_id = chain.last().copied();
+        self.walk_start = self.walk_start_of(op, chain.len());
+        let (path, link_start) = self.follow_links(op, path, &chain);
         if let Some(start) = link_start {
+            if !self.under_root(&path) {
+                return; // a link led off the mount
+            }
+            chain = self.chain(&path);
             self.dots.clear();
             self.walk_start = if start + 1 < chain.len() { start } else { 0 };
         }

@@ -7,9 +7,9 @@
 //! 4.35 GB). Node 0 is `/`. Ids are given in the order paths are first
 //! seen, so they are deterministic for a given input.
 
-/// Keyed by (parent id, name): the project's fast hash, as the client's
-/// maps.
-type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
+use hashbrown::HashTable;
+use statstorm_trace::event::FastHash;
+use std::hash::{BuildHasher, Hasher};
 
 /// An interned path (an index into [`Paths`]).
 pub type PathId = u32;
@@ -21,14 +21,24 @@ pub const SLASH: PathId = 0;
 pub struct Paths {
     /// (parent, last component) of each path; `/` is its own parent.
     nodes: Vec<(PathId, Box<str>)>,
-    index: HashMap<(PathId, Box<str>), PathId>,
+    /// The ids by (parent, name), hashed with the project's fast hash and
+    /// compared against `nodes`: a lookup of a known path allocates
+    /// nothing (the client walks every call's path through here).
+    index: HashTable<PathId>,
+}
+
+fn key_hash(parent: PathId, name: &str) -> u64 {
+    let mut h = FastHash.build_hasher();
+    h.write_u32(parent);
+    h.write(name.as_bytes());
+    h.finish()
 }
 
 impl Default for Paths {
     fn default() -> Self {
         Paths {
             nodes: vec![(SLASH, "".into())],
-            index: HashMap::default(),
+            index: HashTable::new(),
         }
     }
 }
@@ -36,13 +46,21 @@ impl Default for Paths {
 impl Paths {
     /// `parent/name` (`name`: one component, no `/`).
     pub fn child(&mut self, parent: PathId, name: &str) -> PathId {
-        let key = (parent, Box::<str>::from(name));
-        if let Some(&id) = self.index.get(&key) {
+        let Paths { nodes, index } = self;
+        let h = key_hash(parent, name);
+        let same = |&id: &PathId| {
+            let (p, n) = &nodes[id as usize];
+            *p == parent && &**n == name
+        };
+        if let Some(&id) = index.find(h, same) {
             return id;
         }
-        let id = PathId::try_from(self.nodes.len()).expect("fewer than 2^32 distinct paths");
-        self.nodes.push((parent, key.1.clone()));
-        self.index.insert(key, id);
+        let id = PathId::try_from(nodes.len()).expect("fewer than 2^32 distinct paths");
+        nodes.push((parent, name.into()));
+        index.insert_unique(h, id, |&id| {
+            let (p, n) = &nodes[id as usize];
+            key_hash(*p, n)
+        });
         id
     }
 
