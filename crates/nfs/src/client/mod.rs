@@ -1940,11 +1940,13 @@ impl Client {
         self.return_delegation(to);
         self.emit(RpcOp::Rename, from);
         // move client state of `from` (and below) to `to`
+        // (the paths below `from`, not every inode: a deploy's renames
+        // each scanned the whole cache)
         let mut moved: Vec<PathId> = self
-            .inodes
-            .keys()
-            .copied()
-            .filter(|&k| self.paths.is_within(k, from))
+            .paths
+            .subtree(from)
+            .into_iter()
+            .filter(|k| self.inodes.contains_key(k))
             .collect();
         moved.sort_unstable();
         self.inodes.remove(&to);

@@ -17,10 +17,18 @@ pub type PathId = u32;
 /// The root, `/`.
 pub const SLASH: PathId = 0;
 
+/// No node (the end of a child or sibling list).
+const NONE: PathId = PathId::MAX;
+
 #[derive(Clone, Debug)]
 pub struct Paths {
     /// (parent, last component) of each path; `/` is its own parent.
     nodes: Vec<(PathId, Box<str>)>,
+    /// Each node's first child and next sibling ([`NONE`] for none): a
+    /// subtree is listed in its own size ([`Paths::subtree`]), 8 bytes a
+    /// node.
+    first_child: Vec<PathId>,
+    next_sibling: Vec<PathId>,
     /// The ids by (parent, name), hashed with the project's fast hash and
     /// compared against `nodes`: a lookup of a known path allocates
     /// nothing (the client walks every call's path through here).
@@ -38,6 +46,8 @@ impl Default for Paths {
     fn default() -> Self {
         Paths {
             nodes: vec![(SLASH, "".into())],
+            first_child: vec![NONE],
+            next_sibling: vec![NONE],
             index: HashTable::new(),
         }
     }
@@ -46,7 +56,12 @@ impl Default for Paths {
 impl Paths {
     /// `parent/name` (`name`: one component, no `/`).
     pub fn child(&mut self, parent: PathId, name: &str) -> PathId {
-        let Paths { nodes, index } = self;
+        let Paths {
+            nodes,
+            first_child,
+            next_sibling,
+            index,
+        } = self;
         let h = key_hash(parent, name);
         let same = |&id: &PathId| {
             let (p, n) = &nodes[id as usize];
@@ -57,6 +72,9 @@ impl Paths {
         }
         let id = PathId::try_from(nodes.len()).expect("fewer than 2^32 distinct paths");
         nodes.push((parent, name.into()));
+        first_child.push(NONE);
+        next_sibling.push(first_child[parent as usize]);
+        first_child[parent as usize] = id;
         index.insert_unique(h, id, |&id| {
             let (p, n) = &nodes[id as usize];
             key_hash(*p, n)
@@ -88,7 +106,23 @@ impl Paths {
         self.nodes[id as usize].0
     }
 
+    /// `id` and every path below it (in no particular order).
+    pub fn subtree(&self, id: PathId) -> Vec<PathId> {
+        let mut out = vec![id];
+        let mut i = 0;
+        while i < out.len() {
+            let mut c = self.first_child[out[i] as usize];
+            while c != NONE {
+                out.push(c);
+                c = self.next_sibling[c as usize];
+            }
+            i += 1;
+        }
+        out
+    }
+
     /// Whether `id` is `anc` or below it.
+    #[cfg(test)]
     pub fn is_within(&self, mut id: PathId, anc: PathId) -> bool {
         loop {
             if id == anc {
@@ -157,6 +191,14 @@ mod tests {
         let g = p.rebase(f, a, z);
         assert_eq!(p.string(g), "/m/z/b/c.php");
         assert_eq!(p.string(SLASH), "/");
+        let mut sub = p.subtree(m);
+        sub.sort_unstable();
+        let mut within: Vec<PathId> = (0..p.nodes.len() as PathId)
+            .filter(|&k| p.is_within(k, m))
+            .collect();
+        within.sort_unstable();
+        assert_eq!(sub, within);
+        assert_eq!(p.subtree(f), vec![f]);
         assert_eq!(p.intern("/"), SLASH);
     }
 }
