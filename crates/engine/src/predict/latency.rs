@@ -298,9 +298,6 @@ fn spec(
 ) -> RequestSpec {
     let wall = (p.end_us - p.start_us).max(0) as u128;
     let cpu_ns = cpu_us as u128 * 1000;
-    // stable: calls at one time keep the order the NFS model replayed them in
-    let mut order: Vec<usize> = (0..rpcs.len()).collect();
-    order.sort_by_key(|&i| rpcs.t_us(i));
     let mut steps = Vec::new();
     let mut spent: u128 = 0;
     let cpu_at = |pos_us: i64| -> u128 {
@@ -311,9 +308,7 @@ fn spec(
         cpu_ns * pos / wall
     };
     // The simulator adds up a run of CPU steps as one (`Engine::advance`:
-    // CPU time touches nothing shared), so a run is kept as one step: on
-    // storage that is not NFS every call is CPU time, and a request one
-    // step instead of two a call (the bench log's 1.15 GB: 0.4 GB less).
+    // CPU time touches nothing shared), so a run is kept as one step.
     fn cpu(steps: &mut Vec<Step>, ns: u64) {
         if let Some(Step::Cpu { ns: last }) = steps.last_mut() {
             if let Some(sum) = last.checked_add(ns) {
@@ -323,6 +318,40 @@ fn spec(
         }
         steps.push(Step::Cpu { ns });
     }
+    if let Some(costs) = local {
+        // storage that is not NFS: every step is CPU time (the calls', at
+        // their kind's cost, and the request's own), so the request is one
+        // step of their sum (the same as the steps one by one: see `cpu`)
+        let ns = |k: OpKind| -> u128 {
+            let us = costs.get(&k).copied().map_or(LOCAL_OP_US, |u| u as f64);
+            (us * 1000.0) as u64 as u128
+        };
+        let listed = (0..rpcs.len()).map(|i| (rpcs.kind(i), 1u64));
+        let counted = rpcs.counted().iter().map(|&(k, n)| (Some(k), n));
+        let (mut n, mut total) = (0u64, cpu_ns);
+        for (k, c) in listed.chain(counted) {
+            n += c;
+            total += c as u128 * k.map_or((LOCAL_OP_US * 1000.0) as u64 as u128, ns);
+        }
+        calls.1 += n;
+        if n > 0 || cpu_ns > 0 {
+            loop {
+                let part = total.min(u64::MAX as u128);
+                steps.push(Step::Cpu { ns: part as u64 });
+                total -= part;
+                if total == 0 {
+                    break;
+                }
+            }
+        }
+        return RequestSpec {
+            start_ns: Some(((p.start_us - t0_us).max(0) as u64) * 1000),
+            steps,
+        };
+    }
+    // stable: calls at one time keep the order the NFS model replayed them in
+    let mut order: Vec<usize> = (0..rpcs.len()).collect();
+    order.sort_by_key(|&i| rpcs.t_us(i));
     for i in order {
         let c = cpu_at(rpcs.t_us(i)).saturating_sub(spent);
         if c > 0 {
@@ -330,15 +359,7 @@ fn spec(
             spent += c;
         }
         let sent = rpcs.of(i);
-        if let Some(costs) = local {
-            // storage that is not NFS: the call's time, its kind's
-            calls.1 += 1;
-            let us = rpcs
-                .kind(i)
-                .and_then(|k| costs.get(&k).copied())
-                .map_or(LOCAL_OP_US, |u| u as f64);
-            cpu(&mut steps, (us * 1000.0) as u64);
-        } else if sent.is_empty() {
+        if sent.is_empty() {
             calls.1 += 1;
             steps.push(Step::Local { key: None });
         } else {

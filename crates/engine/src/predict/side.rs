@@ -119,8 +119,8 @@ pub(crate) fn run(
             merge.add(n + b, Source::Borrowed(ops));
         }
     }
-    // without NFS, each call's start and kind for the latency simulation
-    // (its cost: the capture's time for the kind)
+    // without NFS, each request's calls by kind for the latency simulation
+    // (a call's cost: the capture's time for its kind)
     let local = list && nfs.is_none();
     let mut local_lists: Vec<OpRpcs> = if local {
         vec![OpRpcs::default(); n]
@@ -132,7 +132,7 @@ pub(crate) fn run(
             counts[i] = count_by_syscall(&ops);
             if let Some(l) = local_lists.get_mut(i) {
                 for o in &ops {
-                    l.push(o.t_us, o.kind, &[]);
+                    l.count(o.kind);
                 }
             }
             if keep {
