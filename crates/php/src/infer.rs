@@ -80,8 +80,8 @@ fn smallest_with_at_most(f: &dyn Fn(u64) -> u64, n: u64, mut lo: u64, mut hi: u6
 
 /// Round budgets (KiB) to try near where `f` (count by budget in KiB)
 /// reaches `n`.
-fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64) -> Vec<u64> {
-    let edge = smallest_with_at_most(f, n, 1, MAX_BUDGET_KIB).unwrap_or(MAX_BUDGET_KIB);
+fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64, hi: u64) -> Vec<u64> {
+    let edge = smallest_with_at_most(f, n, 1, hi).unwrap_or(MAX_BUDGET_KIB);
     let mut c: Vec<u64> = (0..=20)
         .map(|i| 1u64 << i)
         .filter(|&k| k * 4 >= edge && k <= edge * 4)
@@ -95,6 +95,10 @@ fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64) -> Vec<u64> {
 /// A setting tried: realpath_cache_size in KiB and realpath_cache_ttl,
 /// each None for the inferred one.
 type Trial = (Option<u64>, Option<u64>);
+
+/// What a trial gave: the lstat count, and the realpath caches' peak
+/// (`RealpathCache::peak`: bytes, whether an entry was refused).
+type Outcome = (u64, (u64, bool));
 
 /// One candidate: (distance to the recorded count, not the default TTL,
 /// budget not a power of two, budget KiB or None for the inferred one,
@@ -121,11 +125,11 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     // the bisection and the candidates near its edge try the same
     // settings again: each is lowered once; lists of trials are lowered
     // in parallel, all with one file cache as it starts
-    let tried: Mutex<HashMap<Trial, u64>> = Default::default();
+    let tried: Mutex<HashMap<Trial, Outcome>> = Default::default();
     let (target, disk) = trial_inputs(&sub, &base);
-    let count = |kib: Option<u64>, ttl: Option<u64>| {
-        if let Some(&n) = tried.lock().expect("trials").get(&(kib, ttl)) {
-            return n;
+    let run = |kib: Option<u64>, ttl: Option<u64>| {
+        if let Some(&r) = tried.lock().expect("trials").get(&(kib, ttl)) {
+            return r;
         }
         let mut c = base.clone();
         if let Some(k) = kib {
@@ -134,9 +138,29 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
         if let Some(t) = ttl {
             c.realpath_cache_ttl = t;
         }
-        let n = lstats(&crate::lower::lower_from(&sub, &c, &target, disk.clone()));
-        tried.lock().expect("trials").insert((kib, ttl), n);
-        n
+        let (ops, peak) = crate::lower::lower_from_peak(&sub, &c, &target, disk.clone());
+        let r = (lstats(&ops), peak);
+        tried.lock().expect("trials").insert((kib, ttl), r);
+        r
+    };
+    let count = |kib: Option<u64>, ttl: Option<u64>| run(kib, ttl).0;
+    // The bisection's top for a TTL: the largest budget runs first; if no
+    // cache refused an entry there, every budget at or above its peak
+    // behaves the same (RealpathCache::peak), so the search stops there
+    // (the trial recorded under that budget too): about 11 halvings for
+    // an application's few MB instead of 20.
+    let top = |ttl: Option<u64>| -> u64 {
+        let (n, (peak, refused)) = run(Some(MAX_BUDGET_KIB), ttl);
+        if refused {
+            return MAX_BUDGET_KIB;
+        }
+        let hi = peak.div_ceil(1024).clamp(1, MAX_BUDGET_KIB);
+        tried
+            .lock()
+            .expect("trials")
+            .entry((Some(hi), ttl))
+            .or_insert((n, (peak, false)));
+        hi
     };
     let count_all = |trials: &[Trial]| {
         trials.par_iter().for_each(|&(k, t)| {
@@ -160,7 +184,7 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     // walks that repeat while others stop at a cached directory: a budget
     if w.evidence.realpath_partial {
         let by_kib = |k: u64| count(Some(k), None);
-        let ks = budget_candidates(&by_kib, n);
+        let ks = budget_candidates(&by_kib, n, top(None));
         count_all(&ks.iter().map(|&k| (Some(k), None)).collect::<Vec<_>>());
         for k in ks {
             cands.push(cand(Some(k), None));
@@ -177,7 +201,7 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
             .par_iter()
             .map(|&t| {
                 let by_kib = |k: u64| count(Some(k), Some(t));
-                let ks = budget_candidates(&by_kib, n);
+                let ks = budget_candidates(&by_kib, n, top(Some(t)));
                 count_all(&ks.iter().map(|&k| (Some(k), Some(t))).collect::<Vec<_>>());
                 (t, ks)
             })
@@ -336,7 +360,7 @@ mod tests {
     #[test]
     fn budget_candidates_are_round_and_near() {
         let f = |k: u64| if k < 16 { 100 } else { 50 };
-        let c = budget_candidates(&f, 50);
+        let c = budget_candidates(&f, 50, MAX_BUDGET_KIB);
         assert!(c.contains(&16) && c.contains(&8) && c.contains(&64) && c.contains(&24));
         assert!(!c.contains(&128));
     }

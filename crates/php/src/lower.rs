@@ -628,6 +628,17 @@ pub fn lower_from(
     target: &BTreeMap<OpKind, u64>,
     disk: Option<Disk>,
 ) -> Vec<Vec<Op>> {
+    lower_from_peak(w, cfg, target, disk).0
+}
+
+/// [`lower_from`], with the realpath caches' [`Lowerer::realpath_peak`]
+/// at the end.
+pub fn lower_from_peak(
+    w: &Workload,
+    cfg: &PhpConfig,
+    target: &BTreeMap<OpKind, u64>,
+    disk: Option<Disk>,
+) -> (Vec<Vec<Op>>, (u64, bool)) {
     let mut low = Lowerer::with_file_cache(w, cfg, target, disk);
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
@@ -638,10 +649,11 @@ pub fn lower_from(
             out[k] = ops;
         }
     }
-    for (k, ops) in low.finish() {
+    low.run(None);
+    for (k, ops) in std::mem::take(&mut low.finished) {
         out[k] = ops;
     }
-    out
+    (out, low.realpath_peak())
 }
 
 /// The latency of each kind of call on the lowered side: the capture's
@@ -725,6 +737,9 @@ pub struct Lowerer<'a> {
     /// requests replayed whole, not yet taken by [`Lowerer::done`]
     finished: Vec<(usize, Vec<Op>)>,
     names: Names,
+    /// [`RealpathCache::peak`] of the php-cli requests' caches (each its
+    /// own process), folded as they end.
+    cli_peak: (u64, bool),
 }
 
 impl<'a> Lowerer<'a> {
@@ -763,6 +778,7 @@ impl<'a> Lowerer<'a> {
             last_start: i64::MIN,
             finished: Vec::new(),
             names: Names::default(),
+            cli_peak: (0, false),
         }
     }
 
@@ -881,6 +897,17 @@ impl<'a> Lowerer<'a> {
         }
         st.cx.out.shrink_to_fit();
         self.finished.push((idx, st.cx.out));
+        let (p, r) = wk.realpath.peak();
+        self.cli_peak = (self.cli_peak.0.max(p), self.cli_peak.1 | r);
+    }
+
+    /// The realpath caches' [`RealpathCache::peak`] over every process so
+    /// far: the most bytes one held, and whether any refused an entry.
+    pub fn realpath_peak(&self) -> (u64, bool) {
+        self.workers
+            .values()
+            .map(|w| w.realpath.peak())
+            .fold(self.cli_peak, |(a, x), (b, y)| (a.max(b), x | y))
     }
 
     /// Queues the next operation of live request `i` at its time (never

@@ -105,6 +105,11 @@ pub struct RealpathCache {
     bytes: u64,
     limit: u64,
     ttl: u64,
+    /// The most bytes ever in use, and whether an entry was ever refused
+    /// for want of room: with no refusal, any budget of at least `peak`
+    /// behaves as this one did ([`RealpathCache::peak`]).
+    peak: u64,
+    refused: bool,
 }
 
 impl RealpathCache {
@@ -116,7 +121,17 @@ impl RealpathCache {
             bytes: 0,
             limit,
             ttl,
+            peak: 0,
+            refused: false,
         }
+    }
+
+    /// The most bytes ever in use, and whether the limit ever refused an
+    /// entry. Without a refusal every limit of at least that many bytes
+    /// gives the same hits and misses (an entry is refused only when it
+    /// would take the cache past its limit).
+    pub fn peak(&self) -> (u64, bool) {
+        (self.peak, self.refused)
     }
 
     /// Whether lookups happen at all (`realpath_cache_size_limit != 0`).
@@ -160,6 +175,7 @@ impl RealpathCache {
     pub fn add(&mut self, path: &str, realpath: &str, now: i64) {
         let n = entry_bytes(path, realpath);
         if self.bytes + n > self.limit {
+            self.refused = true;
             return;
         }
         if self.chains.is_empty() {
@@ -173,6 +189,7 @@ impl RealpathCache {
             bytes: n,
         });
         self.bytes += n;
+        self.peak = self.peak.max(self.bytes);
     }
 
     /// `tsrm_realpath_r` of an existing path at `now` (R53): from the full
@@ -335,6 +352,39 @@ mod tests {
         assert_eq!(c.paths().count(), 5);
         // a symlink's entry holds both names
         assert_eq!(entry_bytes("/tmp/rc/lnk", "/tmp/rc/a/bb"), 73);
+        // the peak: 290 bytes held, two entries refused
+        assert_eq!(c.peak(), (290, true));
+    }
+
+    /// A cache whose limit is at least another's peak, where that one
+    /// refused nothing, keeps the same entries (what the settings search
+    /// relies on to stop its bisection at the peak).
+    #[test]
+    fn a_limit_at_the_peak_behaves_as_no_limit() {
+        let paths = ["/a", "/a/b", "/a/b/c.php", "/a/d.php", "/a/b/e.php"];
+        let mut big = RealpathCache::new(1 << 30, 2);
+        for (t, p) in paths.iter().enumerate() {
+            big.add(p, p, t as i64);
+            big.find("/a", t as i64);
+        }
+        let (peak, refused) = big.peak();
+        assert!(!refused && peak > 0);
+        let mut at = RealpathCache::new(peak, 2);
+        let mut below = RealpathCache::new(peak - 1, 2);
+        for (t, p) in paths.iter().enumerate() {
+            at.add(p, p, t as i64);
+            at.find("/a", t as i64);
+            below.add(p, p, t as i64);
+            below.find("/a", t as i64);
+        }
+        let sorted = |c: &RealpathCache| {
+            let mut v: Vec<String> = c.paths().map(str::to_string).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(&at), sorted(&big));
+        assert_eq!(at.peak(), (peak, false));
+        assert!(below.peak().1, "one byte less refuses an entry");
     }
 
     #[test]
