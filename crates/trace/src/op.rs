@@ -60,6 +60,22 @@ pub fn normalize_path(p: &str) -> String {
     out
 }
 
+/// [`normalize_path`], borrowing `p` when it already is normalized (paths
+/// the normalizer gave out: no copy for a model that takes them again).
+pub fn normalized_path(p: &str) -> std::borrow::Cow<'_, str> {
+    let already = p == "/"
+        || (p.starts_with('/')
+            && !p.ends_with('/')
+            && p[1..]
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != ".."));
+    if already {
+        std::borrow::Cow::Borrowed(p)
+    } else {
+        std::borrow::Cow::Owned(normalize_path(p))
+    }
+}
+
 /// What a normalized operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -567,6 +583,25 @@ impl Normalizer {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn normalized_path_borrows_only_what_is_already_normal() {
+        for p in ["/", "/a", "/a/b.php", "/a/.b"] {
+            assert!(
+                matches!(normalized_path(p), std::borrow::Cow::Borrowed(_)),
+                "{p}"
+            );
+        }
+        for p in [
+            "", "a/b", "/a/", "//a", "/a/./b", "/a/../b", "/a/.", "/a/..",
+        ] {
+            assert!(
+                matches!(normalized_path(p), std::borrow::Cow::Owned(_)),
+                "{p}"
+            );
+            assert_eq!(normalized_path(p), normalize_path(p), "{p}");
+        }
+    }
     use super::*;
     use crate::event::{Errno, PathId};
 

@@ -322,8 +322,10 @@ fn spec(
         // storage that is not NFS: every step is CPU time (the calls', at
         // their kind's cost, and the request's own), so the request is one
         // step of their sum (the same as the steps one by one: see `cpu`)
-        let ns = |k: OpKind| -> u128 {
-            let us = costs.get(&k).copied().map_or(LOCAL_OP_US, |u| u as f64);
+        let ns = |k: Option<OpKind>| -> u128 {
+            let us = k
+                .and_then(|k| costs.get(&k).copied())
+                .map_or(LOCAL_OP_US, |u| u as f64);
             (us * 1000.0) as u64 as u128
         };
         let listed = (0..rpcs.len()).map(|i| (rpcs.kind(i), 1u64));
@@ -331,7 +333,7 @@ fn spec(
         let (mut n, mut total) = (0u64, cpu_ns);
         for (k, c) in listed.chain(counted) {
             n += c;
-            total += c as u128 * k.map_or((LOCAL_OP_US * 1000.0) as u64 as u128, ns);
+            total += c as u128 * ns(k);
         }
         calls.1 += n;
         if n > 0 || cpu_ns > 0 {

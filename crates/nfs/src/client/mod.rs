@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 /// SipHash, which took ~8% of predict's cycles with NFS options (a
 /// capture is not adversarial hash-flooding input).
 type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
+type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
 
 const S: i64 = 1_000_000;
 
@@ -200,9 +201,10 @@ pub struct Client {
     /// listing.
     namespace_children: Option<std::collections::HashMap<String, Vec<String>>>,
     /// [`ClientParams::dirs`], interned.
-    dirs: std::collections::HashSet<PathId>,
-    /// The links of [`ClientParams::symlinks`], interned.
-    links: std::collections::HashSet<PathId>,
+    dirs: HashSet<PathId>,
+    /// The links of [`ClientParams::symlinks`], interned (asked at every
+    /// walk).
+    links: HashSet<PathId>,
     /// The id of the current op's path (normalized, under the root), once
     /// its walk has interned it.
     op_id: Option<PathId>,
@@ -597,21 +599,7 @@ impl ServerChange {
 /// Lexical normalization (one definition, shared with the other model).
 pub use statstorm_trace::op::normalize_path as normalize;
 
-/// `p` normalized ([`normalize`]), borrowed when it already is (the
-/// engine's ops come normalized: no copy per call).
-fn normalized(p: &str) -> std::borrow::Cow<'_, str> {
-    let b = p.as_bytes();
-    let already = b.first() == Some(&b'/')
-        && (b.len() == 1 || b[b.len() - 1] != b'/')
-        && p[1..]
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..");
-    if already || p == "/" {
-        std::borrow::Cow::Borrowed(p)
-    } else {
-        std::borrow::Cow::Owned(normalize(p))
-    }
-}
+use statstorm_trace::op::normalized_path as normalized;
 
 impl Client {
     pub fn new(opts: MountOptions, params: ClientParams) -> Client {
