@@ -1585,7 +1585,7 @@ fn lower_op(
             cx.emit(OpKind::Open, path, *flags, None);
         }
         PhpOpKind::Write { op } => {
-            let mut op = op.clone();
+            let mut op = Op::clone(op);
             op.t_us = cx.t_us;
             op.pid = r.pid;
             if op.ok() && matches!(op.kind, OpKind::Unlink | OpKind::Rename | OpKind::Rmdir) {
@@ -1608,7 +1608,7 @@ fn lower_op(
             }
         }
         PhpOpKind::Raw { op } => {
-            let mut op = op.clone();
+            let mut op = Op::clone(op);
             op.t_us = cx.t_us;
             op.pid = r.pid;
             cx.push(op);

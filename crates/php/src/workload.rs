@@ -113,7 +113,7 @@ pub enum PhpOpKind {
         flags: u32,
     },
     /// unlink/rename/rmdir: clear the worker's realpath cache (R57).
-    Write { op: Op },
+    Write { op: Box<Op> },
     /// OPcache starting in a php-cli process (measured; not in
     /// SEMANTICS.md: docs/php-model.md "CLI OPcache startup"): its lock file, created
     /// with a random name in `lock_dir` (`opcache.lockfile_path`), made
@@ -127,7 +127,7 @@ pub enum PhpOpKind {
     OpcacheStartup { lock_dir: String },
     /// A filesystem call the model does not derive from PHP settings; it
     /// is replayed as recorded.
-    Raw { op: Op },
+    Raw { op: Box<Op> },
 }
 
 impl PhpOpKind {

@@ -488,7 +488,7 @@ impl Lifter {
                             *fstats += 1;
                         } else {
                             let t = op.t_us;
-                            self.push(t, PhpOpKind::Raw { op });
+                            self.push(t, PhpOpKind::Raw { op: Box::new(op) });
                         }
                         return;
                     }
@@ -526,19 +526,19 @@ impl Lifter {
                                         let mut o = op.clone();
                                         o.kind = k;
                                         o.t_us = t;
-                                        self.push(t, PhpOpKind::Raw { op: o });
+                                        self.push(t, PhpOpKind::Raw { op: Box::new(o) });
                                     }
                                 }
                             }
                             let t = op.t_us;
-                            self.push(t, PhpOpKind::Raw { op });
+                            self.push(t, PhpOpKind::Raw { op: Box::new(op) });
                             return;
                         }
                         if let PhpOpKind::Compile { reads, .. } = &mut self.out[idx].kind {
                             *reads += 1;
                         } else {
                             let t = op.t_us;
-                            self.push(t, PhpOpKind::Raw { op });
+                            self.push(t, PhpOpKind::Raw { op: Box::new(op) });
                         }
                         return;
                     }
@@ -547,7 +547,7 @@ impl Lifter {
                             *keep_open = false;
                         } else {
                             let t = op.t_us;
-                            self.push(t, PhpOpKind::Raw { op });
+                            self.push(t, PhpOpKind::Raw { op: Box::new(op) });
                         }
                         self.active = None;
                         return;
@@ -564,7 +564,7 @@ impl Lifter {
             // system-tzdata patch to ext/date/lib/parse_tz.c)
             self.flush();
             let t = op.t_us;
-            self.push(t, PhpOpKind::Raw { op });
+            self.push(t, PhpOpKind::Raw { op: Box::new(op) });
             return;
         }
         let readonly = op.flags & (Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT) == 0;
@@ -631,7 +631,7 @@ impl Lifter {
                 self.root_first.insert(op.path.to_string());
                 self.flush();
                 let t = op.t_us;
-                self.push(t, PhpOpKind::Raw { op });
+                self.push(t, PhpOpKind::Raw { op: Box::new(op) });
             }
             // libsqlite3's own `stat`s of a database it walked root-first
             // (unixOpen, journal and WAL checks): not PHP's file functions,
@@ -646,7 +646,7 @@ impl Lifter {
             {
                 self.flush();
                 let t = op.t_us;
-                self.push(t, PhpOpKind::Raw { op });
+                self.push(t, PhpOpKind::Raw { op: Box::new(op) });
             }
             OpKind::Stat if op.path.ends_with("/.user.ini") => {
                 self.flush();
@@ -720,12 +720,12 @@ impl Lifter {
             {
                 self.flush();
                 let t = op.t_us;
-                self.push(t, PhpOpKind::Write { op });
+                self.push(t, PhpOpKind::Write { op: Box::new(op) });
             }
             _ => {
                 self.flush();
                 let t = op.t_us;
-                self.push(t, PhpOpKind::Raw { op });
+                self.push(t, PhpOpKind::Raw { op: Box::new(op) });
             }
         }
     }
@@ -792,7 +792,12 @@ pub fn lift_request(
                 // the same function unlinks the lock file at once
                 continue;
             }
-            l.push(o.t_us, PhpOpKind::Raw { op: o.clone() });
+            l.push(
+                o.t_us,
+                PhpOpKind::Raw {
+                    op: Box::new(o.clone()),
+                },
+            );
         }
         opcache_cli = lock.is_some();
         lock_path = lock.map(str::to_string);
@@ -2161,7 +2166,7 @@ mod tests {
             t_off_us: t,
             stat_us: None,
             kind: PhpOpKind::Write {
-                op: op(t, OpKind::Unlink, path, false),
+                op: Box::new(op(t, OpKind::Unlink, path, false)),
             },
         };
         let create = |t: i64, path: &str| PhpOp {
