@@ -69,6 +69,7 @@ pub mod capture;
 pub mod check;
 pub mod diagnose;
 pub mod evidence;
+mod memory;
 pub mod nfs_setup;
 pub mod predict;
 pub mod settings;

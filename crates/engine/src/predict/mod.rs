@@ -715,6 +715,7 @@ impl Capture {
         if let Some(source) = rec.take_error() {
             return Err(Error::spill(source));
         }
+        crate::memory::give_back();
         // the recorded calls' paths, for the choice of NFS roots
         let mut traced = crate::nfs_setup::TracedPaths::default();
         if args.nfs.replays() {
