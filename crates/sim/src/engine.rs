@@ -10,6 +10,7 @@ use crate::report::*;
 use crate::request::{RequestSpec, Step};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
@@ -198,9 +199,25 @@ pub fn simulate_requests(
     if reqs.is_empty() {
         return Err("no requests to simulate".into());
     }
-    let mut e = Engine::new(reqs, params, seed)?;
+    let mut e = Engine::new(reqs, sizes(reqs), params, seed)?;
     e.run();
     Ok(e.report(seed))
+}
+
+/// The steps and RPCs of `reqs`, for the compiled arrays' capacities
+/// (grown by doubling, they would hold up to twice as much, and the copy
+/// of each growth besides).
+fn sizes(reqs: &[RequestSpec]) -> (usize, usize) {
+    let mut n = (0usize, 0usize);
+    for r in reqs {
+        n.0 += r.steps.len();
+        for s in &r.steps {
+            if let Step::Rpcs { ops, .. } = s {
+                n.1 += ops.len();
+            }
+        }
+    }
+    n
 }
 
 /// What happened to the requests of one shape (`reqs[i]`) in a run.
@@ -217,16 +234,21 @@ pub struct RequestOutcome {
 
 /// [`simulate_requests`], plus the outcome of each request shape, in the
 /// order of `reqs` (with [`Arrivals::Replay`]: of each request).
-pub fn simulate_requests_each(
-    reqs: &[RequestSpec],
+///
+/// Takes the shapes as they come: borrowed, or made one at a time by the
+/// iterator and freed once compiled into the simulator's own form, so a
+/// capture's requests (millions of steps) are never held whole twice.
+pub fn simulate_requests_each<R: Borrow<RequestSpec>>(
+    reqs: impl IntoIterator<Item = R, IntoIter: ExactSizeIterator>,
     params: &Params,
     seed: u64,
 ) -> Result<(Report, Vec<RequestOutcome>), String> {
     params.validate()?;
-    if reqs.is_empty() {
+    let reqs = reqs.into_iter();
+    if reqs.len() == 0 {
         return Err("no requests to simulate".into());
     }
-    let mut e = Engine::new(reqs, params, seed)?;
+    let mut e = Engine::new(reqs, (0, 0), params, seed)?;
     e.run();
     let each = e
         .per_spec
@@ -248,15 +270,30 @@ fn stream(seed: u64, n: u64) -> ChaCha8Rng {
 }
 
 impl<'a> Engine<'a> {
-    fn new(reqs: &[RequestSpec], p: &'a Params, seed: u64) -> Result<Engine<'a>, String> {
+    /// Compiles `reqs` (borrowed, or owned and dropped one by one as
+    /// compiled) and sets the run up.
+    fn new<R: Borrow<RequestSpec>>(
+        reqs: impl IntoIterator<Item = R, IntoIter: ExactSizeIterator>,
+        (n_steps, n_rpcs): (usize, usize),
+        p: &'a Params,
+        seed: u64,
+    ) -> Result<Engine<'a>, String> {
         // Compile the requests.
+        let reqs = reqs.into_iter();
+        let n_reqs = reqs.len();
         let mut op_names: Vec<String> = Vec::new();
         let mut op_ids: BTreeMap<String, u16> = BTreeMap::new();
-        let mut steps = Vec::new();
-        let mut rpc_ops = Vec::new();
-        let (mut spec_lo, mut spec_hi) = (Vec::new(), Vec::new());
+        let mut steps = Vec::with_capacity(n_steps);
+        let mut rpc_ops = Vec::with_capacity(n_rpcs);
+        let (mut spec_lo, mut spec_hi) = (Vec::with_capacity(n_reqs), Vec::with_capacity(n_reqs));
+        // what the checks after the compile read of each request
+        let mut starts: Vec<Option<u64>> = Vec::with_capacity(n_reqs);
+        let mut cpus: Vec<u128> = Vec::with_capacity(n_reqs);
         let mut nkeys = 0usize;
         for r in reqs {
+            let r = r.borrow();
+            starts.push(r.start_ns);
+            cpus.push(r.cpu_ns());
             spec_lo.push(steps.len() as u32);
             for s in &r.steps {
                 let c = match s {
@@ -313,7 +350,7 @@ impl<'a> Engine<'a> {
             }
             spec_hi.push(steps.len() as u32);
         }
-        let per_spec = vec![(0, 0, 0, 0); reqs.len()];
+        let per_spec = vec![(0, 0, 0, 0); n_reqs];
         let op_service = op_names
             .iter()
             .map(|n| {
@@ -327,8 +364,8 @@ impl<'a> Engine<'a> {
             .collect();
         let mut replay = Vec::new();
         if p.arrivals == Arrivals::Replay {
-            for (i, r) in reqs.iter().enumerate() {
-                match r.start_ns {
+            for (i, start) in starts.iter().enumerate() {
+                match *start {
                     Some(t) => replay.push((t, i as u32)),
                     None => {
                         return Err(format!(
@@ -345,15 +382,14 @@ impl<'a> Engine<'a> {
                     p.series_step_s
                 ));
             }
-            if let Some(r) = reqs
+            if let Some(start) = starts
                 .iter()
-                .find(|r| r.start_ns.is_some_and(|t| t > 10_000_000_000_000_000))
+                .find(|t| t.is_some_and(|t| t > 10_000_000_000_000_000))
             {
-                return Err(format!("a request starts after 1e7 s: {:?}", r.start_ns));
+                return Err(format!("a request starts after 1e7 s: {start:?}"));
             }
         }
-        for (i, r) in reqs.iter().enumerate() {
-            let cpu = r.cpu_ns();
+        for (i, &cpu) in cpus.iter().enumerate() {
             if cpu > 1_000_000_000_000_000_000 {
                 return Err(format!("request {i} has more than 1e9 s of CPU time"));
             }

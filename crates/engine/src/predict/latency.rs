@@ -626,28 +626,24 @@ pub fn compute(
         let per_op = op_rpcs[usize::from(after)];
         let none = OpRpcs::default();
         let mut calls = (0u64, 0u64);
-        let specs: Vec<RequestSpec> = preds
-            .iter()
-            .enumerate()
-            .zip(&cpu_us)
-            .map(|((i, p), &cpu)| {
-                let local = match &storage {
-                    Storage::Local(c) => Some(c[usize::from(after)]),
-                    Storage::Nfs(_) => None,
-                };
-                spec(
-                    p,
-                    per_op.get(i).unwrap_or(&none),
-                    cpu,
-                    t0,
-                    local,
-                    &mut calls,
-                )
-            })
-            .collect();
+        // made one at a time as the simulator compiles them
+        let specs = preds.iter().enumerate().zip(&cpu_us).map(|((i, p), &cpu)| {
+            let local = match &storage {
+                Storage::Local(c) => Some(c[usize::from(after)]),
+                Storage::Nfs(_) => None,
+            };
+            spec(
+                p,
+                per_op.get(i).unwrap_or(&none),
+                cpu,
+                t0,
+                local,
+                &mut calls,
+            )
+        });
         let mut params = base.clone();
         params.transport = t;
-        let (r, each) = simulate_requests_each(&specs, &params, SEED).map_err(Error::Sim)?;
+        let (r, each) = simulate_requests_each(specs, &params, SEED).map_err(Error::Sim)?;
         let side = LatencySide {
             p50_ms: r.ttfb_ms.p50,
             p90_ms: r.ttfb_ms.p90,
