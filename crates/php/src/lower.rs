@@ -1202,7 +1202,7 @@ fn lower_op(
     cx.busy_us = 0;
     cx.anchored = false;
     cx.anchor = match o.kind {
-        PhpOpKind::Revalidate { .. } => o.stat_us.map(|d| (OpKind::Stat, d)),
+        PhpOpKind::Revalidate { .. } => o.stat_us.map(|d| (OpKind::Stat, u64::from(d))),
         _ => None,
     };
     let pid = cx.pid;

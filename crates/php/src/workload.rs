@@ -166,7 +166,8 @@ pub struct PhpOp {
     /// stat it while the first one's call takes 25-80 µs, longer than the
     /// capture's median for the kind (measured, fpm-racefast-rf2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stat_us: Option<u64>,
+    /// (32 bits: 71 minutes; a longer call is kept as that.)
+    pub stat_us: Option<u32>,
     #[serde(flatten)]
     pub kind: PhpOpKind,
 }

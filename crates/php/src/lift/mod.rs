@@ -263,7 +263,7 @@ impl Lifter {
     fn push_timed(&mut self, t_us: i64, stat_us: Option<u64>, kind: PhpOpKind) {
         self.out.push(PhpOp {
             t_off_us: t_us - self.start_us,
-            stat_us,
+            stat_us: stat_us.map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
             kind,
         });
     }
