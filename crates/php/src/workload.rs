@@ -164,9 +164,9 @@ pub struct PhpOp {
     /// that looks before then validates the script too (R64's race). Under
     /// strace two workers validating the same script 20-70 µs apart both
     /// stat it while the first one's call takes 25-80 µs, longer than the
-    /// capture's median for the kind (measured, fpm-racefast-rf2).
+    /// capture's median for the kind (measured, fpm-racefast-rf2). 32
+    /// bits hold 71 minutes; a longer call is kept as that.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// (32 bits: 71 minutes; a longer call is kept as that.)
     pub stat_us: Option<u32>,
     #[serde(flatten)]
     pub kind: PhpOpKind,
