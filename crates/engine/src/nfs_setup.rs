@@ -579,6 +579,22 @@ impl OpRpcs {
         self.ends.push(self.rpcs.len() as u32);
     }
 
+    /// Makes room for `calls` more calls (their starts, kinds and ends;
+    /// not their RPCs, whose number the client decides).
+    pub fn reserve(&mut self, calls: usize) {
+        self.t_us.reserve_exact(calls);
+        self.kinds.reserve_exact(calls);
+        self.ends.reserve_exact(calls);
+    }
+
+    /// Frees the room the lists hold beyond their calls and RPCs.
+    pub fn shrink_to_fit(&mut self) {
+        self.t_us.shrink_to_fit();
+        self.kinds.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.rpcs.shrink_to_fit();
+    }
+
     /// Counts a call by its kind alone: on storage that is not NFS a
     /// call's cost is its kind's and every call is CPU time to the
     /// simulator, so neither its start nor its place is needed (13 bytes

@@ -42,6 +42,22 @@ impl Source<'_> {
             Source::Borrowed(v) => v.get(i),
         }
     }
+
+    fn len(&self) -> usize {
+        match self {
+            Source::Owned(v) => v.len(),
+            Source::Borrowed(v) => v.len(),
+        }
+    }
+}
+
+/// Where a call given by [`Merge::release`] stands: its group, its
+/// position in the group, and the group's number of calls.
+#[derive(Clone, Copy)]
+struct Given {
+    group: usize,
+    pos: usize,
+    of: usize,
 }
 
 /// The calls of every group, merged by (time, group, position): the
@@ -61,7 +77,7 @@ impl<'a> Merge<'a> {
 
     /// Applies every call before `upto` (all with None) to `apply`, with
     /// its group and position.
-    fn release(&mut self, upto: Option<i64>, apply: &mut dyn FnMut(usize, usize, &Op)) {
+    fn release(&mut self, upto: Option<i64>, apply: &mut dyn FnMut(Given, &Op)) {
         while let Some(&Reverse((t, g, j))) = self.heap.peek() {
             if upto.is_some_and(|u| t >= u) {
                 return;
@@ -69,7 +85,14 @@ impl<'a> Merge<'a> {
             self.heap.pop();
             let s = &self.sources[&g];
             let o = s.get(j).expect("queued call");
-            apply(g, j, o);
+            apply(
+                Given {
+                    group: g,
+                    pos: j,
+                    of: s.len(),
+                },
+                o,
+            );
             match s.get(j + 1) {
                 Some(n) => self.heap.push(Reverse((n.t_us, g, j + 1))),
                 None => {
@@ -150,11 +173,21 @@ pub(crate) fn run(
         Vec::new()
     };
     let mut scratch = Vec::new();
-    let mut apply = |c: &mut crate::nfs_setup::Clients, g: usize, o: &Op| {
+    let mut apply = |c: &mut crate::nfs_setup::Clients, at: Given, o: &Op| {
+        let g = at.group;
         if let Some(l) = op_rpcs.get_mut(g) {
+            // a request's list sized by its calls, its RPCs' room trimmed
+            // after its last (grown by doubling, both sides' lists held
+            // up to twice their calls until the simulation)
+            if at.pos == 0 {
+                l.reserve(at.of);
+            }
             scratch.clear();
             rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
             l.push(o.t_us, o.kind, &scratch);
+            if at.pos + 1 == at.of {
+                l.shrink_to_fit();
+            }
         } else {
             rpcs[g].merge(&c.apply(o));
         }
@@ -165,12 +198,12 @@ pub(crate) fn run(
         low.push(i, Cow::Borrowed(&w.requests[i]));
         take(low.done(), &mut merge);
         if let Some(c) = clients.as_mut() {
-            merge.release(Some(low.horizon()), &mut |g, _, o| apply(c, g, o));
+            merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
         }
     }
     take(low.finish(), &mut merge);
     if let Some(c) = clients.as_mut() {
-        merge.release(None, &mut |g, _, o| apply(c, g, o));
+        merge.release(None, &mut |at, o| apply(c, at, o));
     }
     let (rpcs, op_rpcs) = match (nfs, replaying) {
         (None, _) => (None, local.then_some(local_lists)),
@@ -237,10 +270,12 @@ pub(crate) fn replay_recorded(
         .collect();
     order.sort_unstable();
     for (first, i) in order {
-        merge.release(Some(first), &mut |g, _, o| rpcs[g].merge(&clients.apply(o)));
+        merge.release(Some(first), &mut |at, o| {
+            rpcs[at.group].merge(&clients.apply(o))
+        });
         merge.add(i, Source::Owned(rec.calls(i)?));
     }
-    merge.release(None, &mut |g, _, o| rpcs[g].merge(&clients.apply(o)));
+    merge.release(None, &mut |at, o| rpcs[at.group].merge(&clients.apply(o)));
     Ok(rpcs)
 }
 
