@@ -473,8 +473,9 @@ pub(crate) fn counters(skel: &RecordSkel) -> [u64; 5] {
 
 /// Records what `cfg` asks for into `out` (strace-compatible text,
 /// [`crate::text`]), until its duration is up, its command exits, every
-/// followed process is gone, or `stop` is set. `progress` is called about
-/// once a second.
+/// followed process is gone, or `stop` is set. `progress` is called once
+/// the programs are attached (every call from then on is seen; elapsed
+/// zero), then about once a second.
 pub fn record(
     cfg: &Config,
     out: &mut dyn Write,
@@ -537,6 +538,7 @@ pub fn record_with(
         }
     }
     let started = Instant::now();
+    progress(&Progress::default());
     let mut gated = match &cfg.command {
         Some(cmd) => {
             let mut g = spawn_gated(cmd)?;

@@ -8,7 +8,7 @@ use statstorm_exporter::{Metrics, SelfStats, DEFAULT_MAX_DIRS};
 use statstorm_record::recorder::{
     self, Config, CountsConfig, Summary, DEFAULT_MAX_CPU, DEFAULT_MAX_KEYS,
 };
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -75,8 +75,11 @@ pub fn run(a: Args) -> Result<i32> {
         signal_hook::flag::register(sig, stop.clone()).context("installing a signal handler")?;
     }
     let metrics = Arc::new(Mutex::new(Metrics::new(a.max_dirs)));
+    // set by the recording's first progress call, made once its programs
+    // are attached
+    let attached = Arc::new(AtomicBool::new(false));
     let recording = {
-        let (metrics, stop) = (metrics.clone(), stop.clone());
+        let (metrics, stop, attached) = (metrics.clone(), stop.clone(), attached.clone());
         std::thread::spawn(move || -> Result<Summary, recorder::Error> {
             recorder::record_with(
                 &cfg,
@@ -87,10 +90,16 @@ pub fn run(a: Args) -> Result<i32> {
                     }
                 },
                 &stop,
-                &mut |_| {},
+                &mut |_| attached.store(true, Ordering::Relaxed),
             )
         })
     };
+    // /metrics is served once the calls are counted: a scrape (or a
+    // script that waits for the endpoint, then starts its load) never
+    // sees an exporter that is up but not yet counting
+    while !attached.load(Ordering::Relaxed) && !recording.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     errln!(
         "exporter: serving http://{}/metrics; counts drained every {}",
         a.listen,
