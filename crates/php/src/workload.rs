@@ -33,8 +33,10 @@ pub enum PhpOpKind {
         /// cache key (R54).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         resolve_as: Option<Name>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        probes: Vec<Name>,
+        /// (A boxed slice, not a `Vec`: 8 bytes less in every operation,
+        /// this being the largest kind.)
+        #[serde(default, skip_serializing_if = "<[Name]>::is_empty")]
+        probes: Box<[Name]>,
         /// How the script was reached (changes the OPcache-on and
         /// realpath-cache-off costs).
         via: Via,
@@ -59,8 +61,8 @@ pub enum PhpOpKind {
     /// request (R52): resolution only (+ failed include_path candidates).
     OnceRepeat {
         path: Name,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        probes: Vec<Name>,
+        #[serde(default, skip_serializing_if = "<[Name]>::is_empty")]
+        probes: Box<[Name]>,
         resolves: u32,
     },
     /// php-fpm resolving SCRIPT_FILENAME before anything else (cgi_main).

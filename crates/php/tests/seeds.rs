@@ -20,7 +20,7 @@ fn include(path: &str) -> PhpOp {
         kind: PhpOpKind::Compile {
             path: path.into(),
             resolve_as: None,
-            probes: vec![],
+            probes: Box::default(),
             via: Via::Include,
             resolves: 1,
             fstats: 1,

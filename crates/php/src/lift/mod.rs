@@ -2150,7 +2150,7 @@ mod tests {
             kind: PhpOpKind::Compile {
                 path: path.into(),
                 resolve_as: None,
-                probes: vec![],
+                probes: Box::default(),
                 via,
                 resolves: 1,
                 fstats: 1,
@@ -2417,7 +2417,7 @@ mod tests {
                 path: "/w/inc/lib/u.php".into(),
                 resolve_as: None,
                 via: Via::Main,
-                probes: vec!["/w/./lib/u.php".into()],
+                probes: Box::new(["/w/./lib/u.php".into()]),
                 resolves: 1,
                 fstats: 1,
                 reads: 1,
