@@ -197,7 +197,14 @@ pub fn lift_with_reference_from(
         }
         let done = cands.iter().any(|t| {
             let s = t.script.clone().unwrap_or_default();
-            take_template_by(r, t, s, Fit::Exact, |o| reference_keys(o, &all_links), &own)
+            take_template_by(
+                r,
+                &t.ops,
+                s,
+                Fit::Exact,
+                |o| reference_keys(o, &all_links),
+                &own,
+            )
         });
         if done {
             used.completed.push(i);

@@ -144,27 +144,14 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
             templates.insert(s, i);
         }
     }
-    // the templates as they are, one per script: moved out for the loop
-    // and put back after it (a template is never changed: its own turn is
-    // skipped, its place empty meanwhile). Not copied: on the bench log
-    // of scripts/bench-predict a copy of every template was a fifth of
+    // the templates' operations as they are, one per script: moved out
+    // for the loop and put back after it (a template is never changed:
+    // its own turn is skipped). Not copied: on the bench log of
+    // scripts/bench-predict a copy of every template was a fifth of
     // predict's peak.
-    let mut snapshot: HashMap<usize, WorkRequest> = templates
+    let mut snapshot: HashMap<usize, Vec<PhpOp>> = templates
         .values()
-        .map(|&t| {
-            let r = &reqs[t];
-            let placeholder = WorkRequest {
-                pid: r.pid,
-                start_us: r.start_us,
-                end_us: r.end_us,
-                request_time_us: r.request_time_us,
-                cli: r.cli,
-                script: r.script.clone(),
-                from_template: r.from_template,
-                ops: Vec::new(),
-            };
-            (t, std::mem::replace(&mut reqs[t], placeholder))
-        })
+        .map(|&t| (t, std::mem::take(&mut reqs[t].ops)))
         .collect();
     for (i, r) in reqs.iter_mut().enumerate() {
         let Some(s) = r.script.clone().or_else(|| only.clone()) else {
@@ -200,7 +187,7 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
             })
             .collect();
         let (mut compiled, mut unseen) = (0usize, 0usize);
-        for o in &snapshot[&t].ops {
+        for o in &snapshot[&t] {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
                 compiled += 1;
                 unseen += usize::from(!shown.contains(path.as_ref()));
@@ -218,8 +205,8 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
         };
         take_template(r, &snapshot[&t], s, fit);
     }
-    for (t, tpl) in snapshot.drain() {
-        reqs[t] = tpl;
+    for (t, ops) in snapshot.drain() {
+        reqs[t].ops = ops;
     }
 }
 
@@ -236,7 +223,7 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
 /// walk folded into each compile, shows under the resolved names
 /// (measured: fpm-mediawiki-vt0, the second worker's first request: 19
 /// resolutions, 17 of them of names its template compiled).
-fn take_template(r: &mut WorkRequest, tpl: &WorkRequest, s: String, fit: Fit) -> bool {
+fn take_template(r: &mut WorkRequest, tpl: &[PhpOp], s: String, fit: Fit) -> bool {
     let own = |o: &PhpOp| {
         own_op(o) || (fit == Fit::Tolerant && matches!(o.kind, PhpOpKind::Resolve { .. }))
     };
@@ -257,7 +244,7 @@ fn take_template(r: &mut WorkRequest, tpl: &WorkRequest, s: String, fit: Fit) ->
 /// the operations the request keeps given by `own`.
 pub(super) fn take_template_by<F>(
     r: &mut WorkRequest,
-    tpl: &WorkRequest,
+    tpl: &[PhpOp],
     s: String,
     fit: Fit,
     keyf: F,
@@ -267,7 +254,7 @@ where
     F: for<'a> Fn(&'a PhpOp) -> Vec<(&'static str, Cow<'a, str>)>,
 {
     let m: Vec<(&str, Cow<str>)> = r.ops.iter().filter(|o| !own(o)).flat_map(&keyf).collect();
-    let base: Vec<&PhpOp> = tpl.ops.iter().filter(|o| !own(o)).collect();
+    let base: Vec<&PhpOp> = tpl.iter().filter(|o| !own(o)).collect();
     // the template's keys, each with the index of its operation in `base`
     let flat: Vec<((&str, Cow<str>), usize)> = base
         .iter()
