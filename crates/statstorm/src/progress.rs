@@ -199,16 +199,35 @@ pub fn bytes(name: &str) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
+/// The line of a stage entered `after` the command's start.
+pub fn stage_line(command: &str, what: &str, after: Duration) -> String {
+    format!("{command}: {what} (after {:.1} s)", after.as_secs_f64())
+}
+
 /// The stage a command is in (`reading traces`, `lifting`, ...), shown
 /// with a spinner and the time spent so far; cleared when dropped.
 pub struct Stages {
     bar: Option<indicatif::ProgressBar>,
+    /// With stderr not a terminal and `--progress` given: one line per
+    /// stage (`predict: lifting to PHP operations (after 4.2 s)`), the
+    /// time from the command's start.
+    lines: Option<(String, Instant)>,
 }
 
 impl Stages {
     /// Shown only when stderr is a terminal.
     pub fn new(command: &str) -> Self {
         Self::shown(command, std::io::stderr().is_terminal())
+    }
+
+    /// As [`Stages::new`]; with stderr not a terminal and `lines` true
+    /// (the command's `--progress`), each stage is written as a line.
+    pub fn with_lines(command: &str, lines: bool) -> Self {
+        let mut s = Self::new(command);
+        if s.bar.is_none() && lines {
+            s.lines = Some((command.to_string(), Instant::now()));
+        }
+        s
     }
 
     fn shown(command: &str, show: bool) -> Self {
@@ -222,13 +241,16 @@ impl Stages {
             b.enable_steady_tick(Duration::from_millis(120));
             b
         });
-        Stages { bar }
+        Stages { bar, lines: None }
     }
 
     /// Enters a stage.
     pub fn stage(&self, what: &str) {
         if let Some(b) = &self.bar {
             b.set_message(what.to_string());
+        }
+        if let Some((command, begin)) = &self.lines {
+            eprintln!("{}", stage_line(command, what, begin.elapsed()));
         }
     }
 
@@ -244,12 +266,30 @@ impl Drop for Stages {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+        if let Some((command, begin)) = &self.lines {
+            eprintln!("{}", stage_line(command, "done", begin.elapsed()));
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stage_line_names_the_command_the_stage_and_the_time() {
+        assert_eq!(
+            stage_line(
+                "predict",
+                "lifting to PHP operations",
+                Duration::from_millis(4240)
+            ),
+            "predict: lifting to PHP operations (after 4.2 s)"
+        );
+        // asked for on a terminal: the spinner, no lines
+        let s = Stages::shown("predict", true);
+        assert!(s.lines.is_none());
+    }
 
     #[test]
     fn hidden_stages_show_nothing_and_shown_ones_follow_the_stage() {

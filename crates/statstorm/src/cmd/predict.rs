@@ -237,8 +237,9 @@ pub fn run(args: Args) -> Result<i32> {
             .filter(|_| !std::io::stderr().is_terminal()),
         stall_after: secs(args.stall_warning).filter(|_| stream),
     };
+    let args_progress = args.progress.is_some();
     let opts = PredictOptions::from(args);
-    let stages = crate::progress::Stages::new("predict");
+    let stages = crate::progress::Stages::with_lines("predict", args_progress);
     // watching the reading only: the watch stops at the next stage
     let mut reading = Watch::start("traces", None, Arc::clone(&opts.read), watch, None);
     let report = statstorm_engine::predict::predict(&opts, &mut |s| {
