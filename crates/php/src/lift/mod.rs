@@ -37,6 +37,7 @@ use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+mod facts;
 mod permission;
 mod reference;
 mod templates;
@@ -972,36 +973,11 @@ fn unvalidated_gap_s(reqs: &[WorkRequest], app_stats: &HashSet<String>) -> Optio
 /// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by the
 /// application itself (filemtime of a config file), not by OPcache.
 fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
-    let compiled: HashSet<&str> = reqs.iter().flat_map(|r| r.compiled()).collect();
-    let active: usize = reqs.iter().filter(|r| !r.ops.is_empty()).count();
-    let mut reval_reqs: HashMap<String, usize> = HashMap::new();
-    for r in reqs.iter() {
-        let mut here: HashSet<&str> = HashSet::new();
-        for o in &r.ops {
-            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-                here.insert(path);
-            }
-        }
-        for p in here {
-            *reval_reqs.entry(p.to_string()).or_default() += 1;
-        }
+    let mut seen = facts::AppStatsSeen::default();
+    for r in reqs {
+        seen.see(r.ops.iter());
     }
-    // over every cached script, validated or not
-    let mut counts: Vec<usize> = compiled
-        .iter()
-        .map(|p| reval_reqs.get(*p).copied().unwrap_or(0))
-        .collect();
-    counts.sort_unstable();
-    let median = counts.get(counts.len() / 2).copied().unwrap_or(0);
-    if active >= 4 && median * 2 <= active {
-        reval_reqs
-            .into_iter()
-            .filter(|(_, n)| n * 5 >= active * 4)
-            .map(|(p, _)| p)
-            .collect()
-    } else {
-        HashSet::new()
-    }
+    seen.finish()
 }
 
 /// Scripts whose compiling again the trace explains without OPcache being
@@ -1013,34 +989,11 @@ fn fresh_scripts(
     reqs: &[WorkRequest],
     mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
 ) -> HashSet<String> {
-    let w = Workload {
-        schema: String::new(),
-        requests: Vec::new(),
-        evidence: Evidence::default(),
-        links: BTreeMap::new(),
-        mtimes: mtimes.clone(),
-        file_cache: None,
-        latency_us: Default::default(),
-        lock_us: 0,
-    };
-    let mut out: HashSet<String> = mtimes
-        .iter()
-        .filter(|(_, obs)| obs.len() > 1)
-        .map(|(p, _)| p.clone())
-        .collect();
+    let mut seen = facts::FreshSeen::new(mtimes);
     for r in reqs {
-        for o in &r.ops {
-            if let PhpOpKind::Compile { path, .. } = &o.kind {
-                let t = r.start_us + o.t_off_us;
-                if w.mtime_at(path, t)
-                    .is_some_and(|m| t.div_euclid(1_000_000) - m < FRESH_S)
-                {
-                    out.insert(path.to_string());
-                }
-            }
-        }
+        seen.see(r);
     }
-    out
+    seen.finish()
 }
 
 /// Scripts compiled in more than one request, and scripts compiled in one
@@ -1064,45 +1017,11 @@ impl Recompiles {
 }
 
 fn recompiles(reqs: &[WorkRequest], fresh: &HashSet<String>) -> Recompiles {
-    // compiles of each script (a script included twice in one request
-    // with OPcache off is compiled twice), and the requests that used it
-    let mut compiled: HashMap<&str, (usize, HashSet<usize>)> = HashMap::new();
-    let mut used: HashMap<&str, HashSet<usize>> = HashMap::new();
+    let mut seen = facts::RecompilesSeen::default();
     for (i, r) in reqs.iter().enumerate() {
-        for o in &r.ops {
-            match &o.kind {
-                // an open with no read compiles nothing: OPcache opening a
-                // cached script to learn its real path (revalidate_path=1,
-                // or a name that is not yet a key of a script loaded from
-                // the file cache, R67)
-                PhpOpKind::Compile { path, reads: 0, .. } => {
-                    used.entry(path).or_default().insert(i);
-                }
-                PhpOpKind::Compile { path, .. } => {
-                    let c = compiled.entry(path).or_default();
-                    c.0 += 1;
-                    c.1.insert(i);
-                    used.entry(path).or_default().insert(i);
-                }
-                PhpOpKind::Revalidate { path, .. } | PhpOpKind::Stat { path, .. } => {
-                    used.entry(path).or_default().insert(i);
-                }
-                _ => {}
-            }
-        }
+        seen.see(i, r);
     }
-    let mut out = Recompiles { again: 0, once: 0 };
-    for (p, (n, _)) in &compiled {
-        if fresh.contains(*p) {
-            continue;
-        }
-        if *n > 1 {
-            out.again += 1;
-        } else if used.get(p).is_some_and(|u| u.len() > 1) {
-            out.once += 1;
-        }
-    }
-    out
+    seen.finish(fresh)
 }
 
 /// How recent a change must be for a recompile to be taken for
@@ -1110,281 +1029,19 @@ fn recompiles(reqs: &[WorkRequest], fresh: &HashSet<String>) -> Recompiles {
 /// rare).
 const FRESH_S: i64 = 60;
 
+/// What every request says about each script ([`facts::FactsSeen`]),
+/// applied to every request ([`facts::ScriptFacts::apply`]).
 fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i64)>>) {
-    // entry scripts: what php-fpm resolved first (SCRIPT_FILENAME); a first
-    // compile of another script is an include whose entry script was an
-    // OPcache hit (no open)
-    let mains: HashSet<String> = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .filter_map(|o| match &o.kind {
-            PhpOpKind::PrimaryResolve { path } => Some(path.to_string()),
-            _ => None,
-        })
-        .collect();
-    // the name a script is resolved under (`./rel/x.php`), seen on a
-    // realpath cache miss, holds for its hits too
-    let mut names: HashMap<String, String> = HashMap::new();
-    for o in reqs.iter().flat_map(|r| &r.ops) {
-        if let PhpOpKind::Compile {
-            path,
-            resolve_as: Some(n),
-            ..
-        } = &o.kind
-        {
-            names.insert(path.to_string(), n.to_string());
-        }
+    let mut seen = facts::FactsSeen::new(mtimes);
+    let mut order: Vec<usize> = (0..reqs.len()).collect();
+    order.sort_by_key(|&i| (reqs[i].start_us, i));
+    for i in order {
+        seen.see(i, &reqs[i]);
     }
-    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-        if let PhpOpKind::Compile {
-            path, resolve_as, ..
-        } = &mut o.kind
-        {
-            if resolve_as.is_none() {
-                *resolve_as = names.get(path.as_ref()).cloned().map(Into::into);
-            }
-        }
-    }
-    if !mains.is_empty() {
-        for r in reqs.iter_mut() {
-            for o in &mut r.ops {
-                if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
-                    if *via == Via::Main && !mains.contains(path.as_ref()) {
-                        *via = Via::Include;
-                    }
-                }
-            }
-        }
-    }
-    let cache_off = reqs.iter().flat_map(|r| &r.ops).any(|o| {
-        // a canonical name resolved twice: the second walk of the same
-        // key shows only without realpath cache (`a//b.php` shows two
-        // walks anyway: two keys)
-        matches!(
-            &o.kind,
-            PhpOpKind::Compile {
-                via: Via::Once,
-                resolve_as: None,
-                ..
-            }
-        )
-    });
-    let mut facts: HashMap<String, Via> = HashMap::new();
-    for r in reqs.iter() {
-        for o in &r.ops {
-            match &o.kind {
-                PhpOpKind::Compile {
-                    path,
-                    via: Via::Once,
-                    ..
-                }
-                | PhpOpKind::OnceRepeat { path, .. } => {
-                    facts.insert(path.to_string(), Via::Once);
-                }
-                PhpOpKind::Compile {
-                    path,
-                    via: Via::Include,
-                    ..
-                } if cache_off => {
-                    facts.entry(path.to_string()).or_insert(Via::Include);
-                }
-                PhpOpKind::Revalidate { path, resolves } if *resolves > 0 => {
-                    facts.entry(path.to_string()).or_insert(Via::Include);
-                }
-                _ => {}
-            }
-        }
-    }
-    // a validation with no resolution in a worker that never resolved the
-    // script (no compile, walk or resolution of it in an earlier request or
-    // earlier in this one): its realpath cache cannot hold the name, and
-    // an include's validation resolves it (ZendAccelerator.c
-    // do_validate_timestamps: no opened_path), so it was a *_once whose
-    // name OPcache found as a key (persistent_zend_resolve_path; measured:
-    // fpm-override-fo, the include_once'd scripts validated by the worker
-    // that found them cached)
-    if !cache_off {
-        let mut order: Vec<usize> = (0..reqs.len()).collect();
-        order.sort_by_key(|&i| (reqs[i].start_us, i));
-        let mut resolved: HashMap<u32, HashSet<&str>> = HashMap::new();
-        for i in order {
-            let r = &reqs[i];
-            if r.cli {
-                continue;
-            }
-            let seen = resolved.entry(r.pid).or_default();
-            for o in &r.ops {
-                match &o.kind {
-                    PhpOpKind::Compile { path, .. }
-                    | PhpOpKind::Resolve { path, .. }
-                    | PhpOpKind::PrimaryResolve { path }
-                    | PhpOpKind::OnceRepeat { path, .. } => {
-                        seen.insert(path);
-                    }
-                    PhpOpKind::Revalidate { path, resolves } => {
-                        if *resolves == 0
-                            && !seen.contains(path.as_ref())
-                            && !mains.contains(path.as_ref())
-                        {
-                            facts.insert(path.to_string(), Via::Once);
-                        }
-                        seen.insert(path);
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    // an open whose path was never seen resolved in any request is not a
-    // plain-wrapper fopen (glibc locale files, /dev/urandom, ...): no
-    // resolution; one seen resolved somewhere resolves every time (R74)
-    let fopened: HashSet<String> = resolved_opens(reqs)
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-        if let PhpOpKind::Open {
-            path,
-            resolves,
-            flags,
-            ..
-        } = &mut o.kind
-        {
-            *resolves =
-                (fopened.contains(path.as_ref()) && *flags & Flags::O_DIRECTORY == 0) as u32;
-        }
-    }
-    // with OPcache off (scripts compiled again) nothing validates
-    // timestamps: a script stat()ed without being opened is a file
-    // function (filemtime/is_file of a script)
-    let mut compiles: HashMap<&str, u32> = HashMap::new();
-    for o in reqs.iter().flat_map(|r| &r.ops) {
-        if let PhpOpKind::Compile { path, .. } = &o.kind {
-            *compiles.entry(path.as_ref()).or_default() += 1;
-        }
-    }
-    let fresh = fresh_scripts(reqs, mtimes);
-    let recompiled = recompiles(reqs, &fresh).opcache_off();
-    // R64 step 3 (measured: fpm-change-rf0): OPcache's validation that
-    // finds another mtime is a `stat`, then a second `stat`, then the
-    // compile; the two stats belong to the compile (the lower's
-    // validation makes them), not to file functions
-    let changed: HashSet<String> = mtimes
-        .iter()
-        .filter(|(_, obs)| obs.len() > 1)
-        .map(|(p, _)| p.clone())
-        .collect();
-    if !changed.is_empty() {
-        for r in reqs.iter_mut() {
-            let mut drop = vec![false; r.ops.len()];
-            for i in 2..r.ops.len() {
-                let PhpOpKind::Compile { path, .. } = &r.ops[i].kind else {
-                    continue;
-                };
-                if !changed.contains(path.as_ref()) {
-                    continue;
-                }
-                let stat_of = |o: &PhpOp| {
-                    matches!(&o.kind, PhpOpKind::Stat { path: p, missing: false }
-                        | PhpOpKind::Revalidate { path: p, .. } if p == path)
-                };
-                if stat_of(&r.ops[i - 1]) && stat_of(&r.ops[i - 2]) {
-                    drop[i - 1] = true;
-                    drop[i - 2] = true;
-                }
-            }
-            let mut k = 0;
-            r.ops.retain(|_| {
-                k += 1;
-                !drop[k - 1]
-            });
-        }
-    }
-    let app_stats = app_stat_scripts(reqs);
-    // a script some request stat()ed as a file function (before its
-    // compile, or under a name that is not canonical) is stat()ed the same
-    // way in the others: not an OPcache validation
-    let file_stats: HashSet<String> = reqs
-        .iter()
-        .flat_map(|r| &r.ops)
-        .filter_map(|o| match &o.kind {
-            PhpOpKind::Stat { path, .. } if is_script(path) => Some(path.to_string()),
-            PhpOpKind::Revalidate { path, .. } if normalize(path) != **path => {
-                Some(path.to_string())
-            }
-            _ => None,
-        })
-        .chain(app_stats)
-        .chain(reqs.iter().flat_map(|r| beside_access(&r.ops)))
-        .collect();
-    for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-        if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-            if file_stats.contains(path.as_ref()) {
-                o.kind = PhpOpKind::Stat {
-                    path: path.clone(),
-                    missing: false,
-                };
-            }
-        }
-    }
-    if recompiled {
-        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-            if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-                o.kind = PhpOpKind::Stat {
-                    path: path.clone(),
-                    missing: false,
-                };
-            }
-        }
-    }
-    if cache_off {
-        // without realpath cache every resolution walks up to the root: a
-        // lone lstat is PHP's lstat() (R72), not a resolution
-        for o in reqs.iter_mut().flat_map(|r| r.ops.iter_mut()) {
-            if let PhpOpKind::Resolve { path, lone: true } = &o.kind {
-                if parent(path).is_some() {
-                    o.kind = PhpOpKind::Lstat { path: path.clone() };
-                }
-            }
-        }
-        // every compile showed its own resolutions: nothing to guess
-        return;
-    }
+    let f = seen.finish();
     for r in reqs.iter_mut() {
-        for o in &mut r.ops {
-            if let PhpOpKind::Compile { path, via, .. } = &mut o.kind {
-                if *via != Via::Main {
-                    if let Some(f) = facts.get(path.as_ref()) {
-                        *via = *f;
-                    }
-                }
-            }
-        }
+        f.apply(r);
     }
-}
-
-/// Scripts `stat()`ed right before an `access()` of the same path: file
-/// functions (`file_exists()`, `is_file()`, `is_readable()` in a row), not
-/// OPcache validations, which never call `access()` (R64/R71; measured:
-/// fpm-override-rf2, where each request's three checks of each included
-/// script are access, stat, access). A `stat` only after an `access` is
-/// the include's validation after a `file_exists()` check (measured:
-/// WordPress's `file_exists(ABSPATH . 'wp-config.php')` then its
-/// `require_once`, fpm-wordpress-rf2: the `stat` comes once per
-/// revalidate_freq window, like the other scripts' validations). With
-/// `opcache.enable_file_override` (R66) the checks of cached scripts make no
-/// `access()`, and their validation `stat`s stay validations.
-fn beside_access(ops: &[PhpOp]) -> Vec<String> {
-    let access_of = |o: Option<&PhpOp>, p: &str| matches!(o, Some(PhpOp { kind: PhpOpKind::Access { path, .. }, .. }) if **path == *p);
-    let mut out = Vec::new();
-    for (i, o) in ops.iter().enumerate() {
-        if let PhpOpKind::Revalidate { path, .. } = &o.kind {
-            if access_of(ops.get(i + 1), path) {
-                out.push(path.to_string());
-            }
-        }
-    }
-    out
 }
 
 fn script_of(ops: &[PhpOp]) -> Option<String> {
