@@ -66,8 +66,11 @@ impl RecompilesSeen {
     }
 }
 
-/// Scripts compiled soon after a change ([`fresh_scripts`]), folded
-/// request by request.
+/// Scripts whose compiling again the trace explains without OPcache being
+/// off (mtimes from `strace -v`): compiled less than [`FRESH_S`] seconds
+/// after their last change (R65, file_update_protection), or changed
+/// during the capture (R64: a validation that finds a new mtime
+/// recompiles); folded request by request.
 pub(super) struct FreshSeen<'m> {
     mtimes: &'m BTreeMap<String, Vec<(i64, i64)>>,
     out: HashSet<String>,
@@ -118,8 +121,10 @@ pub(super) fn mtime_at(
         .map(|&(_, m)| m)
 }
 
-/// Scripts the application itself stat()s in nearly every request
-/// ([`app_stat_scripts`]), folded request by request.
+/// Scripts "validated" in nearly every request while most cached scripts
+/// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by
+/// the application itself (filemtime of a config file), not by OPcache;
+/// folded request by request.
 #[derive(Default)]
 pub(super) struct AppStatsSeen {
     compiled: HashSet<Name>,

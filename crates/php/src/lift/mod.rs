@@ -37,11 +37,13 @@ use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Flags, Trace};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+mod evidence;
 mod facts;
 mod permission;
 mod reference;
 mod templates;
 
+use evidence::evidence;
 pub use reference::{lift_with_reference_from, lift_with_reference_parts, ReferenceError};
 use templates::{apply_templates, take_template_by, Fit};
 
@@ -928,80 +930,12 @@ fn resolved_opens(reqs: &[WorkRequest]) -> HashSet<&str> {
         .collect()
 }
 
-/// PHP's opcache.revalidate_freq when not set, seconds.
-const DEFAULT_REVALIDATE_FREQ_S: i64 = 2;
-
-/// The longest time, whole seconds of PHP's request_time, from the last
-/// compile or validation of the pool's first compiled script (the first
-/// request's entry script, which every request of the application runs)
-/// to a php-fpm request that ran PHP (made some call) but neither
-/// validated nor compiled it: OPcache skips a script's validation while
-/// `request_time <= validated_at + revalidate_freq`
-/// (ZendAccelerator.c validate_timestamp_and_record: `revalidate >=
-/// ZCG(request_time)`), so revalidate_freq is at least this. `None`
-/// without such a request. php-cli processes have an OPcache each and are
-/// left out.
-fn unvalidated_gap_s(reqs: &[WorkRequest], app_stats: &HashSet<String>) -> Option<i64> {
-    let mut order: Vec<&WorkRequest> = reqs.iter().filter(|r| !r.cli).collect();
-    order.sort_by_key(|r| r.request_time_us);
-    let mut entry: Option<&str> = None;
-    let mut last: Option<i64> = None;
-    let mut gap: Option<i64> = None;
-    for r in order {
-        let sec = r.request_time_us.div_euclid(1_000_000);
-        if entry.is_none() {
-            entry = r.compiled().next();
-        }
-        let Some(e) = entry else { continue };
-        let validated = r.ops.iter().any(|o| match &o.kind {
-            PhpOpKind::Compile { path, .. } => **path == *e,
-            PhpOpKind::Revalidate { path, .. } => {
-                **path == *e && !app_stats.contains(path.as_ref())
-            }
-            _ => false,
-        });
-        if validated {
-            last = Some(sec);
-        } else if let (Some(l), false) = (last, r.ops.is_empty()) {
-            gap = gap.max(Some(sec - l));
-        }
-    }
-    gap
-}
-
-/// Scripts "validated" in nearly every request while most cached scripts
-/// are validated in few (revalidate_freq > 0 windows, R64): stat()ed by the
-/// application itself (filemtime of a config file), not by OPcache.
-fn app_stat_scripts(reqs: &[WorkRequest]) -> HashSet<String> {
-    let mut seen = facts::AppStatsSeen::default();
-    for r in reqs {
-        seen.see(r.ops.iter());
-    }
-    seen.finish()
-}
-
-/// Scripts whose compiling again the trace explains without OPcache being
-/// off (mtimes from `strace -v`): compiled less than [`FRESH_S`] seconds
-/// after their last change (R65, file_update_protection), or changed
-/// during the capture (R64: a validation that finds a new mtime
-/// recompiles).
-fn fresh_scripts(
-    reqs: &[WorkRequest],
-    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
-) -> HashSet<String> {
-    let mut seen = facts::FreshSeen::new(mtimes);
-    for r in reqs {
-        seen.see(r);
-    }
-    seen.finish()
-}
-
 /// Scripts compiled in more than one request, and scripts compiled in one
 /// request and only validated or stat()ed in others (mtime-explained
 /// recompiles left out).
-struct Recompiles {
-    again: usize,
-    once: usize,
+pub(super) struct Recompiles {
+    pub(super) again: usize,
+    pub(super) once: usize,
 }
 
 impl Recompiles {
@@ -1011,17 +945,9 @@ impl Recompiles {
     /// past the table are compiled in every request while the cached
     /// ones are validated (measured: fpm-wordpress-maf200, 214 compiled
     /// again, 223 cached).
-    fn opcache_off(&self) -> bool {
+    pub(super) fn opcache_off(&self) -> bool {
         self.again > 0 && self.again >= 20 * self.once
     }
-}
-
-fn recompiles(reqs: &[WorkRequest], fresh: &HashSet<String>) -> Recompiles {
-    let mut seen = facts::RecompilesSeen::default();
-    for (i, r) in reqs.iter().enumerate() {
-        seen.see(i, r);
-    }
-    seen.finish(fresh)
 }
 
 /// How recent a change must be for a recompile to be taken for
@@ -1506,264 +1432,6 @@ fn own_op(o: &PhpOp) -> bool {
         }
         _ => false,
     }
-}
-
-fn evidence(
-    reqs: &[WorkRequest],
-    basedirs: &BTreeMap<String, u32>,
-    short_walks: u32,
-    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
-) -> Evidence {
-    let mut ev = Evidence::default();
-    let app_stats = app_stat_scripts(reqs);
-    let includes = reqs.iter().flat_map(|r| &r.ops).any(|o| {
-        !matches!(&o.kind, PhpOpKind::Compile { via: Via::Main, .. })
-            && matches!(
-                &o.kind,
-                PhpOpKind::Compile { .. }
-                    | PhpOpKind::Revalidate { .. }
-                    | PhpOpKind::OnceRepeat { .. }
-            )
-    });
-    let mut compiles: HashMap<&str, u32> = HashMap::new();
-    // (start, end of its stat) of each validation of a script
-    let mut reval_times: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
-    let mut repeated_chain_in_request = 0u32;
-    let mut compiles_total = 0u32;
-    for r in reqs {
-        let mut seen: HashMap<&str, u32> = HashMap::new();
-        for o in &r.ops {
-            match &o.kind {
-                PhpOpKind::Compile { path, resolves, .. } => {
-                    *compiles.entry(path).or_default() += 1;
-                    compiles_total += 1;
-                    if *resolves > 1 {
-                        repeated_chain_in_request += 1;
-                    }
-                    *seen.entry(path).or_default() += 1;
-                }
-                // the application's own stats of a script are not
-                // validations (as script_facts reclassifies them)
-                PhpOpKind::Revalidate { path, .. } if !app_stats.contains(path.as_ref()) => {
-                    let t = r.start_us + o.t_off_us;
-                    reval_times
-                        .entry(path)
-                        .or_default()
-                        .push((t, t + o.stat_us.unwrap_or(0) as i64));
-                }
-                // a repeated *_once of an absolute path walks again only
-                // without realpath cache hits
-                PhpOpKind::OnceRepeat { probes, .. } if probes.is_empty() => {
-                    repeated_chain_in_request += 1
-                }
-                _ => {}
-            }
-        }
-    }
-    let unvalidated_s = unvalidated_gap_s(reqs, &app_stats);
-    let fresh = fresh_scripts(reqs, mtimes);
-    let rc = recompiles(reqs, &fresh);
-    let recompiled = if rc.opcache_off() { rc.again } else { 0 };
-    if rc.again > 0 && !rc.opcache_off() {
-        ev.opcache_hash_full = true;
-        ev.notes.push(format!(
-            "{} scripts were compiled in several requests while {} others were compiled once and only validated after: OPcache on, its hash table full (opcache.max_accelerated_files too small for the application; the table holds the next prime above the setting)",
-            rc.again, rc.once
-        ));
-    }
-    if !fresh.is_empty() {
-        let mut f: Vec<&String> = fresh.iter().collect();
-        f.sort();
-        ev.notes.push(format!(
-            "{} scripts were compiled within {FRESH_S} s of their last change ({}): compiling them again may be OPcache's file_update_protection (R65), not OPcache off",
-            f.len(),
-            f.iter().take(3).map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    if compiles_total > 0 {
-        if recompiled > 0 && reqs.iter().all(|r| r.cli) {
-            // php-cli: OPcache needs opcache.enable and opcache.enable_cli
-            // (ZendAccelerator.c accel_startup); off for the CLI is most
-            // often enable_cli's default (0), and inferring it rather than
-            // enable=0 keeps `--php opcache.enable_cli=1` meaningful
-            ev.notes.push(format!(
-                "{recompiled} scripts were opened and compiled more than once: OPcache off for the CLI (opcache.enable_cli=0, PHP's default; or opcache.enable=0)"
-            ));
-            ev.inferred.push(("opcache.enable_cli".into(), "0".into()));
-        } else if recompiled > 0 {
-            ev.notes.push(format!(
-                "{recompiled} scripts were opened and compiled more than once: OPcache off (or not caching)"
-            ));
-            ev.inferred.push(("opcache.enable".into(), "0".into()));
-        } else {
-            ev.notes.push(format!(
-                "{} scripts were compiled once each and never again: OPcache on (or each request ran in a fresh process)",
-                compiles.len()
-            ));
-        }
-    }
-    // OPcache's lock file in a php-cli process: OPcache on for the CLI
-    let cli_opcache = reqs
-        .iter()
-        .filter(|r| {
-            r.cli
-                && r.ops
-                    .iter()
-                    .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }))
-        })
-        .count();
-    if cli_opcache > 0 {
-        ev.notes.push(format!(
-            "{cli_opcache} php-cli processes created OPcache's lock file ({OPCACHE_LOCK_PREFIX}XXXXXX): OPcache on for the CLI (opcache.enable=1, opcache.enable_cli=1)"
-        ));
-        ev.inferred.push(("opcache.enable".into(), "1".into()));
-        ev.inferred.push(("opcache.enable_cli".into(), "1".into()));
-    } else if reqs.iter().any(|r| r.cli) && compiles_total > 0 {
-        ev.notes.push(
-            "no php-cli process created OPcache's lock file: OPcache off for the CLI (opcache.enable_cli=0, PHP's default, or opcache.enable=0)".into(),
-        );
-    }
-    if !reval_times.is_empty() && recompiled > 0 {
-        // with OPcache off nothing validates timestamps: these are the
-        // application's own stat functions on scripts (as script_facts
-        // reclassifies them), not evidence of OPcache on
-        ev.notes.push(format!(
-            "{} scripts were stat()ed without being opened while scripts were compiled again: the application's own stat functions (OPcache is off)",
-            reval_times.len()
-        ));
-    } else if !reval_times.is_empty() {
-        ev.notes.push(format!(
-            "{} cached scripts were stat()ed without being opened: OPcache timestamp validation (validate_timestamps=1)",
-            reval_times.len()
-        ));
-        ev.inferred.push(("opcache.enable".into(), "1".into()));
-        ev.inferred
-            .push(("opcache.validate_timestamps".into(), "1".into()));
-        // smallest gap between validations of one script, whole seconds;
-        // not one begun while the other's stat ran (two workers finding
-        // the same expired stamp at once, R64's race)
-        let mut gaps: Vec<i64> = Vec::new();
-        for t in reval_times.values_mut() {
-            t.sort();
-            gaps.extend(
-                t.windows(2)
-                    .filter(|w| w[1].0 >= w[0].1)
-                    .map(|w| (w[1].0 / 1_000_000) - (w[0].0 / 1_000_000)),
-            );
-        }
-        if let Some(g) = gaps.iter().copied().min() {
-            ev.notes.push(format!(
-                "the same script was validated again after {g} s at the least: revalidate_freq <= {g}"
-            ));
-            if g == 0 {
-                ev.inferred
-                    .push(("opcache.revalidate_freq".into(), "0".into()));
-            }
-        }
-        if let Some(l) = unvalidated_s.filter(|&l| l > DEFAULT_REVALIDATE_FREQ_S) {
-            ev.notes.push(format!(
-                "a request did not validate the entry script {l} s after its last validation: revalidate_freq >= {l}"
-            ));
-            ev.inferred
-                .push(("opcache.revalidate_freq".into(), l.to_string()));
-        }
-    } else if compiles_total > 0 && recompiled == 0 && reqs.len() > 1 {
-        match unvalidated_s.filter(|&l| l > DEFAULT_REVALIDATE_FREQ_S) {
-            // PHP's default window would have validated: either no
-            // validation at all or a longer window. The smallest window
-            // that fits is taken; both give the same "before"
-            Some(l) => {
-                ev.notes.push(format!(
-                    "no script was validated, although a request ran {l} s after the entry script's compile: validate_timestamps=0 or revalidate_freq >= {l} (taken: revalidate_freq={l}; state opcache.validate_timestamps=0 if that is the setting)"
-                ));
-                ev.inferred
-                    .push(("opcache.revalidate_freq".into(), l.to_string()));
-            }
-            None => ev.notes.push(
-                "no script was validated: validate_timestamps=0, or every request fell inside the revalidate_freq window"
-                    .into(),
-            ),
-        }
-    }
-    // A cached script opened without being read (open, fstat, close) is
-    // OPcache resolving an include's name by the script's real path
-    // (R62). A script loaded from the file cache is keyed by its real path
-    // only, so its first use under another name does that once in the
-    // pool, and the name becomes a key; the same script opened so again
-    // means every include resolves that way: opcache.revalidate_path=1
-    // (measured: fpm-tree-rpath1, t/d1/d2/d3/d4/m0.php three times in one
-    // request).
-    let mut unread: HashMap<&str, u32> = HashMap::new();
-    for r in reqs.iter().filter(|r| !r.cli) {
-        for o in &r.ops {
-            if let PhpOpKind::Compile { path, reads: 0, .. } = &o.kind {
-                *unread.entry(path).or_default() += 1;
-            }
-        }
-    }
-    let again = unread.values().filter(|&&n| n >= 2).count();
-    if again > 0 && recompiled == 0 {
-        ev.notes.push(format!(
-            "{again} cached scripts were opened again without being read, more than once each: OPcache resolves every include by the script's real path (opcache.revalidate_path=1, R62)"
-        ));
-        ev.inferred
-            .push(("opcache.revalidate_path".into(), "1".into()));
-    }
-    if repeated_chain_in_request > 0 && short_walks > 0 {
-        ev.realpath_partial = true;
-        ev.notes.push(format!(
-            "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request, while {short_walks} walks stopped at a cached directory: the realpath cache is on but does not keep every path (realpath_cache_size too small for the application, R54)"
-        ));
-    } else if repeated_chain_in_request > 0 {
-        ev.notes.push(format!(
-            "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
-        ));
-    }
-    let cache_off = short_walks == 0
-        && reqs.iter().flat_map(|r| &r.ops).any(|o| {
-            // a canonical name resolved twice: the second walk of the same
-            // key shows only without realpath cache (`a//b.php` shows two
-            // walks anyway: two keys)
-            matches!(
-                &o.kind,
-                PhpOpKind::Compile {
-                    via: Via::Once,
-                    resolve_as: None,
-                    ..
-                }
-            )
-        });
-    // with OPcache off (scripts compiled again) script stats cannot be
-    // validations: the application's own
-    ev.complete = !includes || (cache_off && recompiled > 0);
-    if !ev.complete {
-        ev.notes.push(format!(
-            "{HIDDEN_NOTE} (include vs include_once, repeated include_once): predictions toward realpath_cache_size=0 or open_basedir undercount; record with both caches off for full information"
-        ));
-    }
-    if let Some((dir, n)) = basedirs.iter().max_by_key(|(_, n)| **n) {
-        ev.notes.push(if dir == "/" {
-            format!(
-                "{n} checks walked the checked file and its real path with no basedir walk after them, and a missing path's check tried readlink: open_basedir=/"
-            )
-        } else {
-            format!(
-                "{n} checks walked the directory {dir} right before the checked file: open_basedir={dir}"
-            )
-        });
-        // open_basedir alone explains the walks that repeat (R58: it
-        // disables the realpath cache): the cache's size is not shown, and
-        // stays PHP's default, assumed, not inferred as 0
-        // (which would keep every walk once open_basedir is removed)
-        ev.inferred.push(("open_basedir".into(), dir.clone()));
-    } else if cache_off {
-        ev.notes.push(
-            "include_once walked its own name twice: no realpath cache (realpath_cache_size=0)"
-                .into(),
-        );
-        ev.inferred.push(("realpath_cache_size".into(), "0".into()));
-    }
-    ev
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 //! under any settings like a validation that was not due.
 
 use super::*;
+use statstorm_trace::op::Name;
 
 /// Turns the permission checks of `reqs` into the script uses they show,
 /// when the capture shows the setting on; returns how many checks there
@@ -31,61 +32,110 @@ use super::*;
 /// `is_readable()` of a cached script looks the same and is read as a use
 /// too (no capture has both).
 pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
-    let mut compiled: HashSet<String> = HashSet::new();
-    let mut mains: HashSet<String> = HashSet::new();
-    for o in reqs.iter().flat_map(|r| &r.ops) {
-        if let PhpOpKind::Compile { path, via, .. } = &o.kind {
-            compiled.insert(path.to_string());
-            if *via == Via::Main {
-                mains.insert(path.to_string());
-            }
-        }
+    let mut seen = ChecksSeen::default();
+    for r in reqs.iter() {
+        seen.see(r);
     }
-    let is_check = |o: &PhpOp| -> Option<String> {
-        match &o.kind {
-            PhpOpKind::Access {
-                path,
-                mode,
-                missing: false,
-            } if *mode & Flags::R_OK != 0 && compiled.contains(path.as_ref()) => {
-                Some(path.to_string())
-            }
-            _ => None,
-        }
+    let Some(f) = seen.finish() else {
+        return 0;
     };
-    // php-fpm: a request that starts with the check of an entry script
-    let entry_checked = reqs.iter().any(|r| {
+    reqs.iter_mut().map(|r| f.apply(r)).sum()
+}
+
+/// Whether the capture shows the setting on ([`permission_checks`]),
+/// folded request by request (any order): the scripts compiled, the entry
+/// scripts, and the checks that would show it once those are known.
+#[derive(Default)]
+pub(super) struct ChecksSeen {
+    compiled: HashSet<Name>,
+    mains: HashSet<Name>,
+    /// Scripts checked by a request's first operation on a script.
+    first_checked: HashSet<Name>,
+    /// Scripts checked twice back to back after the request compiled them.
+    repeat_checked: HashSet<Name>,
+}
+
+/// A successful `access(R_OK)` of `path` (a check if `path` is compiled
+/// somewhere).
+fn access_r_ok(o: &PhpOp) -> Option<&Name> {
+    match &o.kind {
+        PhpOpKind::Access {
+            path,
+            mode,
+            missing: false,
+        } if *mode & Flags::R_OK != 0 => Some(path),
+        _ => None,
+    }
+}
+
+impl ChecksSeen {
+    pub(super) fn see(&mut self, r: &WorkRequest) {
+        for o in &r.ops {
+            if let PhpOpKind::Compile { path, via, .. } = &o.kind {
+                self.compiled.insert(path.clone());
+                if *via == Via::Main {
+                    self.mains.insert(path.clone());
+                }
+            }
+        }
+        // php-fpm: a request that starts with the check of an entry script
         let first = r.ops.iter().find(|o| match &o.kind {
             PhpOpKind::Compile { path, .. } | PhpOpKind::Revalidate { path, .. } => is_script(path),
             PhpOpKind::Access { path, .. } => is_script(path),
             _ => false,
         });
-        first
-            .and_then(&is_check)
-            .is_some_and(|p| mains.contains(&p))
-    });
-    // php-cli opens its entry script itself (no check): there the setting
-    // shows as a plain include repeated in a loop, checks of one script
-    // the request compiled before, back to back (cli-tree-ocvp)
-    let repeats_checked = reqs.iter().any(|r| {
+        if let Some(p) = first.and_then(access_r_ok) {
+            self.first_checked.insert(p.clone());
+        }
+        // php-cli opens its entry script itself (no check): there the
+        // setting shows as a plain include repeated in a loop, checks of
+        // one script the request compiled before, back to back
+        // (cli-tree-ocvp)
         let mut done: HashSet<&str> = HashSet::new();
-        r.ops.iter().enumerate().any(|(i, o)| {
+        for (i, o) in r.ops.iter().enumerate() {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
                 done.insert(path);
             }
-            let next = r.ops.get(i + 1);
-            match (is_check(o), next.and_then(is_check)) {
-                (Some(a), Some(b)) => a == b && done.contains(a.as_str()),
-                _ => false,
+            if let (Some(a), Some(b)) = (access_r_ok(o), r.ops.get(i + 1).and_then(access_r_ok)) {
+                if a == b && done.contains(a.as_ref()) {
+                    self.repeat_checked.insert(a.clone());
+                }
             }
-        })
-    });
-    let shows = entry_checked || repeats_checked;
-    if !shows {
-        return 0;
+        }
     }
-    let mut checks = 0;
-    for r in reqs.iter_mut() {
+
+    /// The checks to apply, or `None` when the capture does not show the
+    /// setting.
+    pub(super) fn finish(self) -> Option<Checks> {
+        let entry_checked = self
+            .first_checked
+            .iter()
+            .any(|p| self.compiled.contains(p) && self.mains.contains(p));
+        let repeats_checked = self
+            .repeat_checked
+            .iter()
+            .any(|p| self.compiled.contains(p));
+        (entry_checked || repeats_checked).then_some(Checks {
+            compiled: self.compiled,
+        })
+    }
+}
+
+/// The permission checks of a capture that shows the setting on.
+pub(super) struct Checks {
+    compiled: HashSet<Name>,
+}
+
+impl Checks {
+    /// Turns the checks of `r` into the uses they show; returns how many
+    /// checks there were.
+    pub(super) fn apply(&self, r: &mut WorkRequest) -> usize {
+        let is_check = |o: &PhpOp| {
+            access_r_ok(o)
+                .filter(|p| self.compiled.contains(*p))
+                .cloned()
+        };
+        let mut checks = 0;
         let mut out: Vec<PhpOp> = Vec::with_capacity(r.ops.len());
         for i in 0..r.ops.len() {
             let o = &r.ops[i];
@@ -105,15 +155,13 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
             });
             let validated = matches!(
                 next.map(|n| &n.kind),
-                Some(PhpOpKind::Revalidate { path: q, .. } | PhpOpKind::Compile { path: q, .. }) if **q == *path
+                Some(PhpOpKind::Revalidate { path: q, .. } | PhpOpKind::Compile { path: q, .. }) if *q == path
             );
             if !validated {
                 out.push(PhpOp {
                     t_off_us: o.t_off_us,
                     stat_us: None,
-                    kind: PhpOpKind::CachedUse {
-                        path: path.as_str().into(),
-                    },
+                    kind: PhpOpKind::CachedUse { path },
                 });
             }
         }
@@ -121,6 +169,6 @@ pub(super) fn permission_checks(reqs: &mut [WorkRequest]) -> usize {
         if r.script.is_none() {
             r.script = script_of(&r.ops);
         }
+        checks
     }
-    checks
 }
