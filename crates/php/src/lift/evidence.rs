@@ -487,7 +487,9 @@ mod tests {
         // smallest gap is the same
         let mut x: u64 = 7;
         let mut next = |m: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 33) % m
         };
         for _ in 0..50 {

@@ -92,77 +92,167 @@ fn align<T: PartialEq>(small: &[T], big: &[T], fit: Fit) -> Option<Vec<Option<us
 /// template, keeping its own unmodelled (raw) calls and its own writes
 /// ([`own_op`]).
 pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
-    // A request is named after the first script it resolves, compiles or
-    // validates (`script_of`). A name from a validation may be the
-    // application's own stat of a file under another name: with
-    // validate_timestamps=0 MediaWiki's warm requests show only its
-    // file_exists() of /usr/share/mediawiki/LocalSettings.php, a link to
-    // the /etc/mediawiki/LocalSettings.php it compiles
-    // (fpm-mediawiki-vt0). Such a name counts only when some request
-    // compiles a script under it or is surely named so (by a resolution
-    // or a compile).
-    let sure = |r: &WorkRequest| {
-        r.ops.iter().find_map(|o| match &o.kind {
-            PhpOpKind::PrimaryResolve { .. } | PhpOpKind::Compile { .. } => Some(true),
-            PhpOpKind::Revalidate { .. } | PhpOpKind::CachedUse { .. } => Some(false),
-            _ => None,
-        }) == Some(true)
-    };
-    let mut known: HashSet<String> = reqs
-        .iter()
-        .filter(|r| sure(r))
-        .filter_map(|r| r.script.clone())
-        .collect();
-    known.extend(reqs.iter().flat_map(|r| r.compiled().map(str::to_string)));
-    for r in reqs.iter_mut() {
-        if !sure(r) && r.script.as_ref().is_some_and(|s| !known.contains(s)) {
-            r.script = None;
-        }
-    }
-    let scripts: Vec<String> = {
-        let mut s: Vec<String> = reqs.iter().filter_map(|r| r.script.clone()).collect();
-        s.sort();
-        s.dedup();
-        s
-    };
-    let only = if scripts.len() == 1 {
-        Some(scripts[0].clone())
-    } else {
-        None
-    };
-    let mut templates: HashMap<String, usize> = HashMap::new();
-    let modelled = |r: &WorkRequest| r.ops.iter().filter(|o| !own_op(o)).count();
+    let mut seen = TemplatesSeen::default();
     for (i, r) in reqs.iter().enumerate() {
-        let Some(s) = r.script.clone().or_else(|| only.clone()) else {
-            continue;
-        };
-        let better = match templates.get(&s) {
-            Some(&j) => modelled(r) > modelled(&reqs[j]),
-            None => true,
-        };
-        if better {
-            templates.insert(s, i);
-        }
+        seen.see(i, r);
     }
+    let mut t = seen.finish();
     // the templates' operations as they are, one per script: moved out
     // for the loop and put back after it (a template is never changed:
     // its own turn is skipped). Not copied: on the bench log of
     // scripts/bench-predict a copy of every template was a fifth of
     // predict's peak.
-    let mut snapshot: HashMap<usize, Vec<PhpOp>> = templates
-        .values()
-        .map(|&t| (t, std::mem::take(&mut reqs[t].ops)))
-        .collect();
+    let wanted: Vec<usize> = t.wanted().collect();
+    for i in wanted {
+        let ops = std::mem::take(&mut reqs[i].ops);
+        t.hold(i, ops);
+    }
     for (i, r) in reqs.iter_mut().enumerate() {
-        let Some(s) = r.script.clone().or_else(|| only.clone()) else {
-            continue;
+        t.apply(i, r);
+    }
+    for (i, ops) in t.release() {
+        reqs[i].ops = ops;
+    }
+}
+
+/// A request named after its first resolution or compile ([`script_of`]),
+/// not after a validation.
+fn sure(r: &WorkRequest) -> bool {
+    r.ops.iter().find_map(|o| match &o.kind {
+        PhpOpKind::PrimaryResolve { .. } | PhpOpKind::Compile { .. } => Some(true),
+        PhpOpKind::Revalidate { .. } | PhpOpKind::CachedUse { .. } => Some(false),
+        _ => None,
+    }) == Some(true)
+}
+
+/// The operations a template is chosen by: all but the request's own.
+fn modelled(r: &WorkRequest) -> usize {
+    r.ops.iter().filter(|o| !own_op(o)).count()
+}
+
+/// The templates of a capture ([`apply_templates`]), folded request by
+/// request (any order): the names that count, and per name the fullest
+/// request (index only: the caller gives the templates' operations).
+#[derive(Default)]
+pub(super) struct TemplatesSeen {
+    known: HashSet<String>,
+    scripts: HashSet<String>,
+    /// Per request name (or none): the fullest request, (modelled
+    /// operations, index), the first by index among equals.
+    best: HashMap<Option<String>, (usize, usize)>,
+}
+
+impl TemplatesSeen {
+    pub(super) fn see(&mut self, i: usize, r: &WorkRequest) {
+        // A request is named after the first script it resolves, compiles
+        // or validates (`script_of`). A name from a validation may be the
+        // application's own stat of a file under another name: with
+        // validate_timestamps=0 MediaWiki's warm requests show only its
+        // file_exists() of /usr/share/mediawiki/LocalSettings.php, a link
+        // to the /etc/mediawiki/LocalSettings.php it compiles
+        // (fpm-mediawiki-vt0). Such a name counts only when some request
+        // compiles a script under it or is surely named so (by a
+        // resolution or a compile).
+        if let Some(s) = &r.script {
+            if sure(r) {
+                self.known.insert(s.clone());
+            }
+            self.scripts.insert(s.clone());
+        }
+        for c in r.compiled() {
+            if !self.known.contains(c) {
+                self.known.insert(c.to_string());
+            }
+        }
+        let m = modelled(r);
+        let b = self.best.entry(r.script.clone()).or_insert((m, i));
+        if m > b.0 || (m == b.0 && i < b.1) {
+            *b = (m, i);
+        }
+    }
+
+    /// Which request is each name's template.
+    pub(super) fn finish(self) -> Templates {
+        let mut scripts: Vec<&String> = self
+            .scripts
+            .iter()
+            .filter(|s| self.known.contains(*s))
+            .collect();
+        scripts.sort();
+        let only = (scripts.len() == 1).then(|| scripts[0].clone());
+        // each name's fullest request, among the requests that go by it
+        // (a name that does not count goes by the only name, if any)
+        let mut chosen: HashMap<String, (usize, usize)> = HashMap::new();
+        for (k, &(m, i)) in &self.best {
+            let named = k.clone().filter(|s| self.known.contains(s));
+            let Some(s) = named.or_else(|| only.clone()) else {
+                continue;
+            };
+            let b = chosen.entry(s).or_insert((m, i));
+            if m > b.0 || (m == b.0 && i < b.1) {
+                *b = (m, i);
+            }
+        }
+        Templates {
+            known: self.known,
+            only,
+            by_name: chosen.into_iter().map(|(s, (_, i))| (s, i)).collect(),
+            held: HashMap::new(),
+        }
+    }
+}
+
+/// The templates of a capture, to apply to each request
+/// ([`Templates::apply`]) once their operations are held
+/// ([`Templates::hold`]).
+pub(super) struct Templates {
+    known: HashSet<String>,
+    only: Option<String>,
+    by_name: HashMap<String, usize>,
+    held: HashMap<usize, Vec<PhpOp>>,
+}
+
+impl Templates {
+    /// The requests whose operations the templates need, each once.
+    pub(super) fn wanted(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut v: Vec<usize> = self.by_name.values().copied().collect();
+        v.sort_unstable();
+        v.dedup();
+        v.into_iter()
+    }
+
+    /// Holds request `i`'s operations (as [`Templates::apply`] leaves a
+    /// template: unchanged).
+    pub(super) fn hold(&mut self, i: usize, ops: Vec<PhpOp>) {
+        self.held.insert(i, ops);
+    }
+
+    /// The held operations, back.
+    pub(super) fn release(self) -> impl Iterator<Item = (usize, Vec<PhpOp>)> {
+        self.held.into_iter()
+    }
+
+    /// Request `i` (`r`) as its template makes it: its name dropped if it
+    /// does not count; if it ran its name's template, the template's
+    /// operations with its own calls and writes.
+    pub(super) fn apply(&self, i: usize, r: &mut WorkRequest) {
+        if !sure(r) && r.script.as_ref().is_some_and(|s| !self.known.contains(s)) {
+            r.script = None;
+        }
+        let Some(s) = r.script.clone().or_else(|| self.only.clone()) else {
+            return;
         };
-        let t = templates[&s];
+        let Some(&t) = self.by_name.get(&s) else {
+            return;
+        };
         // a connection that ran no PHP at all (no filesystem call) is not
         // a request of the script
         if t == i || r.ops.is_empty() {
-            continue;
+            return;
         }
+        let Some(tpl) = self.held.get(&t) else {
+            return;
+        };
         // a request that compiled nothing (or few scripts) and shows no use of most
         // scripts its template compiled ran them on a warm OPcache inside
         // their revalidate_freq window: caches hid its includes for sure.
@@ -187,7 +277,7 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
             })
             .collect();
         let (mut compiled, mut unseen) = (0usize, 0usize);
-        for o in &snapshot[&t] {
+        for o in tpl {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
                 compiled += 1;
                 unseen += usize::from(!shown.contains(path.as_ref()));
@@ -203,10 +293,7 @@ pub(super) fn apply_templates(reqs: &mut [WorkRequest]) {
         } else {
             Fit::Exact
         };
-        take_template(r, &snapshot[&t], s, fit);
-    }
-    for (t, ops) in snapshot.drain() {
-        reqs[t].ops = ops;
+        take_template(r, tpl, s, fit);
     }
 }
 
