@@ -117,7 +117,15 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
     // the first requests are enough (each worker's cache fills in its
     // first ones) and keep the search short on long captures
-    let sub = w.first(SEARCH_REQUESTS);
+    let sub = match w.first(SEARCH_REQUESTS) {
+        Ok(sub) => sub,
+        Err(e) => {
+            w.evidence.notes.push(format!(
+                "the first requests could not be read back ({e}): settings shown only by trial lowerings not inferred"
+            ));
+            return;
+        }
+    };
     if sub.requests.is_empty() {
         return;
     }
@@ -273,7 +281,15 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
     let Ok((base, _)) = inferred_config(w) else {
         return;
     };
-    let sub = w.first(SEARCH_REQUESTS);
+    let sub = match w.first(SEARCH_REQUESTS) {
+        Ok(sub) => sub,
+        Err(e) => {
+            w.evidence.notes.push(format!(
+                "the first requests could not be read back ({e}): settings shown only by trial lowerings not inferred"
+            ));
+            return;
+        }
+    };
     let opens = |ops: &[Vec<Op>]| {
         ops.iter()
             .flatten()

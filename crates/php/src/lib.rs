@@ -46,6 +46,20 @@ pub fn lift_from(
     w
 }
 
+/// [`lift_from`] with the requests kept outside memory, in stores `make`
+/// gives ([`lift::lift_parts_stored`]).
+pub fn lift_stored(
+    facts: &lift::TraceFacts,
+    requests: &crate::request::Requests,
+    real: &dyn lift::CallSource,
+    make: &mut dyn FnMut() -> std::io::Result<Box<dyn crate::workload::RequestStore>>,
+) -> std::io::Result<Workload> {
+    let (mut w, first) = lift::lift_parts_stored(facts, requests, real, make)?;
+    infer::infer_accel_hash(&mut w, &first);
+    infer::infer_realpath_settings(&mut w, &first);
+    Ok(w)
+}
+
 /// [`lift()`] completed from a reference capture
 /// ([`lift::lift_with_reference_parts`]), then the settings inference.
 pub fn lift_with_reference(

@@ -267,6 +267,74 @@ pub struct Workload {
     /// added under it after the name's resolution (R63 in a race).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub lock_us: u64,
+    /// Where the requests' operations are when not in `requests` (a
+    /// capture larger than memory: [`Workload::request`]).
+    #[serde(skip)]
+    pub stored: Stored,
+}
+
+/// Lifted requests kept outside memory (in a temporary file, by the
+/// caller of the lift), written once and read back one at a time.
+pub trait RequestStore: Send + Sync {
+    /// Appends a request; its index is the number pushed before it.
+    fn push(&mut self, r: &WorkRequest) -> std::io::Result<()>;
+    /// Request `i` as pushed.
+    fn get(&self, i: usize) -> std::io::Result<WorkRequest>;
+    /// Requests pushed.
+    fn len(&self) -> usize;
+    /// No request pushed.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A [`RequestStore`] in memory (what tests compare a store with).
+#[derive(Default)]
+pub struct MemoryStore(pub Vec<WorkRequest>);
+
+impl RequestStore for MemoryStore {
+    fn push(&mut self, r: &WorkRequest) -> std::io::Result<()> {
+        self.0.push(r.clone());
+        Ok(())
+    }
+    fn get(&self, i: usize) -> std::io::Result<WorkRequest> {
+        self.0
+            .get(i)
+            .cloned()
+            .ok_or_else(|| std::io::Error::other(format!("no request {i} stored")))
+    }
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// A workload's requests in a [`RequestStore`]: the workload's
+/// `requests` then hold each request without its operations, and
+/// [`Workload::request`] reads them back. With every script compiled (as
+/// [`Workload::compiled_scripts`] gives them, taken as the store was
+/// written).
+#[derive(Clone, Default)]
+pub struct Stored(
+    pub  Option<(
+        std::sync::Arc<dyn RequestStore>,
+        std::collections::BTreeSet<String>,
+    )>,
+);
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            None => write!(f, "in memory"),
+            Some((s, _)) => write!(f, "stored ({} requests)", s.len()),
+        }
+    }
+}
+
+/// Where the operations are does not make two workloads differ.
+impl PartialEq for Stored {
+    fn eq(&self, _: &Stored) -> bool {
+        true
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -410,9 +478,32 @@ impl Latencies {
 }
 
 impl Workload {
+    /// Request `i` with its operations: borrowed from `requests`, or read
+    /// back from the store ([`Stored`]).
+    pub fn request(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, WorkRequest>> {
+        match &self.stored.0 {
+            None => self
+                .requests
+                .get(i)
+                .map(std::borrow::Cow::Borrowed)
+                .ok_or_else(|| std::io::Error::other(format!("no request {i} in the workload"))),
+            Some((s, _)) => s.get(i).map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The same workload with every request's operations in memory.
+    pub fn loaded(&self) -> std::io::Result<Workload> {
+        let mut w = self.first(self.requests.len())?;
+        w.stored = Stored::default();
+        Ok(w)
+    }
+
     /// Every script some request compiles (what OPcache's file cache may
     /// hold, [`crate::lower::file_cache_of`]).
     pub fn compiled_scripts(&self) -> std::collections::BTreeSet<String> {
+        if let Some((_, c)) = &self.stored.0 {
+            return c.clone();
+        }
         self.requests
             .iter()
             .flat_map(|r| r.compiled())
@@ -421,18 +512,22 @@ impl Workload {
     }
 
     /// A copy holding only the first `n` requests (everything else
-    /// whole), without copying the others.
-    pub fn first(&self, n: usize) -> Workload {
-        Workload {
+    /// whole), without copying the others; in memory.
+    pub fn first(&self, n: usize) -> std::io::Result<Workload> {
+        let requests = (0..n.min(self.requests.len()))
+            .map(|i| self.request(i).map(std::borrow::Cow::into_owned))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Workload {
             schema: self.schema.clone(),
-            requests: self.requests.iter().take(n).cloned().collect(),
+            requests,
             evidence: self.evidence.clone(),
             links: self.links.clone(),
             mtimes: self.mtimes.clone(),
             file_cache: self.file_cache.clone(),
             latency_us: self.latency_us.clone(),
             lock_us: self.lock_us,
-        }
+            stored: Stored::default(),
+        })
     }
 
     /// The mtime of `script` as of time `t_us`: the last one seen at or

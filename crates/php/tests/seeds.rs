@@ -53,6 +53,7 @@ fn workload(requests: Vec<WorkRequest>) -> Workload {
         file_cache: None,
         latency_us: Default::default(),
         lock_us: 0,
+        stored: Default::default(),
     }
 }
 

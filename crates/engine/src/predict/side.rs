@@ -427,6 +427,7 @@ mod tests {
             file_cache: None,
             latency_us: Default::default(),
             lock_us: 0,
+            stored: Default::default(),
         };
         let cfg = PhpConfig::default();
         let flags = NfsFlags {

@@ -72,6 +72,36 @@ struct Timed {
     empty: bool,
 }
 
+/// The pool's first compiled script: the first compile of the php-fpm
+/// request that is first by PHP's request time (then index) among those
+/// that compiled something; requests seen in any order.
+#[derive(Default)]
+pub(super) struct EntrySeen {
+    best: Option<((i64, usize), Name)>,
+}
+
+impl EntrySeen {
+    pub(super) fn see(&mut self, i: usize, r: &WorkRequest) {
+        if r.cli {
+            return;
+        }
+        let Some(p) = r.ops.iter().find_map(|o| match &o.kind {
+            PhpOpKind::Compile { path, .. } => Some(path),
+            _ => None,
+        }) else {
+            return;
+        };
+        let key = (r.request_time_us, i);
+        if self.best.as_ref().is_none_or(|(k, _)| key < *k) {
+            self.best = Some((key, p.clone()));
+        }
+    }
+
+    pub(super) fn finish(self) -> Option<Name> {
+        self.best.map(|(_, p)| p)
+    }
+}
+
 /// [`Evidence`] folded request by request; requests in start order
 /// (start, then index).
 pub(super) struct EvidenceSeen<'m> {
@@ -121,29 +151,15 @@ impl<'m> EvidenceSeen<'m> {
     }
 
     /// The pool's first compiled script over requests given as (index,
-    /// request) in any order: the first compile of the php-fpm request
-    /// that is first by PHP's request time (then index) among those that
-    /// compiled something.
+    /// request) in any order ([`EntrySeen`]).
     pub(super) fn entry_of<'a>(
         reqs: impl Iterator<Item = (usize, &'a WorkRequest)>,
     ) -> Option<Name> {
-        let mut best: Option<((i64, usize), Name)> = None;
+        let mut e = EntrySeen::default();
         for (i, r) in reqs {
-            if r.cli {
-                continue;
-            }
-            let Some(p) = r.ops.iter().find_map(|o| match &o.kind {
-                PhpOpKind::Compile { path, .. } => Some(path),
-                _ => None,
-            }) else {
-                continue;
-            };
-            let key = (r.request_time_us, i);
-            if best.as_ref().is_none_or(|(k, _)| key < *k) {
-                best = Some((key, p.clone()));
-            }
+            e.see(i, r);
         }
-        best.map(|(_, p)| p)
+        e.finish()
     }
 
     /// Folds request `i`.

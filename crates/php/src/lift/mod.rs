@@ -30,8 +30,8 @@
 
 use crate::request::{RequestKind, Requests};
 use crate::workload::{
-    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, Via, WorkRequest, Workload,
-    WORKLOAD_SCHEMA,
+    Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, RequestStore, Via, WorkRequest,
+    Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Flags, Trace};
@@ -1159,8 +1159,109 @@ pub fn lift_parts_from(
         file_cache,
         latency_us,
         lock_us: facts.lock_us,
+        stored: Default::default(),
     };
     (w, real)
+}
+
+/// [`lift_parts_from`] with the requests kept outside memory: each
+/// request is lifted into a store `make` gives, the passes that look
+/// across requests read them back one at a time (folds bounded by the
+/// distinct paths, and the templates' operations), and the workload's
+/// requests go to a second store; the workload's `requests` hold them
+/// without their operations ([`Workload::request`] reads them back).
+/// Gives the same workload as [`lift_parts_from`].
+pub fn lift_parts_stored(
+    facts: &TraceFacts,
+    requests: &Requests,
+    real: &dyn CallSource,
+    make: &mut dyn FnMut() -> std::io::Result<Box<dyn RequestStore>>,
+) -> std::io::Result<(Workload, Vec<Vec<Op>>)> {
+    let mtimes = &facts.mtimes;
+    let mut raw = make()?;
+    let mut checks_seen = permission::ChecksSeen::default();
+    let mut entry = evidence::EntrySeen::default();
+    let mut startup = false;
+    let mut meta: Vec<WorkRequest> = Vec::new();
+    let each = lift_each::<std::io::Error>(requests, real, &mut |i, r| {
+        checks_seen.see(&r);
+        entry.see(i, &r);
+        startup |= starts_opcache(&r);
+        raw.push(&r)?;
+        meta.push(WorkRequest {
+            ops: Vec::new(),
+            ..r
+        });
+        Ok(())
+    })?;
+    let checks = checks_seen.finish();
+    let n = meta.len();
+    // the evidence and the script facts, requests in start order
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (meta[i].start_us, i));
+    let mut ev = evidence::EvidenceSeen::new(entry.finish(), mtimes);
+    let mut fs = facts::FactsSeen::new(mtimes);
+    let mut checked = 0;
+    for i in order {
+        let mut r = raw.get(i)?;
+        if let Some(c) = &checks {
+            checked += c.apply(&mut r);
+        }
+        ev.see(i, &r);
+        fs.see(i, &r);
+    }
+    let mut evidence = ev.finish(&each.basedirs, each.short_walks);
+    let shm = each.file_cache.is_some()
+        && ((each.fpm && !reloads_from_file_cache(&meta, &each.bin_scripts)) || startup);
+    let cli = meta.iter().any(|r| r.cli);
+    checks_and_file_cache(&mut evidence, checked, each.file_cache.as_ref(), shm, cli);
+    // each request as the checks and the script facts leave it
+    let sf = fs.finish();
+    let read = |i: usize| -> std::io::Result<WorkRequest> {
+        let mut r = raw.get(i)?;
+        if let Some(c) = &checks {
+            c.apply(&mut r);
+        }
+        sf.apply(&mut r);
+        Ok(r)
+    };
+    let mut ts = templates::TemplatesSeen::default();
+    for i in 0..n {
+        ts.see(i, &read(i)?);
+    }
+    let mut t = ts.finish();
+    let wanted: Vec<usize> = t.wanted().collect();
+    for i in wanted {
+        t.hold(i, read(i)?.ops);
+    }
+    let mut done = make()?;
+    let mut compiled = BTreeSet::new();
+    for (i, m) in meta.iter_mut().enumerate() {
+        let mut r = read(i)?;
+        t.apply(i, &mut r);
+        r.ops.shrink_to_fit();
+        for c in r.compiled() {
+            if !compiled.contains(c) {
+                compiled.insert(c.to_string());
+            }
+        }
+        m.script.clone_from(&r.script);
+        m.from_template = r.from_template;
+        done.push(&r)?;
+    }
+    drop(raw);
+    let w = Workload {
+        schema: WORKLOAD_SCHEMA.to_string(),
+        requests: meta,
+        evidence,
+        links: each.links,
+        mtimes: mtimes.clone(),
+        file_cache: each.file_cache,
+        latency_us: each.latency_us,
+        lock_us: facts.lock_us,
+        stored: crate::workload::Stored(Some((std::sync::Arc::from(done), compiled))),
+    };
+    Ok((w, each.first))
 }
 
 /// A request served by a worker of a pool (php-fpm, by accept or FastCGI
@@ -1233,15 +1334,34 @@ impl CallSource for Vec<Vec<Op>> {
     }
 }
 
-/// `real`: [`request_ops`] of the trace and `requests`; `mtimes`: its
-/// [`script_mtimes`]. Reads each request's calls twice: once for what
-/// looks across requests first (the calls' durations, OPcache's file
-/// cache), once to lift it.
-fn lift_requests(
+/// What the lift of each request leaves besides the requests: the
+/// evidence of the walks, the links, OPcache's file cache, the first
+/// requests' calls and the calls' durations.
+struct Each {
+    basedirs: BTreeMap<String, u32>,
+    short_walks: u32,
+    links: BTreeMap<String, String>,
+    file_cache: Option<FileCacheSeen>,
+    /// Per request, the scripts it loaded from OPcache's file cache.
+    bin_scripts: Vec<BTreeSet<String>>,
+    /// The first `infer::SEARCH_REQUESTS` (16) requests' calls, for
+    /// the settings inference (the others empty).
+    first: Vec<Vec<Op>>,
+    /// The calls' median durations ([`Workload::latency_us`]).
+    latency_us: BTreeMap<OpKind, u64>,
+    /// The trace holds a pool.
+    fpm: bool,
+}
+
+/// `real`: [`request_ops`] of the trace and `requests`. Reads each
+/// request's calls twice: once for what looks across requests first (the
+/// calls' durations, OPcache's file cache), once to lift it; gives each
+/// lifted request to `sink` in the split's order.
+fn lift_each<E>(
     requests: &Requests,
     real: &dyn CallSource,
-    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
-) -> Lifted {
+    sink: &mut dyn FnMut(usize, WorkRequest) -> Result<(), E>,
+) -> Result<Each, E> {
     let mut latencies = crate::workload::Latencies::default();
     let mut scan = crate::file_cache::Scan::default();
     for i in 0..real.requests() {
@@ -1270,7 +1390,6 @@ fn lift_requests(
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
-    let mut reqs: Vec<WorkRequest> = Vec::new();
     for (i, r) in requests.requests.iter().enumerate() {
         let recorded = real.calls(i);
         let stripped;
@@ -1304,52 +1423,79 @@ fn lift_requests(
             *basedirs.entry(k).or_default() += v;
         }
         short_walks += b.short_walks;
-        reqs.push(WorkRequest {
+        let cli = r.kind == RequestKind::CliProcess;
+        let mut w = WorkRequest {
             pid: r.pid,
             request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
             start_us: start,
             end_us: r.end_us.unwrap_or(start),
-            cli: r.kind == RequestKind::CliProcess,
+            cli,
             script: script_of(&lifted),
             from_template: false,
             ops: lifted,
-        });
+        };
+        if let Some(bins) = bin_scripts.get(i) {
+            file_cache_compiles(&mut w, bins);
+        }
         if i < crate::infer::SEARCH_REQUESTS {
             if let Some(f) = first.get_mut(i) {
                 *f = recorded.into_owned();
             }
         }
+        sink(i, w)?;
     }
-    if file_cache.is_some() {
-        // the file cache's compiles show no read (a .bin was loaded) or
-        // OPcache's extra fstats: the compile's own calls are those of a
-        // compile without it (R51: php-cli's entry script fstat'ed twice,
-        // the others once, one read each)
-        for (r, bins) in reqs.iter_mut().zip(&bin_scripts) {
-            let cli = r.cli;
-            for o in r.ops.iter_mut() {
-                if let PhpOpKind::Compile {
-                    path,
-                    via,
-                    fstats,
-                    reads,
-                    ..
-                } = &mut o.kind
-                {
-                    // (an open of a script whose .bin this request did not
-                    // touch is no compile: kept as recorded)
-                    if !bins.contains(path.as_ref()) {
-                        continue;
-                    }
-                    // (php-fpm's entry script: one fstat)
-                    *fstats = if *via == Via::Main && cli { 2 } else { 1 };
-                    *reads = 1;
-                }
+    Ok(Each {
+        basedirs,
+        short_walks,
+        links,
+        file_cache,
+        bin_scripts,
+        first,
+        latency_us,
+        fpm,
+    })
+}
+
+/// The file cache's compiles show no read (a .bin was loaded) or
+/// OPcache's extra fstats: the compile's own calls are those of a compile
+/// without it (R51: php-cli's entry script fstat'ed twice, the others
+/// once, one read each). `bins`: the scripts the request loaded from the
+/// file cache.
+fn file_cache_compiles(r: &mut WorkRequest, bins: &BTreeSet<String>) {
+    let cli = r.cli;
+    for o in r.ops.iter_mut() {
+        if let PhpOpKind::Compile {
+            path,
+            via,
+            fstats,
+            reads,
+            ..
+        } = &mut o.kind
+        {
+            // (an open of a script whose .bin this request did not
+            // touch is no compile: kept as recorded)
+            if !bins.contains(path.as_ref()) {
+                continue;
             }
+            // (php-fpm's entry script: one fstat)
+            *fstats = if *via == Via::Main && cli { 2 } else { 1 };
+            *reads = 1;
         }
     }
-    let checks = permission::permission_checks(&mut reqs);
-    let mut evidence = evidence(&reqs, &basedirs, short_walks, mtimes);
+}
+
+/// The evidence of OPcache's permission checks (`checks` of them) and of
+/// its file cache (`fc`), added to `evidence`. `shm`: OPcache's shared
+/// memory shows (a php-cli lock file, or a pool whose workers do not load
+/// a script from the file cache twice); `cli`: the trace has php-cli
+/// processes.
+fn checks_and_file_cache(
+    evidence: &mut Evidence,
+    checks: usize,
+    fc: Option<&FileCacheSeen>,
+    shm: bool,
+    cli: bool,
+) {
     if checks > 0 {
         evidence.notes.push(format!(
             "{checks} uses of cached scripts were checked with access(R_OK) (OPcache's permission check): OPcache on with opcache.validate_permission=1 (R68)"
@@ -1363,57 +1509,80 @@ fn lift_requests(
                 .push(("opcache.enable".into(), "1".into()));
         }
     }
-    if let Some(fc) = &file_cache {
-        // shared memory too: php-cli created its lock file; php-fpm
-        // creates it in the master, outside requests, so a pool's trace
-        // tells it otherwise: without shared memory a worker loads the
-        // same script from the file cache in each of its requests
-        // (measured: fpm-*-fco), with it once for the pool
-        let shm = (fpm && !reloads_from_file_cache(&reqs, &bin_scripts))
-            || reqs
-                .iter()
-                .flat_map(|r| &r.ops)
-                .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }));
-        evidence.notes.push(format!(
-            "OPcache's file cache in {} ({} scripts found there, the others stored){}: opcache.file_cache={} (R67)",
-            fc.dir,
-            fc.present.len(),
-            if shm { "" } else { ", no shared memory lock file: opcache.file_cache_only=1" },
-            fc.dir
-        ));
+    let Some(fc) = fc else {
+        return;
+    };
+    evidence.notes.push(format!(
+        "OPcache's file cache in {} ({} scripts found there, the others stored){}: opcache.file_cache={} (R67)",
+        fc.dir,
+        fc.present.len(),
+        if shm { "" } else { ", no shared memory lock file: opcache.file_cache_only=1" },
+        fc.dir
+    ));
+    evidence
+        .inferred
+        .push(("opcache.file_cache".into(), fc.dir.clone()));
+    if !shm {
+        // every process compiles each script through the cache: no
+        // sign of OPcache off, and no lock file to look for
+        evidence.notes.retain(|n| {
+            !n.contains("OPcache off (or not caching)")
+                && !n.contains("OPcache off for the CLI")
+                && !n.contains("created OPcache's lock file")
+        });
         evidence
             .inferred
-            .push(("opcache.file_cache".into(), fc.dir.clone()));
-        if !shm {
-            // every process compiles each script through the cache: no
-            // sign of OPcache off, and no lock file to look for
-            evidence.notes.retain(|n| {
-                !n.contains("OPcache off (or not caching)")
-                    && !n.contains("OPcache off for the CLI")
-                    && !n.contains("created OPcache's lock file")
-            });
-            evidence
-                .inferred
-                .retain(|(k, _)| k != "opcache.enable" && k != "opcache.enable_cli");
-            evidence
-                .inferred
-                .push(("opcache.file_cache_only".into(), "1".into()));
-            let cli = reqs.iter().any(|r| r.cli);
-            for (k, v) in [("opcache.enable", "1"), ("opcache.enable_cli", "1")] {
-                if !evidence.inferred.iter().any(|(x, _)| x == k) && (cli || k == "opcache.enable")
-                {
-                    evidence.inferred.push((k.into(), v.into()));
-                }
+            .retain(|(k, _)| k != "opcache.enable" && k != "opcache.enable_cli");
+        evidence
+            .inferred
+            .push(("opcache.file_cache_only".into(), "1".into()));
+        for (k, v) in [("opcache.enable", "1"), ("opcache.enable_cli", "1")] {
+            if !evidence.inferred.iter().any(|(x, _)| x == k) && (cli || k == "opcache.enable") {
+                evidence.inferred.push((k.into(), v.into()));
             }
         }
     }
+}
+
+/// A request that shows OPcache starting (its php-cli lock file).
+fn starts_opcache(r: &WorkRequest) -> bool {
+    r.ops
+        .iter()
+        .any(|o| matches!(o.kind, PhpOpKind::OpcacheStartup { .. }))
+}
+
+/// Every request lifted and held in memory, with the evidence that looks
+/// at all of them (before the script facts and the templates).
+fn lift_requests(
+    requests: &Requests,
+    real: &dyn CallSource,
+    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+) -> Lifted {
+    let mut reqs: Vec<WorkRequest> = Vec::new();
+    let each = lift_each::<std::convert::Infallible>(requests, real, &mut |_, r| {
+        reqs.push(r);
+        Ok(())
+    });
+    let Ok(each) = each;
+    let checks = permission::permission_checks(&mut reqs);
+    let mut evidence = evidence(&reqs, &each.basedirs, each.short_walks, mtimes);
+    // shared memory too: php-cli created its lock file; php-fpm creates
+    // it in the master, outside requests, so a pool's trace tells it
+    // otherwise: without shared memory a worker loads the same script
+    // from the file cache in each of its requests (measured: fpm-*-fco),
+    // with it once for the pool
+    let shm = each.file_cache.is_some()
+        && ((each.fpm && !reloads_from_file_cache(&reqs, &each.bin_scripts))
+            || reqs.iter().any(starts_opcache));
+    let cli = reqs.iter().any(|r| r.cli);
+    checks_and_file_cache(&mut evidence, checks, each.file_cache.as_ref(), shm, cli);
     Lifted {
         reqs,
         evidence,
-        links,
-        file_cache,
-        real: first,
-        latency_us,
+        links: each.links,
+        file_cache: each.file_cache,
+        real: each.first,
+        latency_us: each.latency_us,
     }
 }
 
@@ -1861,6 +2030,7 @@ mod tests {
             file_cache: None,
             latency_us: Default::default(),
             lock_us: 0,
+            stored: Default::default(),
         };
         let mut cfg = crate::PhpConfig::default();
         cfg.apply_flags(&["open_basedir=/".to_string()]).unwrap();

@@ -127,6 +127,7 @@ pub fn lift_with_reference_from(
                 file_cache: file_cache.clone(),
                 latency_us: latency_us.clone(),
                 lock_us: facts.lock_us,
+                stored: Default::default(),
             },
             ReferenceUse {
                 requests: reference.requests.len(),
@@ -244,6 +245,7 @@ pub fn lift_with_reference_from(
         file_cache,
         latency_us,
         lock_us: facts.lock_us,
+        stored: Default::default(),
     };
     Ok((w, used, real))
 }

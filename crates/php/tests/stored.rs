@@ -1,0 +1,49 @@
+//! The lift with its requests kept outside memory
+//! (`lift::lift_parts_stored`: each pass reads them back one at a time)
+//! gives the workload the lift in memory gives, on every committed
+//! capture. Captures: tests/fixtures/php (regenerate: scripts/php-harness).
+
+mod common;
+use common::*;
+use statstorm_php::workload::{MemoryStore, RequestStore};
+
+#[test]
+fn the_stored_lift_is_the_lift_in_memory() {
+    let caps = captures();
+    assert!(caps.len() > 20, "{} captures", caps.len());
+    let mut templated = 0;
+    for c in &caps {
+        let trace =
+            statstorm_trace::read_path(&c.path).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let reqs = statstorm_php::request::split_requests(&trace.events, &trace.strings);
+        let real = statstorm_php::lift::request_ops(&trace, &reqs);
+        let facts = statstorm_php::lift::TraceFacts::of(&trace, &reqs);
+        let (mem, mem_first) = statstorm_php::lift::lift_parts_from(&facts, &reqs, &real);
+        let mut stores = 0;
+        let (stored, first) =
+            statstorm_php::lift::lift_parts_stored(&facts, &reqs, &real, &mut || {
+                stores += 1;
+                Ok(Box::new(MemoryStore::default()) as Box<dyn RequestStore>)
+            })
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        assert_eq!(stores, 2, "{}", c.name);
+        assert_eq!(first, mem_first, "{}", c.name);
+        // the requests without their operations, then with them
+        assert!(
+            stored.requests.iter().all(|r| r.ops.is_empty()),
+            "{}",
+            c.name
+        );
+        assert_eq!(
+            stored.compiled_scripts(),
+            mem.compiled_scripts(),
+            "{}",
+            c.name
+        );
+        let loaded = stored.loaded().unwrap();
+        assert_eq!(loaded, mem, "{}", c.name);
+        templated += mem.requests.iter().filter(|r| r.from_template).count();
+    }
+    // (the captures exercise the templates)
+    assert!(templated > 0);
+}
