@@ -1424,6 +1424,14 @@ fn lift_each<E>(
         }
         short_walks += b.short_walks;
         let cli = r.kind == RequestKind::CliProcess;
+        if cli {
+            // a php-cli process ends with its request: what it walked
+            // is no later request's (another process with the pid has a
+            // realpath cache of its own), and kept it would grow with
+            // the processes of the capture
+            seen_by_pid.remove(&r.pid);
+            walked_by_pid.remove(&r.pid);
+        }
         let mut w = WorkRequest {
             pid: r.pid,
             request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
