@@ -69,6 +69,7 @@ pub mod capture;
 pub mod check;
 pub mod diagnose;
 pub mod evidence;
+pub mod lifted;
 mod memory;
 pub mod nfs_setup;
 pub mod predict;

@@ -22,11 +22,9 @@ pub struct Chunk {
     len: u32,
 }
 
-/// A call as written: [`Op`] with its names as numbers, and the call's
-/// position in the capture (`seq`).
+/// A call as written: [`Op`] with its names as numbers into [`Names`].
 #[derive(Serialize, Deserialize)]
-struct Rec {
-    seq: u64,
+pub(crate) struct CallRec {
     t_us: i64,
     dur_us: Option<u64>,
     pid: u32,
@@ -40,34 +38,82 @@ struct Rec {
     walk_base: u32,
 }
 
-/// Calls on disk; see the module docs.
-pub struct Spill {
-    file: std::fs::File,
-    end: u64,
+impl CallRec {
+    pub(crate) fn of(o: &Op, names: &mut Names) -> CallRec {
+        CallRec {
+            t_us: o.t_us,
+            dur_us: o.dur_us,
+            pid: o.pid,
+            uid: o.uid,
+            kind: o.kind,
+            path: names.id(&o.path),
+            path2: o.path2.as_ref().map(|n| names.id(n)),
+            flags: o.flags,
+            errno: o.errno.as_ref().map(|n| names.id(n)),
+            bytes: o.bytes,
+            walk_base: o.walk_base,
+        }
+    }
+
+    pub(crate) fn op(self, names: &Names) -> io::Result<Op> {
+        Ok(Op {
+            t_us: self.t_us,
+            dur_us: self.dur_us,
+            pid: self.pid,
+            uid: self.uid,
+            kind: self.kind,
+            path: names.get(self.path)?,
+            path2: self.path2.map(|i| names.get(i)).transpose()?,
+            flags: self.flags,
+            errno: self.errno.map(|i| names.get(i)).transpose()?,
+            bytes: self.bytes,
+            walk_base: self.walk_base,
+        })
+    }
+}
+
+/// A call with its position in the capture (`seq`).
+#[derive(Serialize, Deserialize)]
+struct Rec {
+    seq: u64,
+    call: CallRec,
+}
+
+/// The distinct names (paths, errno names) of what a spill holds, each
+/// once, and their numbers.
+#[derive(Default)]
+pub(crate) struct Names {
     names: Vec<Name>,
     /// Name -> number, by the address of the shared text: the normalizer
     /// gives each distinct path one `Name`, and `names` keeps every one
     /// alive, so an address is never reused for another text (a text
     /// seen under two addresses is stored twice, still read back right).
     ids: HashMap<usize, u32>,
-    buf: Vec<u8>,
-    recs: Vec<Rec>,
+    /// Name -> number by the text itself ([`Names::by_text`]).
+    texts: Option<HashMap<Name, u32>>,
 }
 
-impl Spill {
-    /// An empty spill in a new temporary file.
-    pub fn new() -> io::Result<Spill> {
-        Ok(Spill {
-            file: tempfile::tempfile()?,
-            end: 0,
-            names: Vec::new(),
-            ids: HashMap::new(),
-            buf: Vec::new(),
-            recs: Vec::new(),
-        })
+impl Names {
+    /// Numbers given by the text: for names not shared by one interner
+    /// (a lifted operation's paths are made from strings), where numbers
+    /// by address would grow with the operations, not the distinct paths.
+    pub(crate) fn by_text() -> Names {
+        Names {
+            texts: Some(HashMap::new()),
+            ..Names::default()
+        }
     }
 
-    fn id(&mut self, n: &Name) -> u32 {
+    pub(crate) fn id(&mut self, n: &Name) -> u32 {
+        if let Some(texts) = &mut self.texts {
+            if let Some(&i) = texts.get(n) {
+                return i;
+            }
+            let i = self.names.len() as u32;
+            self.names.push(n.clone());
+            texts.insert(n.clone(), i);
+            return i;
+        }
         let key = std::sync::Arc::as_ptr(n) as *const u8 as usize;
         if let Some(&i) = self.ids.get(&key) {
             return i;
@@ -78,27 +124,45 @@ impl Spill {
         i
     }
 
+    pub(crate) fn get(&self, i: u32) -> io::Result<Name> {
+        self.names
+            .get(i as usize)
+            .cloned()
+            .ok_or_else(|| io::Error::other("a record names a path the spill never stored"))
+    }
+}
+
+/// Calls on disk; see the module docs.
+pub struct Spill {
+    file: std::fs::File,
+    end: u64,
+    names: Names,
+    buf: Vec<u8>,
+    recs: Vec<Rec>,
+}
+
+impl Spill {
+    /// An empty spill in a new temporary file.
+    pub fn new() -> io::Result<Spill> {
+        Ok(Spill {
+            file: tempfile::tempfile()?,
+            end: 0,
+            names: Names::default(),
+            buf: Vec::new(),
+            recs: Vec::new(),
+        })
+    }
+
     /// Writes `calls` (each with its position in the capture) as one
     /// chunk.
     pub fn put(&mut self, calls: &[(u64, Op)]) -> io::Result<Chunk> {
         let mut recs = std::mem::take(&mut self.recs);
         recs.clear();
         for (seq, o) in calls {
-            let rec = Rec {
+            recs.push(Rec {
                 seq: *seq,
-                t_us: o.t_us,
-                dur_us: o.dur_us,
-                pid: o.pid,
-                uid: o.uid,
-                kind: o.kind,
-                path: self.id(&o.path),
-                path2: o.path2.as_ref().map(|n| self.id(n)),
-                flags: o.flags,
-                errno: o.errno.as_ref().map(|n| self.id(n)),
-                bytes: o.bytes,
-                walk_base: o.walk_base,
-            };
-            recs.push(rec);
+                call: CallRec::of(o, &mut self.names),
+            });
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
@@ -124,30 +188,9 @@ impl Spill {
         let mut buf = vec![0u8; c.len as usize];
         self.file.read_exact_at(&mut buf, c.offset)?;
         let recs: Vec<Rec> = postcard::from_bytes(&buf).map_err(io::Error::other)?;
-        let name = |i: u32| -> io::Result<Name> {
-            self.names
-                .get(i as usize)
-                .cloned()
-                .ok_or_else(|| io::Error::other("a call names a path the spill never stored"))
-        };
         out.reserve(recs.len());
         for r in recs {
-            out.push((
-                r.seq,
-                Op {
-                    t_us: r.t_us,
-                    dur_us: r.dur_us,
-                    pid: r.pid,
-                    uid: r.uid,
-                    kind: r.kind,
-                    path: name(r.path)?,
-                    path2: r.path2.map(name).transpose()?,
-                    flags: r.flags,
-                    errno: r.errno.map(name).transpose()?,
-                    bytes: r.bytes,
-                    walk_base: r.walk_base,
-                },
-            ));
+            out.push((r.seq, r.call.op(&self.names)?));
         }
         Ok(())
     }

@@ -491,6 +491,15 @@ impl Workload {
         }
     }
 
+    /// Calls `f` with each request and its operations, in index order
+    /// (read back one at a time when stored).
+    pub fn each_request(&self, f: &mut dyn FnMut(usize, &WorkRequest)) -> std::io::Result<()> {
+        for i in 0..self.requests.len() {
+            f(i, &*self.request(i)?);
+        }
+        Ok(())
+    }
+
     /// The same workload with every request's operations in memory.
     pub fn loaded(&self) -> std::io::Result<Workload> {
         let mut w = self.first(self.requests.len())?;

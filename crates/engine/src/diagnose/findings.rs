@@ -13,6 +13,7 @@ use serde::Serialize;
 use statstorm_nfs::mount::MountOptions;
 use statstorm_php::workload::PhpOpKind;
 use statstorm_php::{PhpConfig, Workload};
+use statstorm_trace::op::Name;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// How much a finding matters, lowest first.
@@ -251,6 +252,8 @@ pub struct Inputs<'a> {
     /// Each single candidate and its prediction.
     pub singles: &'a [(Candidate, Predicted)],
     pub workload: &'a Workload,
+    /// The directories the requests write into ([`super::written_dirs`]).
+    pub written: &'a [String],
     pub php: &'a PhpConfig,
     pub mount: Option<&'a MountOptions>,
 }
@@ -263,7 +266,7 @@ pub const LOOP_MAX_CHECKS: u64 = 4;
 pub const MIN_SHARE: f64 = 0.01;
 
 /// The findings of `i`, most important first.
-pub fn findings(i: &Inputs) -> Vec<Finding> {
+pub fn findings(i: &Inputs) -> std::io::Result<Vec<Finding>> {
     let mut out = Vec::new();
     let base = &i.base.before;
     // on NFS the RPCs are the storm (a call the client's caches answer
@@ -343,10 +346,10 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
             kind,
         });
     }
-    if let Some(f) = file_check_loop(i.workload, base.metadata_calls) {
+    if let Some(f) = file_check_loop(i.workload, base.metadata_calls)? {
         out.push(f);
     }
-    if let Some(f) = writes_into_code(i.workload) {
+    if let Some(f) = writes_into_code(i.workload, i.written)? {
         out.push(f);
     }
     if let Some(l) = &base.latency {
@@ -386,7 +389,7 @@ pub fn findings(i: &Inputs) -> Vec<Finding> {
             .then(b.share.total_cmp(&a.share))
     });
     causes_first(&mut out);
-    out
+    Ok(out)
 }
 
 /// Share of `effect`'s RPCs that `cause` removes too (per op, the lesser).
@@ -429,86 +432,91 @@ pub const COVERED: f64 = 0.8;
 
 /// file_exists/is_readable/filesize... calls: a loop when they reach many
 /// distinct paths and a share of the metadata calls worth naming.
-fn file_check_loop(w: &Workload, metadata_calls: u64) -> Option<Finding> {
+fn file_check_loop(w: &Workload, metadata_calls: u64) -> std::io::Result<Option<Finding>> {
     let mut calls = 0u64;
-    let mut paths: HashSet<&str> = HashSet::new();
+    let mut paths: HashSet<Name> = HashSet::new();
     // per request, its distinct paths (summed over the requests)
-    let mut own: HashSet<&str> = HashSet::new();
     let mut per_request = 0u64;
-    let mut dirs: HashMap<&str, u64> = HashMap::new();
+    let mut dirs: HashMap<String, u64> = HashMap::new();
     let mut examples = Vec::new();
-    for r in &w.requests {
-        per_request += own.len() as u64;
-        own.clear();
+    w.each_request(&mut |_, r| {
+        let mut own: HashSet<&str> = HashSet::new();
         for o in &r.ops {
-            let p: &str = match &o.kind {
+            let p = match &o.kind {
                 PhpOpKind::Stat { path, .. } | PhpOpKind::Access { path, .. } => path,
                 _ => continue,
             };
             calls += 1;
             own.insert(p);
-            if paths.insert(p) && examples.len() < 3 {
-                examples.push(p.to_string());
+            if !paths.contains(p) {
+                paths.insert(p.clone());
+                if examples.len() < 3 {
+                    examples.push(p.to_string());
+                }
             }
             let dir = p
                 .rsplit_once('/')
                 .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d });
-            *dirs.entry(dir).or_default() += 1;
+            match dirs.get_mut(dir) {
+                Some(n) => *n += 1,
+                None => {
+                    dirs.insert(dir.to_string(), 1);
+                }
+            }
         }
-    }
-    per_request += own.len() as u64;
+        per_request += own.len() as u64;
+    })?;
     let distinct = paths.len() as u64;
     let share = calls as f64 / metadata_calls.max(1) as f64;
     // a loop over unique paths: in a request each path checked a few
     // times at most (file_exists + is_readable + filesize is three); a
     // few paths checked over and over are not one
     if distinct < LOOP_MIN_PATHS || calls > LOOP_MAX_CHECKS * per_request || share < 0.05 {
-        return None;
+        return Ok(None);
     }
     let (top, top_calls) = dirs
         .into_iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
-        .unwrap_or(("/", 0));
-    Some(Finding {
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .unwrap_or(("/".to_string(), 0));
+    Ok(Some(Finding {
         severity: Severity::of_share(share),
         share: share.min(1.0),
         share_of: ShareOf::MetadataCalls,
         kind: Kind::FileCheckLoop {
             calls,
             distinct_paths: distinct,
-            top_directory: top.to_string(),
+            top_directory: top,
             top_directory_calls: top_calls,
             examples,
         },
-    })
+    }))
 }
 
 /// Directories the requests write into (create, rename, unlink, mkdir,
 /// rmdir, an open for writing) that also hold scripts they compile.
-fn writes_into_code(w: &Workload) -> Option<Finding> {
-    let written = super::written_dirs(w);
+fn writes_into_code(w: &Workload, written: &[String]) -> std::io::Result<Option<Finding>> {
     if written.is_empty() {
-        return None;
+        return Ok(None);
     }
+    let compiled = w.compiled_scripts();
     let mut code: HashSet<&str> = HashSet::new();
-    for r in &w.requests {
-        for p in r.compiled() {
-            if let Some((d, _)) = p.rsplit_once('/') {
-                code.insert(d);
-            }
+    for p in &compiled {
+        if let Some((d, _)) = p.rsplit_once('/') {
+            code.insert(d);
         }
     }
     let dirs: Vec<String> = written
-        .into_iter()
+        .iter()
         .filter(|d| code.contains(d.as_str()))
+        .cloned()
         .collect();
     if dirs.is_empty() {
-        return None;
+        return Ok(None);
     }
-    Some(Finding {
+    Ok(Some(Finding {
         severity: Severity::Minor,
         share: 0.0,
         share_of: ShareOf::MetadataCalls,
         kind: Kind::WritesIntoCodeDirectories { directories: dirs },
-    })
+    }))
 }

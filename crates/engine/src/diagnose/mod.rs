@@ -392,12 +392,14 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         None => None,
     };
     let w = cap.workload();
+    let written_by_requests = written_dirs(w).map_err(crate::predict::Error::spill)?;
     let mut written: Vec<String> = Vec::new();
     if let Some((root, _)) = &mount {
         // a directory the trace writes into is on the mount when it lies
         // under the root; a tree marked writable, when it overlaps it
-        let traced = written_dirs(w)
-            .into_iter()
+        let traced = written_by_requests
+            .iter()
+            .cloned()
             .chain(cap.background_written())
             .filter(|d| under(d, root));
         let marked = opts
@@ -412,7 +414,8 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         }
         written.sort();
     }
-    let scripts: BTreeSet<&str> = w.requests.iter().flat_map(|r| r.compiled()).collect();
+    let compiled = w.compiled_scripts();
+    let scripts: BTreeSet<&str> = compiled.iter().map(String::as_str).collect();
     let mut unknown = Vec::new();
     let format = cap.format();
     if !format.timestamps {
@@ -450,9 +453,11 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         base: &bp,
         singles: &singles,
         workload: w,
+        written: &written_by_requests,
         php: cap.recorded_settings(),
         mount: mount.as_ref().map(|(_, m)| m),
-    });
+    })
+    .map_err(crate::predict::Error::spill)?;
     // the changes that help, best first
     let mut helpful: Vec<(Vec<&Candidate>, Predicted)> = singles
         .iter()
@@ -958,7 +963,7 @@ pub fn op_writes(o: &Op) -> bool {
 }
 
 /// The directories the requests of `w` write into, sorted.
-pub fn written_dirs(w: &Workload) -> Vec<String> {
+pub fn written_dirs(w: &Workload) -> std::io::Result<Vec<String>> {
     let mut out: BTreeSet<String> = BTreeSet::new();
     let add = |out: &mut BTreeSet<String>, o: &Op| {
         if op_writes(o) {
@@ -970,7 +975,7 @@ pub fn written_dirs(w: &Workload) -> Vec<String> {
             }
         }
     };
-    for r in &w.requests {
+    w.each_request(&mut |_, r| {
         for o in &r.ops {
             match &o.kind {
                 PhpOpKind::Write { op } | PhpOpKind::Raw { op } => add(&mut out, op),
@@ -985,8 +990,8 @@ pub fn written_dirs(w: &Workload) -> Vec<String> {
                 _ => {}
             }
         }
-    }
-    out.into_iter().collect()
+    })?;
+    Ok(out.into_iter().collect())
 }
 
 #[cfg(test)]

@@ -79,7 +79,7 @@ pub enum Error {
 
 impl Error {
     /// The temporary file of the capture's calls (in `$TMPDIR`) failed.
-    fn spill(source: std::io::Error) -> Error {
+    pub(crate) fn spill(source: std::io::Error) -> Error {
         Error::Spill {
             dir: std::env::temp_dir().display().to_string(),
             source,
@@ -701,7 +701,13 @@ impl Capture {
             .collect();
         let mut reference = None;
         let w = if args.reference.is_empty() {
-            statstorm_php::lift_from(&facts, &split, &rec)
+            // each lifted request on disk, read back as each pass and each
+            // side needs it: memory is the distinct paths and the requests
+            // in flight, not the capture's length
+            statstorm_php::lift_stored(&facts, &split, &rec, &mut || {
+                Ok(Box::new(crate::lifted::LiftedSpill::new()?))
+            })
+            .map_err(Error::spill)?
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
             let (w, used) = statstorm_php::lift_with_reference_from(&facts, &split, &rw, &rec)
@@ -732,7 +738,9 @@ impl Capture {
                 source,
             };
             let f = std::fs::File::create(p).map_err(write)?;
-            serde_json::to_writer_pretty(std::io::BufWriter::new(f), &w)
+            // (every request's operations read back: written whole)
+            let full = w.loaded().map_err(Error::spill)?;
+            serde_json::to_writer_pretty(std::io::BufWriter::new(f), &full)
                 .map_err(|e| write(std::io::Error::from(e)))?;
         }
         let (recorded, source) = recorded_config(args, &w, &mut notes)?;
@@ -898,7 +906,8 @@ impl Capture {
                         nfs.as_ref().map(|n| (n, false)),
                         &bg,
                         list,
-                    );
+                    )
+                    .map_err(Error::spill)?;
                     // the recorded calls read back request by request (a
                     // warm client start needs them all first)
                     let replayed = match nfs.as_ref() {
@@ -930,7 +939,8 @@ impl Capture {
             nfs.as_ref().map(|n| (n, true)),
             &bg,
             list,
-        );
+        )
+        .map_err(Error::spill)?;
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
         let preds: Vec<RequestPrediction> = w

@@ -13,7 +13,6 @@ use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
-use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
@@ -117,7 +116,7 @@ pub(crate) fn run(
     nfs: Option<(&NfsSetup, bool)>,
     background: &[&[Op]],
     list: bool,
-) -> SideRun {
+) -> std::io::Result<SideRun> {
     let n = w.requests.len();
     let stream_nfs = nfs.filter(|(s, _)| !s.warm);
     let keep = nfs.is_some() && stream_nfs.is_none();
@@ -195,7 +194,8 @@ pub(crate) fn run(
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
     for i in order {
-        low.push(i, Cow::Borrowed(&w.requests[i]));
+        // (read back from the workload's store when it has one)
+        low.push(i, w.request(i)?);
         take(low.done(), &mut merge);
         if let Some(c) = clients.as_mut() {
             merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
@@ -227,11 +227,11 @@ pub(crate) fn run(
             (Some((all, bg)), lists)
         }
     };
-    SideRun {
+    Ok(SideRun {
         counts,
         rpcs,
         op_rpcs,
-    }
+    })
 }
 
 /// The capture's recorded calls replayed on cold clients under the
@@ -331,7 +331,7 @@ mod tests {
                 let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
                 let groups: Vec<&[Op]> = batch.iter().map(Vec::as_slice).collect();
                 let want = n.replay_with(&groups, &[], is_proposed);
-                let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false);
+                let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false).unwrap();
                 let counts: Vec<BTreeMap<String, u64>> =
                     batch.iter().map(|o| count_by_syscall(o)).collect();
                 assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
@@ -436,7 +436,7 @@ mod tests {
             ..NfsFlags::default()
         };
         let n = NfsSetup::from_flags(&flags, &[]).unwrap().unwrap();
-        let got = run(&w, &cfg, &BTreeMap::new(), Some((&n, false)), &[], false);
+        let got = run(&w, &cfg, &BTreeMap::new(), Some((&n, false)), &[], false).unwrap();
         let (rpcs, _) = got.rpcs.unwrap();
         let lookups: Vec<u64> = rpcs
             .iter()
