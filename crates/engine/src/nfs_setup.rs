@@ -641,6 +641,118 @@ impl OpRpcs {
     }
 }
 
+/// [`OpRpcs`] as written: each RPC by its place in [`RpcOp::ALL`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OpRpcsRec {
+    t_us: Vec<i64>,
+    kinds: Vec<statstorm_trace::op::OpKind>,
+    ends: Vec<u32>,
+    rpcs: Vec<u8>,
+    counted: Vec<(statstorm_trace::op::OpKind, u64)>,
+}
+
+/// Every request's [`OpRpcs`] of one side, by request: in memory, or
+/// written to an unnamed temporary file as each request's last call is
+/// replayed (`Disk`: the simulation reads them back one request at a
+/// time, so a side's lists cost the requests in flight, not the capture).
+pub enum OpRpcsLists {
+    Memory(Vec<OpRpcs>),
+    Disk {
+        file: std::fs::File,
+        end: u64,
+        /// Per request, where its list lies (none: no call listed).
+        at: Vec<Option<(u64, u32)>>,
+    },
+}
+
+impl Default for OpRpcsLists {
+    fn default() -> Self {
+        OpRpcsLists::Memory(Vec::new())
+    }
+}
+
+impl OpRpcsLists {
+    /// An empty list on disk for `n` requests.
+    pub fn on_disk(n: usize) -> std::io::Result<OpRpcsLists> {
+        Ok(OpRpcsLists::Disk {
+            file: tempfile::tempfile()?,
+            end: 0,
+            at: vec![None; n],
+        })
+    }
+
+    /// Writes request `i`'s list (on disk; in memory, keeps it).
+    pub fn put(&mut self, i: usize, l: OpRpcs) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            OpRpcsLists::Memory(v) => {
+                if v.len() <= i {
+                    v.resize(i + 1, OpRpcs::default());
+                }
+                v[i] = l;
+                Ok(())
+            }
+            OpRpcsLists::Disk { file, end, at } => {
+                let rec = OpRpcsRec {
+                    t_us: l.t_us,
+                    kinds: l.kinds,
+                    ends: l.ends,
+                    rpcs: l
+                        .rpcs
+                        .iter()
+                        .map(|r| RpcOp::ALL.iter().position(|a| a == r).unwrap_or(0) as u8)
+                        .collect(),
+                    counted: l.counted,
+                };
+                let buf = postcard::to_stdvec(&rec).map_err(std::io::Error::other)?;
+                let len = u32::try_from(buf.len())
+                    .map_err(|_| std::io::Error::other("a request's calls past 4 GiB"))?;
+                file.write_all(&buf)?;
+                if let Some(slot) = at.get_mut(i) {
+                    *slot = Some((*end, len));
+                }
+                *end += buf.len() as u64;
+                Ok(())
+            }
+        }
+    }
+
+    /// Request `i`'s list (empty when none was put).
+    pub fn get(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, OpRpcs>> {
+        use std::borrow::Cow;
+        use std::os::unix::fs::FileExt;
+        match self {
+            OpRpcsLists::Memory(v) => Ok(v
+                .get(i)
+                .map_or_else(|| Cow::Owned(OpRpcs::default()), Cow::Borrowed)),
+            OpRpcsLists::Disk { file, at, .. } => {
+                let Some(&Some((offset, len))) = at.get(i) else {
+                    return Ok(Cow::Owned(OpRpcs::default()));
+                };
+                let mut buf = vec![0u8; len as usize];
+                file.read_exact_at(&mut buf, offset)?;
+                let rec: OpRpcsRec = postcard::from_bytes(&buf).map_err(std::io::Error::other)?;
+                let rpcs = rec
+                    .rpcs
+                    .iter()
+                    .map(|&k| {
+                        RpcOp::ALL.get(k as usize).copied().ok_or_else(|| {
+                            std::io::Error::other("a listed call names an RPC that does not exist")
+                        })
+                    })
+                    .collect::<std::io::Result<Vec<RpcOp>>>()?;
+                Ok(Cow::Owned(OpRpcs {
+                    t_us: rec.t_us,
+                    kinds: rec.kinds,
+                    ends: rec.ends,
+                    rpcs,
+                    counted: rec.counted,
+                }))
+            }
+        }
+    }
+}
+
 impl NfsSetup {
     /// [`NfsSetup::replay_with`] on one mount, with each request's RPCs
     /// per call: the calls of `groups` and `background` merged by (time,
@@ -773,6 +885,31 @@ pub fn read_mounts(p: &Path) -> Result<Vec<statstorm_nfs::mount::MountEntry>, St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_on_disk_come_back_as_put() {
+        use statstorm_trace::op::OpKind;
+        let mut a = OpRpcs::default();
+        a.reserve(3);
+        a.push(10, OpKind::Stat, &[RpcOp::Lookup, RpcOp::Getattr]);
+        a.push(-4, OpKind::Open, &[]);
+        a.push(11, OpKind::Read, &[RpcOp::Read, RpcOp::Delegreturn]);
+        a.count(OpKind::Getcwd);
+        let mut b = OpRpcs::default();
+        b.push(1, OpKind::Access, &[RpcOp::Access]);
+        let mut d = OpRpcsLists::on_disk(4).unwrap();
+        d.put(2, b.clone()).unwrap();
+        d.put(0, a.clone()).unwrap();
+        assert_eq!(*d.get(0).unwrap(), a);
+        assert_eq!(*d.get(2).unwrap(), b);
+        // none put, or past the end: empty
+        assert_eq!(*d.get(1).unwrap(), OpRpcs::default());
+        assert_eq!(*d.get(9).unwrap(), OpRpcs::default());
+        let mut m = OpRpcsLists::default();
+        m.put(1, b.clone()).unwrap();
+        assert_eq!(*m.get(1).unwrap(), b);
+        assert_eq!(*m.get(0).unwrap(), OpRpcs::default());
+    }
 
     #[test]
     fn no_flags_no_setup() {

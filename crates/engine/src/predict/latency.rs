@@ -19,7 +19,7 @@
 
 use super::Report;
 use super::{Error, Result};
-use crate::nfs_setup::{Mount, OpRpcs};
+use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
 use serde::Serialize;
 use statstorm_nfs::{MountOptions, Vers};
 use statstorm_php::RequestPrediction;
@@ -419,7 +419,7 @@ pub fn compute(
     storage: Storage,
     fs: &[crate::capture::FsTime],
     preds: &[RequestPrediction],
-    op_rpcs: [&[OpRpcs]; 2],
+    op_rpcs: [&OpRpcsLists; 2],
 ) -> Result<Computed> {
     let q = a.quick()?;
     if preds.is_empty() {
@@ -624,26 +624,27 @@ pub fn compute(
     let mut sides = Vec::new();
     for (after, t) in [(false, tb), (true, ta)] {
         let per_op = op_rpcs[usize::from(after)];
-        let none = OpRpcs::default();
         let mut calls = (0u64, 0u64);
-        // made one at a time as the simulator compiles them
+        let mut failed: Option<std::io::Error> = None;
+        // made one at a time as the simulator compiles them (each
+        // request's calls read back from the side's lists)
         let specs = preds.iter().enumerate().zip(&cpu_us).map(|((i, p), &cpu)| {
             let local = match &storage {
                 Storage::Local(c) => Some(c[usize::from(after)]),
                 Storage::Nfs(_) => None,
             };
-            spec(
-                p,
-                per_op.get(i).unwrap_or(&none),
-                cpu,
-                t0,
-                local,
-                &mut calls,
-            )
+            let listed = per_op.get(i).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                std::borrow::Cow::Owned(OpRpcs::default())
+            });
+            spec(p, &listed, cpu, t0, local, &mut calls)
         });
         let mut params = base.clone();
         params.transport = t;
         let (r, each) = simulate_requests_each(specs, &params, SEED).map_err(Error::Sim)?;
+        if let Some(e) = failed {
+            return Err(Error::spill(e));
+        }
         let side = LatencySide {
             p50_ms: r.ttfb_ms.p50,
             p90_ms: r.ttfb_ms.p90,

@@ -1002,10 +1002,10 @@ impl Capture {
         let lat = match storage {
             Some(storage) => {
                 stage("simulating latency");
-                let none = Vec::new();
+                let none = crate::nfs_setup::OpRpcsLists::default();
                 let lists = [
-                    before.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
-                    after.op_rpcs.as_ref().unwrap_or(&none).as_slice(),
+                    before.op_rpcs.as_ref().unwrap_or(&none),
+                    after.op_rpcs.as_ref().unwrap_or(&none),
                 ];
                 Some(latency::compute(
                     &change.sim,

@@ -8,7 +8,7 @@
 //! by the requests in flight, not by the capture's length (the lifted
 //! workload itself is still held: docs/predict-streaming.md).
 
-use crate::nfs_setup::{NfsSetup, OpRpcs};
+use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists};
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
@@ -24,7 +24,7 @@ pub(crate) struct SideRun {
     pub rpcs: Option<(Vec<RpcCounts>, Vec<RpcCounts>)>,
     /// When listed, with one NFS mount: each call's start and RPCs, from
     /// the same replay as `rpcs` (the latency simulation's input).
-    pub op_rpcs: Option<Vec<OpRpcs>>,
+    pub op_rpcs: Option<OpRpcsLists>,
 }
 
 /// Where the merge takes calls from: a request's calls given out by the
@@ -171,6 +171,13 @@ pub(crate) fn run(
     } else {
         Vec::new()
     };
+    // each request's list written out once its last call is replayed
+    let mut written = if listing && replaying {
+        OpRpcsLists::on_disk(n)?
+    } else {
+        OpRpcsLists::default()
+    };
+    let mut failed: Option<std::io::Error> = None;
     let mut scratch = Vec::new();
     let mut apply = |c: &mut crate::nfs_setup::Clients, at: Given, o: &Op| {
         let g = at.group;
@@ -185,7 +192,9 @@ pub(crate) fn run(
             rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
             l.push(o.t_us, o.kind, &scratch);
             if at.pos + 1 == at.of {
-                l.shrink_to_fit();
+                if let Err(e) = written.put(g, std::mem::take(l)) {
+                    failed.get_or_insert(e);
+                }
             }
         } else {
             rpcs[g].merge(&c.apply(o));
@@ -205,11 +214,14 @@ pub(crate) fn run(
     if let Some(c) = clients.as_mut() {
         merge.release(None, &mut |at, o| apply(c, at, o));
     }
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let (rpcs, op_rpcs) = match (nfs, replaying) {
-        (None, _) => (None, local.then_some(local_lists)),
+        (None, _) => (None, local.then_some(OpRpcsLists::Memory(local_lists))),
         (Some(_), true) => {
             let bg = rpcs.split_off(n);
-            (Some((rpcs, bg)), listing.then_some(op_rpcs))
+            (Some((rpcs, bg)), listing.then_some(written))
         }
         // warm: the batch replay of the kept calls
         (Some((s, proposed)), false) => {
@@ -220,7 +232,7 @@ pub(crate) fn run(
                 None
             };
             let (mut all, lists) = match listed {
-                Some((all, lists)) => (all, Some(lists)),
+                Some((all, lists)) => (all, Some(OpRpcsLists::Memory(lists))),
                 None => (s.replay_with(&groups, background, proposed), None),
             };
             let bg = all.split_off(n);
