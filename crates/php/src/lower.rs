@@ -692,6 +692,18 @@ struct Live<'a> {
 /// request, request, operation, generation).
 type Queued = (i64, u64, usize, usize, u64);
 
+/// Per php-fpm worker (pid) of `w`, its last request by start.
+fn final_requests(w: &Workload) -> HashMap<u32, usize> {
+    let mut out: HashMap<u32, (i64, usize)> = HashMap::default();
+    for (i, r) in w.requests.iter().enumerate().filter(|(_, r)| !r.cli) {
+        let e = out.entry(r.pid).or_insert((r.start_us, i));
+        if (r.start_us, i) > *e {
+            *e = (r.start_us, i);
+        }
+    }
+    out.into_iter().map(|(p, (_, i))| (p, i)).collect()
+}
+
 /// The last request pushed for a php-fpm worker.
 struct Last {
     idx: usize,
@@ -737,9 +749,15 @@ pub struct Lowerer<'a> {
     /// requests replayed whole, not yet taken by [`Lowerer::done`]
     finished: Vec<(usize, Vec<Op>)>,
     names: Names,
-    /// [`RealpathCache::peak`] of the php-cli requests' caches (each its
-    /// own process), folded as they end.
+    /// [`RealpathCache::peak`] of the caches let go: the php-cli
+    /// requests' (each its own process) and the workers' whose last
+    /// request ended, folded as they end.
     cli_peak: (u64, bool),
+    /// Per php-fpm worker, its last request in `facts` (by start): once
+    /// it ends, the worker's caches serve no other request and are let
+    /// go (a pool whose workers are replaced would otherwise hold every
+    /// worker it ever had).
+    final_of_pid: HashMap<u32, usize>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -779,6 +797,7 @@ impl<'a> Lowerer<'a> {
             finished: Vec::new(),
             names: Names::default(),
             cli_peak: (0, false),
+            final_of_pid: final_requests(facts),
         }
     }
 
@@ -936,16 +955,25 @@ impl<'a> Lowerer<'a> {
     }
 
     /// Request `i` is replayed whole: its syscalls are given out, and its
-    /// worker's next request, if pushed, begins.
+    /// worker's next request, if pushed, begins; after the worker's last
+    /// request its caches are let go.
     fn end(&mut self, i: usize) {
         let mut l = self.live.remove(&i).expect("live request");
         let (shift, after, end_us) = (l.shift, l.after, l.r.end_us);
         l.st.cx.out.shrink_to_fit();
         self.finished.push((i, l.st.cx.out));
+        let pid = l.r.pid;
         match l.next {
             Some((k, start)) => self.begin(k, late_start(shift, end_us, start), after),
+            None if self.final_of_pid.get(&pid) == Some(&i) => {
+                self.last.remove(&pid);
+                if let Some(w) = self.workers.remove(&pid) {
+                    let (p, r) = w.realpath.peak();
+                    self.cli_peak = (self.cli_peak.0.max(p), self.cli_peak.1 | r);
+                }
+            }
             None => {
-                if let Some(last) = self.last.get_mut(&l.r.pid) {
+                if let Some(last) = self.last.get_mut(&pid) {
                     last.ended = Some((shift, after));
                 }
             }

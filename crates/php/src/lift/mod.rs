@@ -1390,6 +1390,11 @@ fn lift_each<E>(
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
     let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
+    // each process's last request, in the order they are lifted
+    let mut final_of_pid: HashMap<u32, usize> = HashMap::new();
+    for (i, r) in requests.requests.iter().enumerate() {
+        final_of_pid.insert(r.pid, i);
+    }
     for (i, r) in requests.requests.iter().enumerate() {
         let recorded = real.calls(i);
         let stripped;
@@ -1424,11 +1429,11 @@ fn lift_each<E>(
         }
         short_walks += b.short_walks;
         let cli = r.kind == RequestKind::CliProcess;
-        if cli {
-            // a php-cli process ends with its request: what it walked
-            // is no later request's (another process with the pid has a
-            // realpath cache of its own), and kept it would grow with
-            // the processes of the capture
+        if cli || final_of_pid.get(&r.pid) == Some(&i) {
+            // a php-cli process ends with its request, a worker with its
+            // last: what it walked is no later request's (another process
+            // with the pid has a realpath cache of its own), and kept it
+            // would grow with the processes of the capture
             seen_by_pid.remove(&r.pid);
             walked_by_pid.remove(&r.pid);
         }
