@@ -105,6 +105,20 @@ type Outcome = (u64, (u64, bool));
 /// TTL or None for the inferred one). Ordered for `min`.
 type Cand = (u64, bool, bool, Option<u64>, Option<u64>);
 
+/// The first [`SEARCH_REQUESTS`] requests of `w` with their operations
+/// (read back when stored); a read that fails is said in the evidence.
+fn first_requests(w: &mut Workload) -> Option<Workload> {
+    match w.first(SEARCH_REQUESTS) {
+        Ok(sub) => Some(sub),
+        Err(e) => {
+            w.evidence.notes.push(format!(
+                "the first requests could not be read back ({e}): settings shown only by trial lowerings not inferred"
+            ));
+            None
+        }
+    }
+}
+
 /// Infers `realpath_cache_size` and/or `realpath_cache_ttl` for `w` from
 /// the recorded requests `real` (the trace's calls per request, as
 /// `request_ops` gives them) and adds them to the evidence.
@@ -117,14 +131,8 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
     // the first requests are enough (each worker's cache fills in its
     // first ones) and keep the search short on long captures
-    let sub = match w.first(SEARCH_REQUESTS) {
-        Ok(sub) => sub,
-        Err(e) => {
-            w.evidence.notes.push(format!(
-                "the first requests could not be read back ({e}): settings shown only by trial lowerings not inferred"
-            ));
-            return;
-        }
+    let Some(sub) = first_requests(w) else {
+        return;
     };
     if sub.requests.is_empty() {
         return;
@@ -281,14 +289,8 @@ pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
     let Ok((base, _)) = inferred_config(w) else {
         return;
     };
-    let sub = match w.first(SEARCH_REQUESTS) {
-        Ok(sub) => sub,
-        Err(e) => {
-            w.evidence.notes.push(format!(
-                "the first requests could not be read back ({e}): settings shown only by trial lowerings not inferred"
-            ));
-            return;
-        }
+    let Some(sub) = first_requests(w) else {
+        return;
     };
     let opens = |ops: &[Vec<Op>]| {
         ops.iter()
