@@ -5,10 +5,10 @@
 //!
 //! Like [`crate::spill::Spill`]: an unnamed temporary file, one `postcard`
 //! record per request, paths as numbers into a table kept in memory
-//! ([`crate::spill::Names`], by text: a lifted operation's paths are
+//! (`spill::Names`, by text: a lifted operation's paths are
 //! not all shared with the calls'). `PhpOp` itself is not written through serde
 //! (its JSON form flattens the kind into the operation, which postcard
-//! cannot read back): [`OpRec`] mirrors it with numbers for names.
+//! cannot read back): `OpRec` mirrors it with numbers for names.
 
 use crate::spill::{CallRec, Names};
 use serde::{Deserialize, Serialize};
