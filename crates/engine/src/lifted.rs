@@ -3,18 +3,17 @@
 //! so that a capture's lifted workload costs its distinct paths in
 //! memory, not its length.
 //!
-//! Like [`crate::spill::Spill`]: an unnamed temporary file, one `postcard`
-//! record per request, paths as numbers into a table kept in memory
+//! Like [`crate::spill::Spill`]: one `postcard` record per request, held
+//! in memory up to 32 MiB and then in an unnamed temporary file, paths as numbers into a table kept in memory
 //! (`spill::Names`, by text: a lifted operation's paths are
 //! not all shared with the calls'). `PhpOp` itself is not written through serde
 //! (its JSON form flattens the kind into the operation, which postcard
 //! cannot read back): `OpRec` mirrors it with numbers for names.
 
-use crate::spill::{CallRec, Names};
+use crate::spill::{Blobs, CallRec, Names};
 use serde::{Deserialize, Serialize};
 use statstorm_php::workload::{PhpOp, PhpOpKind, RequestStore, Via, WorkRequest};
-use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::io;
 
 #[derive(Serialize, Deserialize)]
 struct ReqRec {
@@ -264,8 +263,7 @@ impl KindRec {
 
 /// Lifted requests on disk; see the module docs.
 pub struct LiftedSpill {
-    file: std::fs::File,
-    end: u64,
+    blobs: Blobs,
     /// Where each request lies: offset, length.
     at: Vec<(u64, u32)>,
     names: Names,
@@ -273,11 +271,11 @@ pub struct LiftedSpill {
 }
 
 impl LiftedSpill {
-    /// An empty store in a new temporary file.
+    /// An empty store (its temporary file made once more than
+    /// [`Blobs::HELD_BYTES`] are written).
     pub fn new() -> io::Result<LiftedSpill> {
         Ok(LiftedSpill {
-            file: tempfile::tempfile()?,
-            end: 0,
+            blobs: Blobs::new(),
             at: Vec::new(),
             names: Names::by_text(),
             buf: Vec::new(),
@@ -286,7 +284,12 @@ impl LiftedSpill {
 
     /// Bytes written.
     pub fn bytes(&self) -> u64 {
-        self.end
+        self.blobs.bytes()
+    }
+
+    /// Whether the requests went to a temporary file.
+    pub fn on_disk(&self) -> bool {
+        self.blobs.on_disk()
     }
 }
 
@@ -319,12 +322,9 @@ impl RequestStore for LiftedSpill {
             self.buf = buf;
             return Err(e);
         }
-        let len = u32::try_from(buf.len())
-            .map_err(|_| io::Error::other("a lifted request past 4 GiB"))?;
-        (&self.file).write_all(&buf)?;
-        self.at.push((self.end, len));
-        self.end += buf.len() as u64;
+        let placed = self.blobs.put(&buf);
         self.buf = buf;
+        self.at.push(placed?);
         Ok(())
     }
 
@@ -333,8 +333,7 @@ impl RequestStore for LiftedSpill {
             .at
             .get(i)
             .ok_or_else(|| io::Error::other(format!("no lifted request {i} stored")))?;
-        let mut buf = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut buf, offset)?;
+        let buf = self.blobs.get(offset, len)?;
         let rec: ReqRec = postcard::from_bytes(&buf).map_err(io::Error::other)?;
         let mut ops = Vec::with_capacity(rec.ops.len());
         for o in rec.ops {

@@ -652,14 +652,14 @@ struct OpRpcsRec {
 }
 
 /// Every request's [`OpRpcs`] of one side, by request: in memory, or
-/// written to an unnamed temporary file as each request's last call is
-/// replayed (`Disk`: the simulation reads them back one request at a
-/// time, so a side's lists cost the requests in flight, not the capture).
+/// written out as each request's last call is replayed (`Disk`: encoded,
+/// held in memory up to 32 MiB and then in an unnamed temporary file; the
+/// simulation reads them back one request at a time, so a side's lists
+/// cost the requests in flight, not the capture).
 pub enum OpRpcsLists {
     Memory(Vec<OpRpcs>),
     Disk {
-        file: std::fs::File,
-        end: u64,
+        blobs: crate::spill::Blobs,
         /// Per request, where its list lies (none: no call listed).
         at: Vec<Option<(u64, u32)>>,
     },
@@ -673,17 +673,15 @@ impl Default for OpRpcsLists {
 
 impl OpRpcsLists {
     /// An empty list on disk for `n` requests.
-    pub fn on_disk(n: usize) -> std::io::Result<OpRpcsLists> {
-        Ok(OpRpcsLists::Disk {
-            file: tempfile::tempfile()?,
-            end: 0,
+    pub fn on_disk(n: usize) -> OpRpcsLists {
+        OpRpcsLists::Disk {
+            blobs: crate::spill::Blobs::new(),
             at: vec![None; n],
-        })
+        }
     }
 
     /// Writes request `i`'s list (on disk; in memory, keeps it).
     pub fn put(&mut self, i: usize, l: OpRpcs) -> std::io::Result<()> {
-        use std::io::Write;
         match self {
             OpRpcsLists::Memory(v) => {
                 if v.len() <= i {
@@ -692,7 +690,7 @@ impl OpRpcsLists {
                 v[i] = l;
                 Ok(())
             }
-            OpRpcsLists::Disk { file, end, at } => {
+            OpRpcsLists::Disk { blobs, at } => {
                 let rec = OpRpcsRec {
                     t_us: l.t_us,
                     kinds: l.kinds,
@@ -705,13 +703,10 @@ impl OpRpcsLists {
                     counted: l.counted,
                 };
                 let buf = postcard::to_stdvec(&rec).map_err(std::io::Error::other)?;
-                let len = u32::try_from(buf.len())
-                    .map_err(|_| std::io::Error::other("a request's calls past 4 GiB"))?;
-                file.write_all(&buf)?;
+                let placed = blobs.put(&buf)?;
                 if let Some(slot) = at.get_mut(i) {
-                    *slot = Some((*end, len));
+                    *slot = Some(placed);
                 }
-                *end += buf.len() as u64;
                 Ok(())
             }
         }
@@ -720,17 +715,15 @@ impl OpRpcsLists {
     /// Request `i`'s list (empty when none was put).
     pub fn get(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, OpRpcs>> {
         use std::borrow::Cow;
-        use std::os::unix::fs::FileExt;
         match self {
             OpRpcsLists::Memory(v) => Ok(v
                 .get(i)
                 .map_or_else(|| Cow::Owned(OpRpcs::default()), Cow::Borrowed)),
-            OpRpcsLists::Disk { file, at, .. } => {
+            OpRpcsLists::Disk { blobs, at } => {
                 let Some(&Some((offset, len))) = at.get(i) else {
                     return Ok(Cow::Owned(OpRpcs::default()));
                 };
-                let mut buf = vec![0u8; len as usize];
-                file.read_exact_at(&mut buf, offset)?;
+                let buf = blobs.get(offset, len)?;
                 let rec: OpRpcsRec = postcard::from_bytes(&buf).map_err(std::io::Error::other)?;
                 let rpcs = rec
                     .rpcs
@@ -897,7 +890,7 @@ mod tests {
         a.count(OpKind::Getcwd);
         let mut b = OpRpcs::default();
         b.push(1, OpKind::Access, &[RpcOp::Access]);
-        let mut d = OpRpcsLists::on_disk(4).unwrap();
+        let mut d = OpRpcsLists::on_disk(4);
         d.put(2, b.clone()).unwrap();
         d.put(0, a.clone()).unwrap();
         assert_eq!(*d.get(0).unwrap(), a);

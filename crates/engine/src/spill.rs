@@ -132,6 +132,77 @@ impl Names {
     }
 }
 
+/// Records appended and read back by place: held in memory up to
+/// [`Blobs::HELD_BYTES`], then in an unnamed temporary file (so a small
+/// capture needs no temporary file, and a large one holds at most that
+/// much in memory).
+#[derive(Default)]
+pub struct Blobs {
+    mem: Vec<u8>,
+    file: Option<std::fs::File>,
+    end: u64,
+}
+
+impl Blobs {
+    /// Bytes held in memory before the records go to a temporary file.
+    pub const HELD_BYTES: usize = 32 << 20;
+
+    pub fn new() -> Blobs {
+        Blobs::default()
+    }
+
+    /// Appends `buf`; gives its offset and length.
+    pub fn put(&mut self, buf: &[u8]) -> io::Result<(u64, u32)> {
+        let len = u32::try_from(buf.len()).map_err(|_| io::Error::other("a record past 4 GiB"))?;
+        let at = self.end;
+        match &self.file {
+            Some(f) => {
+                let mut f: &std::fs::File = f;
+                f.write_all(buf)?;
+            }
+            None if self.mem.len() + buf.len() <= Self::HELD_BYTES => {
+                self.mem.extend_from_slice(buf);
+            }
+            None => {
+                let mut f = tempfile::tempfile()?;
+                f.write_all(&self.mem)?;
+                f.write_all(buf)?;
+                self.mem = Vec::new();
+                self.file = Some(f);
+            }
+        }
+        self.end += buf.len() as u64;
+        Ok((at, len))
+    }
+
+    /// The record at `offset` of `len` bytes.
+    pub fn get(&self, offset: u64, len: u32) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len as usize];
+        match &self.file {
+            Some(f) => f.read_exact_at(&mut buf, offset)?,
+            None => {
+                let from = usize::try_from(offset).map_err(io::Error::other)?;
+                let held = self
+                    .mem
+                    .get(from..from + buf.len())
+                    .ok_or_else(|| io::Error::other("a record past the end of what was written"))?;
+                buf.copy_from_slice(held);
+            }
+        }
+        Ok(buf)
+    }
+
+    /// Bytes written.
+    pub fn bytes(&self) -> u64 {
+        self.end
+    }
+
+    /// Whether the records went to a temporary file.
+    pub fn on_disk(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
 /// Calls on disk; see the module docs.
 pub struct Spill {
     file: std::fs::File,
@@ -204,6 +275,22 @@ impl Spill {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_come_back_from_memory_then_from_the_file() {
+        let mut b = Blobs::new();
+        let small = b.put(b"first").unwrap();
+        assert!(!b.on_disk());
+        let big = vec![7u8; Blobs::HELD_BYTES];
+        let past = b.put(&big).unwrap();
+        assert!(b.on_disk());
+        let last = b.put(b"last").unwrap();
+        assert_eq!(b.get(small.0, small.1).unwrap(), b"first");
+        assert_eq!(b.get(past.0, past.1).unwrap(), big);
+        assert_eq!(b.get(last.0, last.1).unwrap(), b"last");
+        assert_eq!(b.bytes(), 9 + big.len() as u64);
+        assert!(Blobs::new().get(0, 1).is_err());
+    }
 
     #[test]
     fn calls_come_back_as_written() {

@@ -173,7 +173,7 @@ pub(crate) fn run(
     };
     // each request's list written out once its last call is replayed
     let mut written = if listing && replaying {
-        OpRpcsLists::on_disk(n)?
+        OpRpcsLists::on_disk(n)
     } else {
         OpRpcsLists::default()
     };
