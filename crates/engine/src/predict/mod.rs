@@ -61,9 +61,12 @@ pub enum Error {
     /// names nothing usable.
     #[error("{0}")]
     Evidence(String),
-    /// The capture's calls could not be written to, or read back from,
+    /// The capture's calls, its lifted requests or a side's calls for the
+    /// latency simulation could not be written to, or read back from,
     /// their temporary file.
-    #[error("the capture's calls in a temporary file in {dir} ($TMPDIR): {source}")]
+    #[error(
+        "the capture's calls or lifted requests in a temporary file in {dir} ($TMPDIR): {source}"
+    )]
     Spill {
         dir: String,
         #[source]
@@ -78,7 +81,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The temporary file of the capture's calls (in `$TMPDIR`) failed.
+    /// A temporary file of the capture (in `$TMPDIR`) failed.
     pub(crate) fn spill(source: std::io::Error) -> Error {
         Error::Spill {
             dir: std::env::temp_dir().display().to_string(),
