@@ -90,13 +90,22 @@ struct Bucket {
 
 struct Engine<'a> {
     p: &'a Params,
-    // compiled workload
-    steps: Vec<CStep>,
-    spec_lo: Vec<u32>,
-    spec_hi: Vec<u32>,
-    rpc_ops: Vec<u16>,
+    // compiled workload: per request shape, its steps and their RPCs
+    // (a step's `lo..hi` index its shape's RPCs); a shape made on demand
+    // is compiled when it arrives and emptied once done
+    spec_steps: Vec<Box<[CStep]>>,
+    spec_rpcs: Vec<Box<[u16]>>,
     op_names: Vec<String>,
+    op_ids: BTreeMap<String, u16>,
     op_service: Vec<CDist>,
+    /// Makes request shape `i` when it arrives ([`simulate_replay_each`]).
+    make: Option<Box<dyn FnMut(usize) -> RequestSpec + 'a>>,
+    /// Why a shape made on demand could not be compiled (the run stops).
+    error: Option<String>,
+    /// Validation stamps per key (1 with the pool's scope, else the
+    /// workers), and a new key's first stamp.
+    workers_for_stamps: usize,
+    init_stamp: i64,
     replay: Vec<(u64, u32)>,
     /// Index in `replay` of the next arrival. Replayed arrivals are chained
     /// (each schedules the next), so one is pending at a time and its
@@ -199,25 +208,9 @@ pub fn simulate_requests(
     if reqs.is_empty() {
         return Err("no requests to simulate".into());
     }
-    let mut e = Engine::new(reqs, sizes(reqs), params, seed)?;
+    let mut e = Engine::new(reqs, params, seed)?;
     e.run();
     Ok(e.report(seed))
-}
-
-/// The steps and RPCs of `reqs`, for the compiled arrays' capacities
-/// (grown by doubling, they would hold up to twice as much, and the copy
-/// of each growth besides).
-fn sizes(reqs: &[RequestSpec]) -> (usize, usize) {
-    let mut n = (0usize, 0usize);
-    for r in reqs {
-        n.0 += r.steps.len();
-        for s in &r.steps {
-            if let Step::Rpcs { ops, .. } = s {
-                n.1 += ops.len();
-            }
-        }
-    }
-    n
 }
 
 /// What happened to the requests of one shape (`reqs[i]`) in a run.
@@ -248,10 +241,40 @@ pub fn simulate_requests_each<R: Borrow<RequestSpec>>(
     if reqs.len() == 0 {
         return Err("no requests to simulate".into());
     }
-    let mut e = Engine::new(reqs, (0, 0), params, seed)?;
+    let mut e = Engine::new(reqs, params, seed)?;
     e.run();
-    let each = e
-        .per_spec
+    let each = outcomes(&e.per_spec);
+    Ok((e.report(seed), each))
+}
+
+/// [`simulate_requests_each`] of a replay whose request `i` starts at
+/// `starts[i]` (ns) and is made by `make(i)` only when it arrives: each
+/// request's steps are compiled then and dropped once it is served or
+/// refused, so memory holds the requests in flight, not every request
+/// (a capture's millions of calls). `params.arrivals` must be
+/// [`Arrivals::Replay`]; each request is made exactly once.
+pub fn simulate_replay_each(
+    starts: &[u64],
+    make: impl FnMut(usize) -> RequestSpec,
+    params: &Params,
+    seed: u64,
+) -> Result<(Report, Vec<RequestOutcome>), String> {
+    params.validate()?;
+    if starts.is_empty() {
+        return Err("no requests to simulate".into());
+    }
+    let mut e = Engine::new_replay(starts, Box::new(make), params, seed)?;
+    e.run();
+    if let Some(err) = e.error.take() {
+        return Err(err);
+    }
+    let each = outcomes(&e.per_spec);
+    Ok((e.report(seed), each))
+}
+
+/// Each shape's outcome from its (served, dropped, TTFB sum, max).
+fn outcomes(per_spec: &[(u64, u64, u128, u64)]) -> Vec<RequestOutcome> {
+    per_spec
         .iter()
         .map(|&(served, dropped, sum, max)| RequestOutcome {
             served,
@@ -259,8 +282,7 @@ pub fn simulate_requests_each<R: Borrow<RequestSpec>>(
             mean_ttfb_ms: (served > 0).then(|| round3(sum as f64 / served as f64 / 1e6)),
             max_ttfb_ms: (served > 0).then(|| round3(max as f64 / 1e6)),
         })
-        .collect();
-    Ok((e.report(seed), each))
+        .collect()
 }
 
 fn stream(seed: u64, n: u64) -> ChaCha8Rng {
@@ -274,134 +296,47 @@ impl<'a> Engine<'a> {
     /// compiled) and sets the run up.
     fn new<R: Borrow<RequestSpec>>(
         reqs: impl IntoIterator<Item = R, IntoIter: ExactSizeIterator>,
-        (n_steps, n_rpcs): (usize, usize),
         p: &'a Params,
         seed: u64,
     ) -> Result<Engine<'a>, String> {
-        // Compile the requests.
         let reqs = reqs.into_iter();
-        let n_reqs = reqs.len();
-        let mut op_names: Vec<String> = Vec::new();
-        let mut op_ids: BTreeMap<String, u16> = BTreeMap::new();
-        let mut steps = Vec::with_capacity(n_steps);
-        let mut rpc_ops = Vec::with_capacity(n_rpcs);
-        let (mut spec_lo, mut spec_hi) = (Vec::with_capacity(n_reqs), Vec::with_capacity(n_reqs));
-        // what the checks after the compile read of each request
-        let mut starts: Vec<Option<u64>> = Vec::with_capacity(n_reqs);
-        let mut cpus: Vec<u128> = Vec::with_capacity(n_reqs);
-        let mut nkeys = 0usize;
-        for r in reqs {
+        let mut e = Engine::empty(reqs.len(), p, seed)?;
+        let mut starts: Vec<Option<u64>> = Vec::with_capacity(e.spec_steps.len());
+        for (i, r) in reqs.enumerate() {
             let r = r.borrow();
             starts.push(r.start_ns);
-            cpus.push(r.cpu_ns());
-            spec_lo.push(steps.len() as u32);
-            for s in &r.steps {
-                let c = match s {
-                    Step::Cpu { ns } => CStep {
-                        kind: K_CPU,
-                        key: NO_KEY,
-                        val: *ns,
-                        lo: 0,
-                        hi: 0,
-                    },
-                    Step::Rpcs { ops, key } => {
-                        let lo = rpc_ops.len() as u32;
-                        for o in ops {
-                            let id = match op_ids.get(o) {
-                                Some(&id) => id,
-                                None => {
-                                    if op_names.len() >= u16::MAX as usize {
-                                        return Err("too many distinct RPC names".into());
-                                    }
-                                    let id = op_names.len() as u16;
-                                    op_ids.insert(o.clone(), id);
-                                    op_names.push(o.clone());
-                                    id
-                                }
-                            };
-                            rpc_ops.push(id);
-                        }
-                        CStep {
-                            kind: K_RPC,
-                            key: key.unwrap_or(NO_KEY),
-                            val: 0,
-                            lo,
-                            hi: rpc_ops.len() as u32,
-                        }
-                    }
-                    Step::Local { key } => CStep {
-                        kind: K_LOCAL,
-                        key: key.unwrap_or(NO_KEY),
-                        val: 0,
-                        lo: 0,
-                        hi: 0,
-                    },
-                };
-                if c.key != NO_KEY {
-                    if c.key >= 10_000_000 {
-                        return Err(format!(
-                            "validation key {} is too large (max 9999999)",
-                            c.key
-                        ));
-                    }
-                    nkeys = nkeys.max(c.key as usize + 1);
-                }
-                steps.push(c);
-            }
-            spec_hi.push(steps.len() as u32);
+            e.compile(i, r)?;
         }
-        let per_spec = vec![(0, 0, 0, 0); n_reqs];
-        let op_service = op_names
-            .iter()
-            .map(|n| {
-                p.server
-                    .op_service
-                    .iter()
-                    .find(|o| &o.op == n)
-                    .map(|o| o.service.compile())
-                    .unwrap_or_else(|| p.server.service.compile())
-            })
-            .collect();
-        let mut replay = Vec::new();
-        if p.arrivals == Arrivals::Replay {
-            for (i, start) in starts.iter().enumerate() {
-                match *start {
-                    Some(t) => replay.push((t, i as u32)),
-                    None => {
-                        return Err(format!(
-                            "arrivals = replay but request {i} has no start time"
-                        ))
-                    }
-                }
-            }
-            replay.sort();
-            let last = replay.last().map(|r| r.0).unwrap_or(0) as f64 / 1e9;
-            if last / p.series_step_s > 1e7 {
-                return Err(format!(
-                    "series_step_s = {} gives more than 10 million rows up to the last start ({last} s)",
-                    p.series_step_s
-                ));
-            }
-            if let Some(start) = starts
-                .iter()
-                .find(|t| t.is_some_and(|t| t > 10_000_000_000_000_000))
-            {
-                return Err(format!("a request starts after 1e7 s: {start:?}"));
-            }
+        e.arrivals(&starts)?;
+        Ok(e)
+    }
+
+    /// Sets a replay up whose request `i` starts at `starts[i]` and is
+    /// made by `make` when it arrives, compiled then and dropped once
+    /// served or refused.
+    fn new_replay(
+        starts: &[u64],
+        make: Box<dyn FnMut(usize) -> RequestSpec + 'a>,
+        p: &'a Params,
+        seed: u64,
+    ) -> Result<Engine<'a>, String> {
+        if p.arrivals != Arrivals::Replay {
+            return Err("requests made on demand need arrivals = replay".into());
         }
-        for (i, &cpu) in cpus.iter().enumerate() {
-            if cpu > 1_000_000_000_000_000_000 {
-                return Err(format!("request {i} has more than 1e9 s of CPU time"));
-            }
-        }
+        let mut e = Engine::empty(starts.len(), p, seed)?;
+        e.make = Some(make);
+        let starts: Vec<Option<u64>> = starts.iter().map(|&t| Some(t)).collect();
+        e.arrivals(&starts)?;
+        Ok(e)
+    }
+
+    /// The engine for `n_reqs` request shapes, none compiled yet.
+    fn empty(n_reqs: usize, p: &'a Params, seed: u64) -> Result<Engine<'a>, String> {
         let n = p.pool.max_children;
         let workers_for_stamps = match p.validation.scope {
             Scope::Pool => 1,
             Scope::Worker => n as usize,
         };
-        if nkeys * workers_for_stamps > 200_000_000 {
-            return Err("too many validation keys x workers".into());
-        }
         let init = p
             .validation
             .initial_stamp_s
@@ -413,16 +348,19 @@ impl<'a> Engine<'a> {
             let rate = ((i.rate_per_s * 1000.0).round() as u128).max(1); // units per ns
             (burst, burst, rate)
         });
-        let mut e = Engine {
+        Ok(Engine {
             p,
-            steps,
-            spec_lo,
-            spec_hi,
-            rpc_ops,
-            ops: vec![0; op_names.len()],
-            op_names,
-            op_service,
-            replay,
+            spec_steps: vec![Box::default(); n_reqs],
+            spec_rpcs: vec![Box::default(); n_reqs],
+            ops: Vec::new(),
+            op_names: Vec::new(),
+            op_ids: BTreeMap::new(),
+            op_service: Vec::new(),
+            make: None,
+            error: None,
+            workers_for_stamps,
+            init_stamp: init,
+            replay: Vec::new(),
             replay_next: 0,
             now: 0,
             seq: 0,
@@ -435,8 +373,8 @@ impl<'a> Engine<'a> {
             idle: (0..n).collect(),
             backlog: VecDeque::new(),
             next_spec: 0,
-            nkeys,
-            stamps: vec![init; nkeys * workers_for_stamps],
+            nkeys: 0,
+            stamps: Vec::new(),
             validating_now: 0,
             session: p.transport.session_slots > 0,
             session_free: p.transport.session_slots,
@@ -503,33 +441,160 @@ impl<'a> Engine<'a> {
             skipped: 0,
             max_validating: 0,
             slow: Vec::new(),
-            per_spec,
+            per_spec: vec![(0, 0, 0, 0); n_reqs],
             stall_ns: crate::dist::ms_to_ns(p.stall_ms),
             step_ns: ((p.series_step_s * 1e9).round() as u64).max(1),
             series: Vec::new(),
-        };
+        })
+    }
+
+    /// The number of RPC name `o`, given on its first use (with its
+    /// service time and its count).
+    fn op_id(&mut self, o: &str) -> Result<u16, String> {
+        if let Some(&id) = self.op_ids.get(o) {
+            return Ok(id);
+        }
+        if self.op_names.len() >= u16::MAX as usize {
+            return Err("too many distinct RPC names".into());
+        }
+        let id = self.op_names.len() as u16;
+        self.op_ids.insert(o.to_string(), id);
+        self.op_names.push(o.to_string());
+        self.op_service.push(
+            self.p
+                .server
+                .op_service
+                .iter()
+                .find(|s| s.op == o)
+                .map(|s| s.service.compile())
+                .unwrap_or_else(|| self.p.server.service.compile()),
+        );
+        self.ops.push(0);
+        Ok(id)
+    }
+
+    /// Compiles request shape `i` into the simulator's own steps.
+    fn compile(&mut self, i: usize, r: &RequestSpec) -> Result<(), String> {
+        if r.cpu_ns() > 1_000_000_000_000_000_000 {
+            return Err(format!("request {i} has more than 1e9 s of CPU time"));
+        }
+        let mut steps = Vec::with_capacity(r.steps.len());
+        let mut rpc_ops: Vec<u16> = Vec::new();
+        for s in &r.steps {
+            let c = match s {
+                Step::Cpu { ns } => CStep {
+                    kind: K_CPU,
+                    key: NO_KEY,
+                    val: *ns,
+                    lo: 0,
+                    hi: 0,
+                },
+                Step::Rpcs { ops, key } => {
+                    let lo = rpc_ops.len() as u32;
+                    for o in ops {
+                        rpc_ops.push(self.op_id(o)?);
+                    }
+                    CStep {
+                        kind: K_RPC,
+                        key: key.unwrap_or(NO_KEY),
+                        val: 0,
+                        lo,
+                        hi: rpc_ops.len() as u32,
+                    }
+                }
+                Step::Local { key } => CStep {
+                    kind: K_LOCAL,
+                    key: key.unwrap_or(NO_KEY),
+                    val: 0,
+                    lo: 0,
+                    hi: 0,
+                },
+            };
+            if c.key != NO_KEY {
+                if c.key >= 10_000_000 {
+                    return Err(format!(
+                        "validation key {} is too large (max 9999999)",
+                        c.key
+                    ));
+                }
+                self.grow_keys(c.key as usize + 1)?;
+            }
+            steps.push(c);
+        }
+        self.spec_steps[i] = steps.into_boxed_slice();
+        self.spec_rpcs[i] = rpc_ops.into_boxed_slice();
+        Ok(())
+    }
+
+    /// Room for validation keys `0..n` (each new key's stamps at the
+    /// initial stamp).
+    fn grow_keys(&mut self, n: usize) -> Result<(), String> {
+        if n <= self.nkeys {
+            return Ok(());
+        }
+        if n * self.workers_for_stamps > 200_000_000 {
+            return Err("too many validation keys x workers".into());
+        }
+        self.nkeys = n;
+        self.stamps
+            .resize(n * self.workers_for_stamps, self.init_stamp);
+        Ok(())
+    }
+
+    /// The arrivals (`starts`: each request's, for a replay) and the
+    /// first events.
+    fn arrivals(&mut self, starts: &[Option<u64>]) -> Result<(), String> {
+        let p = self.p;
+        if p.arrivals == Arrivals::Replay {
+            let mut replay = Vec::with_capacity(starts.len());
+            for (i, start) in starts.iter().enumerate() {
+                match *start {
+                    Some(t) => replay.push((t, i as u32)),
+                    None => {
+                        return Err(format!(
+                            "arrivals = replay but request {i} has no start time"
+                        ))
+                    }
+                }
+            }
+            replay.sort();
+            let last = replay.last().map(|r| r.0).unwrap_or(0) as f64 / 1e9;
+            if last / p.series_step_s > 1e7 {
+                return Err(format!(
+                    "series_step_s = {} gives more than 10 million rows up to the last start ({last} s)",
+                    p.series_step_s
+                ));
+            }
+            if let Some(start) = starts
+                .iter()
+                .find(|t| t.is_some_and(|t| t > 10_000_000_000_000_000))
+            {
+                return Err(format!("a request starts after 1e7 s: {start:?}"));
+            }
+            self.replay = replay;
+        }
         // First arrival and first eviction.
         match p.arrivals {
             Arrivals::Replay => {
-                if let Some(&(t, _)) = e.replay.first() {
-                    e.schedule(t, EV_ARRIVAL, 0);
+                if let Some(&(t, _)) = self.replay.first() {
+                    self.schedule(t, EV_ARRIVAL, 0);
                 }
             }
             _ => {
-                let t = e.gap();
-                if t < e.horizon {
-                    e.schedule(t, EV_ARRIVAL, 0);
+                let t = self.gap();
+                if t < self.horizon {
+                    self.schedule(t, EV_ARRIVAL, 0);
                 }
             }
         }
         if p.local_fs.eviction_every_s > 0.0 {
-            let t = e.evict_gap();
-            if t < e.horizon {
-                e.schedule(t, EV_EVICT_START, 0);
-                e.next_evict = t;
+            let t = self.evict_gap();
+            if t < self.horizon {
+                self.schedule(t, EV_EVICT_START, 0);
+                self.next_evict = t;
             }
         }
-        Ok(e)
+        Ok(())
     }
 
     /// Queues event `kind` for `id` at `t`. The key is time (64 bits), then
@@ -634,7 +699,7 @@ impl<'a> Engine<'a> {
             }
             spec
         } else {
-            let spec = (self.next_spec % self.spec_lo.len() as u64) as u32;
+            let spec = (self.next_spec % self.spec_steps.len() as u64) as u32;
             self.next_spec += 1;
             let tn = t + self.gap();
             if tn < self.horizon {
@@ -642,6 +707,15 @@ impl<'a> Engine<'a> {
             }
             spec
         };
+        if let Some(make) = self.make.as_mut() {
+            // a replayed request made as it arrives (each arrives once)
+            let r = make(spec as usize);
+            if let Err(e) = self.compile(spec as usize, &r) {
+                self.error = Some(e);
+                self.heap.clear();
+                return;
+            }
+        }
         if let Some(w) = self.idle.pop_front() {
             self.n_sys += 1;
             self.start(w, t, t, spec);
@@ -653,6 +727,15 @@ impl<'a> Engine<'a> {
             self.dropped += 1;
             self.row().dropped += 1;
             self.per_spec[spec as usize].1 += 1;
+            self.let_go(spec);
+        }
+    }
+
+    /// A shape made on demand is done: its steps are dropped.
+    fn let_go(&mut self, spec: u32) {
+        if self.make.is_some() {
+            self.spec_steps[spec as usize] = Box::default();
+            self.spec_rpcs[spec as usize] = Box::default();
         }
     }
 
@@ -663,7 +746,7 @@ impl<'a> Engine<'a> {
         let wk = &mut self.workers[w as usize];
         *wk = Worker {
             spec,
-            step: self.spec_lo[spec as usize],
+            step: 0,
             arrival,
             req_time_s: (t / 1_000_000_000) as i64,
             ..Worker::default()
@@ -687,7 +770,7 @@ impl<'a> Engine<'a> {
         let freq = self.p.validation.freq_s;
         loop {
             let wk = &self.workers[w as usize];
-            if wk.step == self.spec_hi[wk.spec as usize] {
+            if wk.step as usize == self.spec_steps[wk.spec as usize].len() {
                 if t > now {
                     self.schedule(t, EV_RESUME, w);
                 } else {
@@ -695,7 +778,7 @@ impl<'a> Engine<'a> {
                 }
                 return;
             }
-            let s = self.steps[wk.step as usize];
+            let s = self.spec_steps[wk.spec as usize][wk.step as usize];
             if s.kind == K_CPU {
                 let wk = &mut self.workers[w as usize];
                 wk.comp[C_CPU] += s.val;
@@ -757,7 +840,9 @@ impl<'a> Engine<'a> {
     fn stamp_index(&self, w: u32, key: u32) -> usize {
         match self.p.validation.scope {
             Scope::Pool => key as usize,
-            Scope::Worker => w as usize * self.nkeys + key as usize,
+            // key-major: a key first used late (a shape compiled on
+            // demand) adds its workers' stamps at the end
+            Scope::Worker => key as usize * self.workers_for_stamps + w as usize,
         }
     }
 
@@ -765,7 +850,7 @@ impl<'a> Engine<'a> {
     fn finish_step(&mut self, w: u32) {
         let wk = &self.workers[w as usize];
         if wk.validating {
-            let key = self.steps[wk.step as usize].key;
+            let key = self.spec_steps[wk.spec as usize][wk.step as usize].key;
             let idx = self.stamp_index(w, key);
             // R64: revalidate = request_time + revalidate_freq.
             self.stamps[idx] = wk.req_time_s + self.p.validation.freq_s as i64;
@@ -801,10 +886,12 @@ impl<'a> Engine<'a> {
                 comp: wk.comp,
             });
         }
-        let ps = &mut self.per_spec[self.workers[w as usize].spec as usize];
+        let spec = self.workers[w as usize].spec;
+        let ps = &mut self.per_spec[spec as usize];
         ps.0 += 1;
         ps.2 += ttfb as u128;
         ps.3 = ps.3.max(ttfb);
+        self.let_go(spec);
         let r = self.row();
         r.served += 1;
         r.ttfb_sum += ttfb;
@@ -904,7 +991,8 @@ impl<'a> Engine<'a> {
             self.bucket_t = at;
             self.token_min = self.token_min.min(tok);
         }
-        let op = self.rpc_ops[self.workers[w as usize].rpc as usize] as usize;
+        let wk = &self.workers[w as usize];
+        let op = self.spec_rpcs[wk.spec as usize][wk.rpc as usize] as usize;
         let service = if throttled {
             self.throttled_ops += 1;
             self.throttled
@@ -955,7 +1043,7 @@ impl<'a> Engine<'a> {
         }
         let wk = &mut self.workers[w as usize];
         wk.rpc += 1;
-        let hi = self.steps[wk.step as usize].hi;
+        let hi = self.spec_steps[wk.spec as usize][wk.step as usize].hi;
         if wk.rpc < hi {
             self.submit(w, t);
         } else {

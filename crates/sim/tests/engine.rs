@@ -1,8 +1,8 @@
 //! Properties of the engine that hold whatever the parameters.
 
 use statstorm_sim::{
-    simulate_requests, Arrivals, Dist, Iops, Params, Pool, RequestSpec, Server, Step, Transport,
-    WhenEmpty,
+    simulate_replay_each, simulate_requests, simulate_requests_each, Arrivals, Dist, Iops, Params,
+    Pool, RequestSpec, Scope, Server, Step, Transport, Validation, WhenEmpty,
 };
 
 fn rpc_request(n: u32, cpu_ms: f64) -> RequestSpec {
@@ -290,4 +290,90 @@ fn shapes_made_one_at_a_time_give_what_a_slice_gives() {
     bad[31].start_ns = None;
     let e = statstorm_sim::simulate_requests_each(bad, &p, 9).unwrap_err();
     assert!(e.contains("request 31 has no start time"), "{e}");
+}
+
+/// A replay whose requests are made as they arrive
+/// (`simulate_replay_each`) gives what the same requests compiled up
+/// front give, whatever the scope of the validation stamps, a key first
+/// used late, and with requests refused by a full backlog.
+#[test]
+fn requests_made_as_they_arrive_give_what_compiled_requests_give() {
+    let mut x: u64 = 11;
+    let mut next = |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    let names = ["GETATTR", "LOOKUP", "ACCESS", "READ"];
+    let reqs: Vec<RequestSpec> = (0..400)
+        .map(|i| {
+            let mut steps = Vec::new();
+            for _ in 0..next(12) {
+                steps.push(Step::Cpu {
+                    ns: next(3_000_000),
+                });
+                let ops = (0..next(3) + 1)
+                    .map(|_| names[next(4) as usize].to_string())
+                    .collect();
+                // later requests use keys the first ones never did
+                let key = (next(3) == 0).then(|| (next(5) + i / 40) as u32);
+                steps.push(if next(5) == 0 {
+                    Step::Local { key }
+                } else {
+                    Step::Rpcs { ops, key }
+                });
+            }
+            RequestSpec {
+                start_ns: Some(next(4_000_000_000)),
+                steps,
+            }
+        })
+        .collect();
+    for (scope, backlog) in [(Scope::Pool, 511), (Scope::Worker, 511), (Scope::Worker, 2)] {
+        let p = Params {
+            arrivals: Arrivals::Replay,
+            pool: Pool {
+                max_children: 6,
+                listen_backlog: backlog,
+            },
+            validation: Validation {
+                freq_s: 1,
+                scope,
+                initial_stamp_s: None,
+            },
+            server: Server {
+                rtt_ms: 0.5,
+                service: Dist::fixed_ms(2.0),
+                ..Server::default()
+            },
+            ..Params::default()
+        };
+        let all = simulate_requests_each(&reqs, &p, 7).unwrap();
+        let starts: Vec<u64> = reqs.iter().map(|r| r.start_ns.unwrap()).collect();
+        let mut made = vec![0u32; reqs.len()];
+        let lazy = simulate_replay_each(
+            &starts,
+            |i| {
+                made[i] += 1;
+                reqs[i].clone()
+            },
+            &p,
+            7,
+        )
+        .unwrap();
+        assert!(made.iter().all(|&n| n == 1), "each request made once");
+        assert_eq!(lazy.1, all.1, "{scope:?} backlog {backlog}");
+        assert_eq!(
+            serde_json::to_string(&lazy.0).unwrap(),
+            serde_json::to_string(&all.0).unwrap(),
+            "{scope:?} backlog {backlog}"
+        );
+        if backlog == 2 {
+            assert!(all.0.requests.dropped > 0, "the backlog refuses some");
+        }
+    }
+    // made on demand needs a replay
+    let p = Params::default();
+    assert!(simulate_replay_each(&[0], |i| reqs[i].clone(), &p, 7).is_err());
 }

@@ -24,8 +24,8 @@ use serde::Serialize;
 use statstorm_nfs::{MountOptions, Vers};
 use statstorm_php::RequestPrediction;
 use statstorm_sim::{
-    simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome, RequestSpec, Step,
-    Transport,
+    simulate_replay_each, simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome,
+    RequestSpec, Step, Transport,
 };
 use statstorm_trace::op::OpKind;
 use std::collections::BTreeMap;
@@ -626,22 +626,34 @@ pub fn compute(
         let per_op = op_rpcs[usize::from(after)];
         let mut calls = (0u64, 0u64);
         let mut failed: Option<std::io::Error> = None;
-        // made one at a time as the simulator compiles them (each
-        // request's calls read back from the side's lists)
-        let specs = preds.iter().enumerate().zip(&cpu_us).map(|((i, p), &cpu)| {
-            let local = match &storage {
-                Storage::Local(c) => Some(c[usize::from(after)]),
-                Storage::Nfs(_) => None,
-            };
+        // request i's shape, made when the simulator needs it (its calls
+        // read back from the side's lists)
+        let local = match &storage {
+            Storage::Local(c) => Some(c[usize::from(after)]),
+            Storage::Nfs(_) => None,
+        };
+        let mut make = |i: usize| {
             let listed = per_op.get(i).unwrap_or_else(|e| {
                 failed.get_or_insert(e);
                 std::borrow::Cow::Owned(OpRpcs::default())
             });
-            spec(p, &listed, cpu, t0, local, &mut calls)
-        });
+            spec(&preds[i], &listed, cpu_us[i], t0, local, &mut calls)
+        };
         let mut params = base.clone();
         params.transport = t;
-        let (r, each) = simulate_requests_each(specs, &params, SEED).map_err(Error::Sim)?;
+        let (r, each) = if params.arrivals == Arrivals::Replay {
+            // each request made as it arrives and dropped once done: the
+            // requests in flight in memory, not the capture's calls
+            let starts: Vec<u64> = preds
+                .iter()
+                .map(|p| ((p.start_us - t0).max(0) as u64) * 1000)
+                .collect();
+            simulate_replay_each(&starts, &mut make, &params, SEED)
+        } else {
+            // (synthetic arrivals take the requests in turn: all compiled)
+            simulate_requests_each((0..preds.len()).map(&mut make), &params, SEED)
+        }
+        .map_err(Error::Sim)?;
         if let Some(e) = failed {
             return Err(Error::spill(e));
         }
