@@ -233,6 +233,11 @@ pub struct Evidence {
     /// `opcache.max_accelerated_files`; not part of the JSON).
     #[serde(skip)]
     pub opcache_hash_full: bool,
+    /// Nearly every script used by several requests was compiled again:
+    /// OPcache off (what the script facts read the validations by; not
+    /// part of the JSON).
+    #[serde(skip)]
+    pub scripts_recompiled: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -259,6 +259,7 @@ impl<'m> EvidenceSeen<'m> {
         let unvalidated_s = unvalidated_gap_s(self.order, self.entry.as_ref(), &app_stats);
         let fresh = self.fresh.finish();
         let rc = self.recompiles.finish(&fresh);
+        ev.scripts_recompiled = rc.opcache_off();
         let recompiled = if rc.opcache_off() { rc.again } else { 0 };
         if rc.again > 0 && !rc.opcache_off() {
             ev.opcache_hash_full = true;

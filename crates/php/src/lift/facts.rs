@@ -217,7 +217,7 @@ fn changed_stats(ops: &[PhpOp], changed: &HashSet<String>) -> Option<Vec<bool>> 
 /// Requests go to [`FactsSeen::see`] in start order (start, then index):
 /// a worker's validations are read against what the worker resolved in
 /// its earlier requests.
-pub(super) struct FactsSeen<'m> {
+pub(super) struct FactsSeen {
     changed: HashSet<String>,
     /// Entry scripts: what php-fpm resolved first (SCRIPT_FILENAME).
     mains: HashSet<Name>,
@@ -236,14 +236,12 @@ pub(super) struct FactsSeen<'m> {
     unresolved: HashSet<Name>,
     resolved_by_pid: HashMap<u32, HashSet<Name>>,
     fopened: HashSet<Name>,
-    fresh: FreshSeen<'m>,
-    recompiles: RecompilesSeen,
     app: AppStatsSeen,
     file_stats: HashSet<String>,
 }
 
-impl<'m> FactsSeen<'m> {
-    pub(super) fn new(mtimes: &'m BTreeMap<String, Vec<(i64, i64)>>) -> Self {
+impl FactsSeen {
+    pub(super) fn new(mtimes: &BTreeMap<String, Vec<(i64, i64)>>) -> Self {
         FactsSeen {
             changed: mtimes
                 .iter()
@@ -258,8 +256,6 @@ impl<'m> FactsSeen<'m> {
             unresolved: HashSet::new(),
             resolved_by_pid: HashMap::new(),
             fopened: HashSet::new(),
-            fresh: FreshSeen::new(mtimes),
-            recompiles: RecompilesSeen::default(),
             app: AppStatsSeen::default(),
             file_stats: HashSet::new(),
         }
@@ -331,8 +327,6 @@ impl<'m> FactsSeen<'m> {
                 }
             }
         }
-        self.fresh.see(r);
-        self.recompiles.see(i, r);
         // the rest as R64 step 3 leaves the request
         let drop = changed_stats(&r.ops, &self.changed);
         let kept: Vec<&PhpOp> = match &drop {
@@ -376,8 +370,10 @@ impl<'m> FactsSeen<'m> {
         }
     }
 
-    /// The facts, once every request is seen.
-    pub(super) fn finish(self) -> ScriptFacts {
+    /// The facts, once every request is seen; `recompiled`: the
+    /// evidence's verdict that scripts were compiled again
+    /// ([`Evidence::scripts_recompiled`]: the same requests, folded once).
+    pub(super) fn finish(self, recompiled: bool) -> ScriptFacts {
         let names: HashMap<Name, Name> = self.names.into_iter().map(|(p, (_, n))| (p, n)).collect();
         // a canonical name resolved twice: the second walk of the same
         // key shows only without realpath cache (`a//b.php` shows two
@@ -402,8 +398,6 @@ impl<'m> FactsSeen<'m> {
                 facts.insert(p, Via::Once);
             }
         }
-        let fresh = self.fresh.finish();
-        let recompiled = self.recompiles.finish(&fresh).opcache_off();
         let mut file_stats = self.file_stats;
         file_stats.extend(self.app.finish());
         ScriptFacts {
@@ -576,7 +570,7 @@ mod tests {
             for i in order {
                 seen.see(i, &reqs[i]);
             }
-            let f = seen.finish();
+            let f = seen.finish(false);
             let mut r = reqs[2].clone();
             f.apply(&mut r);
             assert_eq!(

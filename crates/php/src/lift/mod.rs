@@ -957,14 +957,19 @@ const FRESH_S: i64 = 60;
 
 /// What every request says about each script ([`facts::FactsSeen`]),
 /// applied to every request ([`facts::ScriptFacts::apply`]).
-fn script_facts(reqs: &mut [WorkRequest], mtimes: &BTreeMap<String, Vec<(i64, i64)>>) {
+/// `recompiled`: [`Evidence::scripts_recompiled`] of the same requests.
+fn script_facts(
+    reqs: &mut [WorkRequest],
+    mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
+    recompiled: bool,
+) {
     let mut seen = facts::FactsSeen::new(mtimes);
     let mut order: Vec<usize> = (0..reqs.len()).collect();
     order.sort_by_key(|&i| (reqs[i].start_us, i));
     for i in order {
         seen.see(i, &reqs[i]);
     }
-    let f = seen.finish();
+    let f = seen.finish(recompiled);
     for r in reqs.iter_mut() {
         f.apply(r);
     }
@@ -1143,7 +1148,7 @@ pub fn lift_parts_from(
         latency_us,
     } = lift_requests(requests, real, &facts.mtimes);
     let mtimes = facts.mtimes.clone();
-    script_facts(&mut reqs, &mtimes);
+    script_facts(&mut reqs, &mtimes, evidence.scripts_recompiled);
     apply_templates(&mut reqs);
     // kept as long as the capture: no room left over from building
     for r in &mut reqs {
@@ -1216,7 +1221,7 @@ pub fn lift_parts_stored(
     let cli = meta.iter().any(|r| r.cli);
     checks_and_file_cache(&mut evidence, checked, each.file_cache.as_ref(), shm, cli);
     // each request as the checks and the script facts leave it
-    let sf = fs.finish();
+    let sf = fs.finish(evidence.scripts_recompiled);
     let read = |i: usize| -> std::io::Result<WorkRequest> {
         let mut r = raw.get(i)?;
         if let Some(c) = &checks {

@@ -115,7 +115,7 @@ pub fn lift_with_reference_from(
     if evidence.complete {
         // the capture showed everything itself: the reference has nothing
         // to add, and its requests must not stand in for the capture's
-        script_facts(&mut reqs, &facts.mtimes);
+        script_facts(&mut reqs, &facts.mtimes, evidence.scripts_recompiled);
         apply_templates(&mut reqs);
         return Ok((
             Workload {
@@ -138,7 +138,7 @@ pub fn lift_with_reference_from(
             real,
         ));
     }
-    script_facts(&mut reqs, &facts.mtimes);
+    script_facts(&mut reqs, &facts.mtimes, evidence.scripts_recompiled);
     reference_facts(&mut reqs, reference);
     // opens the reference never resolved: not plain-wrapper fopens
     let resolved: HashSet<&str> = resolved_opens(&reference.requests);
