@@ -26,6 +26,7 @@ pub mod assets;
 pub mod check;
 pub mod cpio;
 mod guest;
+pub mod perform;
 pub mod replay;
 pub mod selftest;
 pub mod verify;
