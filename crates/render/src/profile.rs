@@ -2,6 +2,7 @@
 //! text or as Markdown.
 
 use super::{human_us, Align, Table};
+use statstorm_engine::analyze::read::InputNote;
 use statstorm_engine::analyze::Profile;
 use std::collections::BTreeMap;
 
@@ -335,6 +336,35 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
         });
     }
     out
+}
+
+/// What the reader of an input should know, as a sentence (after
+/// `statstorm: warning: `).
+pub fn input_note(n: &InputNote) -> String {
+    match n {
+        InputNote::LostCalls { file, calls } => format!(
+            "{file}: the recording lost {calls} calls (its last lines say so): the counts are low by at least that"
+        ),
+        InputNote::TimeBackwards {
+            file,
+            count,
+            first_line,
+            back_us,
+        } => format!(
+            "{file}: time runs backwards at {count} line{} (first at line {first_line}, {} s before the line above it); per-second counts and spans there follow the times as printed",
+            if *count == 1 { "" } else { "s" },
+            secs_us(*back_us),
+        ),
+    }
+}
+
+/// Microseconds as seconds, with the microseconds when under a minute.
+fn secs_us(us: u64) -> String {
+    if us < 60_000_000 {
+        format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
+    } else {
+        format!("{}", us / 1_000_000)
+    }
 }
 
 /// Plain text for a terminal.

@@ -10,6 +10,7 @@ mod build;
 pub mod findings;
 pub mod pids;
 mod profile;
+pub mod read;
 
 pub use build::find_bursts;
 pub use findings::Finding;
