@@ -16,7 +16,7 @@ use crate::spill::{Chunk, Spill};
 use statstorm_php::lift::{CallSource, FactsBuilder, TraceFacts};
 use statstorm_php::request::{Requests, Splitter};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
-use statstorm_trace::{Event, Interner, Trace};
+use statstorm_trace::{Event, Interner, Tally, Trace};
 use std::collections::BTreeMap;
 use std::io;
 
@@ -73,7 +73,7 @@ pub struct Recorded {
     /// Per request of the split (same order), its units.
     requests: Vec<Vec<u32>>,
     /// Per request, its calls per syscall.
-    counts: Vec<BTreeMap<String, u64>>,
+    counts: Vec<Tally>,
     /// Per request, the time its calls spent in the kernel.
     fs: Vec<FsTime>,
     /// Per request, the start of its earliest call.
@@ -121,7 +121,7 @@ impl Recorded {
 
     /// Per request, its recorded calls per syscall
     /// (`statstorm_php::count_by_syscall` of [`Recorded::calls`]).
-    pub fn counts(&self) -> &[BTreeMap<String, u64>] {
+    pub fn counts(&self) -> &[Tally] {
         &self.counts
     }
 
@@ -369,7 +369,7 @@ impl Fold {
         let split = Requests::of_plan(&plan);
         let facts = self.facts.finish(&split);
         let mut requests: Vec<Vec<u32>> = vec![Vec::new(); split.requests.len()];
-        let mut counts: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); split.requests.len()];
+        let mut counts: Vec<Tally> = vec![Tally::new(); split.requests.len()];
         let mut fs = vec![FsTime::default(); split.requests.len()];
         let mut first_us: Vec<Option<i64>> = vec![None; split.requests.len()];
         let mut background: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
@@ -382,7 +382,7 @@ impl Fold {
                 Some(r) => {
                     requests[r as usize].push(u as u32);
                     for &(n, k) in &self.counts[u] {
-                        *counts[r as usize].entry(n.to_string()).or_default() += k;
+                        counts[r as usize].add(n, k);
                     }
                     fs[r as usize].add(&uc.fs);
                     let f = &mut first_us[r as usize];
@@ -394,6 +394,7 @@ impl Fold {
                 None => background.entry(pid).or_default().push(u as u32),
             }
         }
+        let counts = counts.into_iter().map(Tally::shrunk).collect();
         let mut rec = Recorded {
             spill: self.spill,
             units: self.units,

@@ -5,7 +5,7 @@
 //! is off by as much.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
+use statstorm_trace::Tally;
 
 /// Per syscall: |modelled - recorded| <= max(`TOL_PCT` % of recorded,
 /// `TOL_ABS`) is a match.
@@ -67,8 +67,8 @@ fn within(modelled: u64, recorded: u64) -> bool {
 /// Checks each request's modelled counts against its recorded ones, for
 /// the syscalls in `syscalls`.
 pub fn before_vs_recorded(
-    modelled: &[&BTreeMap<String, u64>],
-    recorded: &[&BTreeMap<String, u64>],
+    modelled: &[&Tally],
+    recorded: &[&Tally],
     syscalls: &[&str],
 ) -> BeforeCheck {
     let mut c = BeforeCheck {
@@ -81,10 +81,7 @@ pub fn before_vs_recorded(
     for (i, (m, r)) in modelled.iter().zip(recorded).enumerate() {
         let mut worst: Option<Gap> = None;
         for &k in syscalls {
-            let (mv, rv) = (
-                m.get(k).copied().unwrap_or(0),
-                r.get(k).copied().unwrap_or(0),
-            );
+            let (mv, rv) = (m.of(k), r.of(k));
             if within(mv, rv) {
                 continue;
             }
@@ -128,8 +125,8 @@ pub fn before_vs_recorded(
 mod tests {
     use super::*;
 
-    fn m(v: &[(&str, u64)]) -> BTreeMap<String, u64> {
-        v.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    fn m(v: &[(&'static str, u64)]) -> Tally {
+        v.iter().copied().collect()
     }
 
     #[test]

@@ -9,6 +9,7 @@ use statstorm_nfs::client::{
 };
 use statstorm_nfs::mount::MountOptions;
 use statstorm_trace::op::{Name, Op};
+use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -72,15 +73,12 @@ pub const REPORT_OPS: [RpcOp; 8] = [
 ];
 
 /// `{OP: n}` with the report ops always present and other ops when nonzero.
-pub fn rpc_map(c: &RpcCounts) -> BTreeMap<String, u64> {
-    let mut m: BTreeMap<String, u64> = REPORT_OPS
-        .iter()
-        .map(|o| (o.name().to_string(), c.of(*o)))
-        .collect();
+pub fn rpc_map(c: &RpcCounts) -> Tally {
+    let mut m: Tally = REPORT_OPS.iter().map(|o| (o.name(), c.of(*o))).collect();
     for (o, n) in c.nonzero() {
-        m.insert(o.name().to_string(), n);
+        m.set(o.name(), n);
     }
-    m
+    m.shrunk()
 }
 
 /// `DIR:OPTS` split at the first `:` when the value starts with `/`

@@ -43,7 +43,7 @@ fn the_simulation_sends_the_rpcs_the_columns_count() {
                 .iter()
                 .map(|q| {
                     let s = if after { &q.after } else { &q.before };
-                    s.rpc.as_ref().map_or(0, |m| m.values().sum::<u64>())
+                    s.rpc.as_ref().map_or(0, |m| m.total())
                 })
                 .sum()
         };

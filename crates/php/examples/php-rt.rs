@@ -22,12 +22,7 @@ fn main() {
     let (mut tr, mut tm) = (0u64, 0u64);
     for (i, (r, m)) in real.iter().zip(&low).enumerate() {
         let (cr, cm) = (count_by_syscall(r), count_by_syscall(m));
-        let f = |c: &std::collections::BTreeMap<String, u64>| {
-            CHECKED
-                .iter()
-                .map(|k| c.get(*k).copied().unwrap_or(0))
-                .collect::<Vec<_>>()
-        };
+        let f = |c: &statstorm_trace::Tally| CHECKED.iter().map(|k| c.of(k)).collect::<Vec<_>>();
         let (a, b) = (f(&cr), f(&cm));
         tr += a.iter().sum::<u64>();
         tm += b.iter().sum::<u64>();

@@ -1645,13 +1645,12 @@ fn lower_op(
 }
 
 /// Per-syscall call counts, named as strace names them on x86-64.
-pub fn count_by_syscall(ops: &[Op]) -> BTreeMap<String, u64> {
-    let mut m = BTreeMap::new();
+pub fn count_by_syscall(ops: &[Op]) -> statstorm_trace::Tally {
+    let mut m = statstorm_trace::Tally::new();
     for o in ops {
-        *m.entry(o.kind.syscall_name(o.flags()).to_string())
-            .or_default() += 1;
+        m.add(o.kind.syscall_name(o.flags()), 1);
     }
-    m
+    m.shrunk()
 }
 
 /// The syscalls the acceptance checks compare exactly.

@@ -341,10 +341,7 @@ fn whole_checked(w: &Workload, from: &PhpConfig, to: &PhpConfig) -> u64 {
         .iter()
         .map(|r| {
             let m = count_by_syscall(&r.after);
-            CHECKED
-                .iter()
-                .map(|k| m.get(*k).copied().unwrap_or(0))
-                .sum::<u64>()
+            CHECKED.iter().map(|k| m.of(k)).sum::<u64>()
         })
         .sum()
 }
@@ -355,10 +352,7 @@ fn real_checked(trace: &Trace) -> u64 {
         .iter()
         .map(|ops| {
             let m = count_by_syscall(ops);
-            CHECKED
-                .iter()
-                .map(|k| m.get(*k).copied().unwrap_or(0))
-                .sum::<u64>()
+            CHECKED.iter().map(|k| m.of(k)).sum::<u64>()
         })
         .sum()
 }

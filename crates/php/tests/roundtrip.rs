@@ -68,15 +68,11 @@ fn cli_opcache_calls_are_opcaches() {
         let ops = statstorm_php::lift::request_ops(&trace, &reqs);
         assert_eq!(ops.len(), 1, "{}: one php-cli process", c.name);
         let m = count_by_syscall(&ops[0]);
-        MORE.iter()
-            .map(|k| (k.to_string(), m.get(*k).copied().unwrap_or(0)))
-            .collect()
+        MORE.iter().map(|k| (k.to_string(), m.of(k))).collect()
     };
     let lowered = |w: &statstorm_php::Workload, cfg: &statstorm_php::PhpConfig| -> Counts {
         let m = count_by_syscall(&statstorm_php::lower(w, cfg)[0]);
-        MORE.iter()
-            .map(|k| (k.to_string(), m.get(*k).copied().unwrap_or(0)))
-            .collect()
+        MORE.iter().map(|k| (k.to_string(), m.of(k))).collect()
     };
     for wl in ["tree", "filecheck"] {
         let oc = find(&format!("cli-{wl}-oc"));

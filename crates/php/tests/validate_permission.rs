@@ -105,9 +105,8 @@ fn permission_checks_are_inferred_lifted_and_lowered() {
         let mut missing = 0;
         for (i, (a, b)) in on.iter().zip(&off).enumerate() {
             let (ca, cb) = (count_by_syscall(a), count_by_syscall(b));
-            let acc =
-                |m: &std::collections::BTreeMap<String, u64>| m.get("access").copied().unwrap_or(0);
-            for (k, v) in &ca {
+            let acc = |m: &statstorm_trace::Tally| m.of("access");
+            for (k, v) in ca.iter() {
                 if k != "access" {
                     assert_eq!(cb.get(k), Some(v), "{} request {i}: {k}", c.name);
                 }

@@ -151,7 +151,7 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
     )?;
     let row = |s: &Side| -> String {
         let m = s.rpc.clone().unwrap_or_default();
-        let g = |k: &str| m.get(k).copied().unwrap_or(0);
+        let g = |k: &str| m.of(k);
         let mut t: String = ops
             .iter()
             .map(|k| {
@@ -163,7 +163,7 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
                 format!("{v:>7}")
             })
             .collect();
-        t.push_str(&format!("{:>7}", m.values().sum::<u64>()));
+        t.push_str(&format!("{:>7}", m.total()));
         t.push_str(&cell(r, s));
         t
     };

@@ -40,7 +40,7 @@ fn predict_json(args: &[&str]) -> Value {
 }
 
 /// The real per-request counts of a capture, computed with the library.
-fn real_counts(name: &str) -> Vec<std::collections::BTreeMap<String, u64>> {
+fn real_counts(name: &str) -> Vec<statstorm_trace::Tally> {
     let t = statstorm_trace::read_path(&fixture(name)).unwrap();
     let r = statstorm_php::request::split_requests(&t.events, &t.strings);
     statstorm_php::lift::request_ops(&t, &r)
@@ -81,7 +81,7 @@ fn json_shape_round_trip_and_totals() {
         assert!(q["pid"].as_u64().unwrap() > 0);
         // before = what the trace recorded, for the checked calls
         for sc in ["newfstatat", "openat", "access", "readlink"] {
-            assert_eq!(n(q, "before", sc), r.get(sc).copied().unwrap_or(0), "{sc}");
+            assert_eq!(n(q, "before", sc), r.of(sc), "{sc}");
         }
         sum_b += n(q, "before", "newfstatat");
         sum_a += n(q, "after", "newfstatat");
@@ -120,7 +120,7 @@ fn predicted_totals_match_the_real_capture() {
     ]);
     let real: u64 = real_counts("fpm-tree-nooc")
         .iter()
-        .map(|m| m.get("newfstatat").copied().unwrap_or(0))
+        .map(|m| m.of("newfstatat"))
         .sum();
     let pred = v["totals"]["after"]["by_syscall"]["newfstatat"]
         .as_u64()
@@ -205,12 +205,7 @@ fn a_small_realpath_cache_is_inferred_and_its_fix_predicted() {
         let r = statstorm_php::request::split_requests(&t.events, &t.strings);
         statstorm_php::lift::request_ops(&t, &r)
             .iter()
-            .map(|o| {
-                statstorm_php::count_by_syscall(o)
-                    .get("newfstatat")
-                    .copied()
-                    .unwrap_or(0)
-            })
+            .map(|o| statstorm_php::count_by_syscall(o).of("newfstatat"))
             .sum()
     };
     let (before, after) = (sum(&v, "before"), sum(&v, "after"));
@@ -327,11 +322,7 @@ fn assert_after_is_capture(v: &Value, name: &str) {
     let real = &real_counts(name)[0];
     let after = &v["requests"][0];
     for sc in ["newfstatat", "openat", "access", "readlink"] {
-        assert_eq!(
-            n(after, "after", sc),
-            real.get(sc).copied().unwrap_or(0),
-            "{name}: {sc}"
-        );
+        assert_eq!(n(after, "after", sc), real.of(sc), "{name}: {sc}");
     }
 }
 
@@ -437,7 +428,7 @@ fn call_latency_moves_the_race() {
     let fast = predict_json(&base);
     let real: Vec<u64> = real_counts("fpm-race-rf2")
         .iter()
-        .map(|c| c.get("newfstatat").copied().unwrap_or(0))
+        .map(|c| c.of("newfstatat"))
         .collect();
     let (s, f) = (stats(&slow), stats(&fast));
     println!("newfstatat per request: slow {s:?}, full speed {f:?}, real slow {real:?}");

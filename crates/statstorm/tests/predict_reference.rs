@@ -5,7 +5,6 @@
 
 use assert_cmd::Command;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -19,7 +18,7 @@ fn path(name: &str) -> String {
 }
 
 /// The real per-request counts of a capture, computed with the library.
-fn real_counts(name: &str) -> Vec<BTreeMap<String, u64>> {
+fn real_counts(name: &str) -> Vec<statstorm_trace::Tally> {
     let t = statstorm_trace::read_path(&fixture(name)).unwrap();
     let r = statstorm_php::request::split_requests(&t.events, &t.strings);
     statstorm_php::lift::request_ops(&t, &r)
@@ -91,10 +90,7 @@ fn nooc_completed_from_obd_predicts_rp0() {
             .iter()
             .map(|k| q["after"]["by_syscall"][k].as_u64().unwrap_or(0))
             .sum();
-        let want: u64 = CHECKED
-            .iter()
-            .map(|k| real.get(*k).copied().unwrap_or(0))
-            .sum();
+        let want: u64 = CHECKED.iter().map(|k| real.of(k)).sum();
         let err = (pred as f64 - want as f64).abs() / want as f64;
         println!(
             "request {i}: predicted {pred} real {want} ({:.2}%)",
@@ -129,7 +125,7 @@ fn without_reference_the_same_prediction_undercounts() {
         .sum();
     let real: u64 = real_counts("fpm-tree-rp0")
         .iter()
-        .flat_map(|m| CHECKED.iter().map(|k| m.get(*k).copied().unwrap_or(0)))
+        .flat_map(|m| CHECKED.iter().map(|k| m.of(k)))
         .sum();
     assert!(
         (pred as f64) < 0.98 * real as f64,

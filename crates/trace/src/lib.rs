@@ -29,6 +29,7 @@ pub mod ordered;
 pub mod parse;
 pub mod suggest;
 pub mod summary;
+pub mod tally;
 
 /// Entry points for the benchmark examples (`examples/scan_bench.rs`);
 /// not part of the API.
@@ -65,6 +66,7 @@ pub use parse::{
     TsKind, VecSink,
 };
 pub use summary::{Summary, SummaryRow};
+pub use tally::Tally;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 use crate::predict::{latency::LatencySide, Report, Side};
 use serde::Serialize;
 use statstorm_php::lower::CHECKED;
+use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 
 /// One side of a prediction (the capture's requests under one set of
@@ -71,8 +72,11 @@ impl Figures {
         Figures {
             syscalls,
             metadata_calls,
-            rpc_total: side.rpc.as_ref().map(|r| r.values().sum()),
-            rpcs: side.rpc.clone(),
+            rpc_total: side.rpc.as_ref().map(Tally::total),
+            rpcs: side
+                .rpc
+                .as_ref()
+                .map(|r| r.iter().map(|(k, n)| (k.to_string(), n)).collect()),
             latency: latency.map(Latency::of),
         }
     }
@@ -153,7 +157,7 @@ impl Predicted {
     pub fn of(r: &Report) -> Predicted {
         let lat = r.latency.as_ref();
         let calls = |s: &Side| CHECKED.iter().map(|k| s.get(k)).sum::<u64>();
-        let rpcs = |s: &Side| s.rpc.as_ref().map(|m| m.values().sum::<u64>());
+        let rpcs = |s: &Side| s.rpc.as_ref().map(Tally::total);
         let step = r.requests.len().div_ceil(MAX_POINTS).max(1);
         let points = r
             .requests

@@ -14,6 +14,7 @@ use serde::Serialize;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::request::split_requests;
 use statstorm_php::{PhpConfig, RequestPrediction, Workload};
+use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -198,17 +199,17 @@ pub enum NfsCache {
 /// fields here (RPCs, latency).
 #[derive(Debug, Default, Serialize)]
 pub struct Side {
-    pub by_syscall: BTreeMap<String, u64>,
+    pub by_syscall: Tally,
     /// NFS RPCs by op as /proc/self/mountstats names them (with NFS flags).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rpc: Option<BTreeMap<String, u64>>,
+    pub rpc: Option<Tally>,
     /// Simulated TTFB of the request, ms (an estimate; with NFS flags).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<f64>,
 }
 
 impl Side {
-    fn counted(by_syscall: BTreeMap<String, u64>) -> Self {
+    fn counted(by_syscall: Tally) -> Self {
         Side {
             by_syscall,
             rpc: None,
@@ -216,19 +217,14 @@ impl Side {
         }
     }
     fn add(&mut self, o: &Side) {
-        for (k, v) in &o.by_syscall {
-            *self.by_syscall.entry(k.clone()).or_default() += v;
-        }
+        self.by_syscall.merge(&o.by_syscall);
         if let Some(r) = &o.rpc {
-            let mine = self.rpc.get_or_insert_with(BTreeMap::new);
-            for (k, v) in r {
-                *mine.entry(k.clone()).or_default() += v;
-            }
+            self.rpc.get_or_insert_with(Tally::new).merge(r);
         }
     }
     /// Calls of syscall `k`.
     pub fn get(&self, k: &str) -> u64 {
-        self.by_syscall.get(k).copied().unwrap_or(0)
+        self.by_syscall.of(k)
     }
 }
 
@@ -533,10 +529,8 @@ pub struct Capture {
     /// The recorded calls' paths, each with its calls (what the choice of
     /// NFS roots reads; empty when no change replays the calls).
     traced: crate::nfs_setup::TracedPaths,
-    /// Per request (the split's order), its recorded calls per syscall.
-    recorded_counts: Vec<BTreeMap<String, u64>>,
     /// Per background process, its recorded calls per syscall.
-    background_counts: Vec<BTreeMap<String, u64>>,
+    background_counts: Vec<Tally>,
     w: Workload,
     /// The reference workload, how its completeness was known, its use.
     reference: Option<(Workload, String, statstorm_php::ReferenceUse)>,
@@ -688,8 +682,7 @@ impl Capture {
         }
         stage("splitting requests");
         let (split, mut rec, facts) = fold.finish().map_err(Error::spill)?;
-        let recorded_counts: Vec<BTreeMap<String, u64>> = rec.counts().to_vec();
-        let background_counts: Vec<BTreeMap<String, u64>> = rec
+        let background_counts: Vec<Tally> = rec
             .background
             .iter()
             .map(|b| count_by_syscall(&b.ops))
@@ -763,7 +756,6 @@ impl Capture {
             split_note: split.note.clone(),
             rec,
             traced,
-            recorded_counts,
             background_counts,
             w,
             reference,
@@ -1077,7 +1069,7 @@ fn build(
     recorded: PhpConfig,
     proposed: PhpConfig,
     preds: &[RequestPrediction],
-    counts: [&[BTreeMap<String, u64>]; 2],
+    counts: [&[Tally]; 2],
     from_reference: &[bool],
     notes: Vec<String>,
 ) -> Report {
@@ -1107,7 +1099,8 @@ fn build(
             before: Side::counted(counts[0][i].clone()),
             after: Side::counted(counts[1][i].clone()),
             recorded: cap
-                .recorded_counts
+                .rec
+                .counts()
                 .get(i)
                 .map_or_else(Side::default, |c| Side::counted(c.clone())),
         };

@@ -13,13 +13,14 @@ use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
+use statstorm_trace::Tally;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 /// What one side gives, per request of the workload (its order).
 pub(crate) struct SideRun {
     /// Calls per syscall name.
-    pub counts: Vec<BTreeMap<String, u64>>,
+    pub counts: Vec<Tally>,
     /// With NFS: RPCs per request, and per background group.
     pub rpcs: Option<(Vec<RpcCounts>, Vec<RpcCounts>)>,
     /// When listed, with one NFS mount: each call's start and RPCs, from
@@ -123,19 +124,24 @@ pub(crate) fn run(
     let target = statstorm_php::lower::targets(w, latency);
     let compiled = w.compiled_scripts();
     let mut low = Lowerer::new(w, cfg, &target, &compiled);
-    let mut counts: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); n];
+    let mut counts: Vec<Tally> = vec![Tally::new(); n];
     let mut kept: Vec<Vec<Op>> = if keep {
         vec![Vec::new(); n]
     } else {
         Vec::new()
     };
     let mut clients = stream_nfs.map(|(s, proposed)| s.clients(proposed));
-    let mut rpcs = vec![RpcCounts::default(); n + background.len()];
+    let replaying = clients.is_some();
+    // (only a replay counts RPCs)
+    let mut rpcs = if replaying {
+        vec![RpcCounts::default(); n + background.len()]
+    } else {
+        Vec::new()
+    };
     let mut merge = Merge {
         sources: HashMap::new(),
         heap: BinaryHeap::new(),
     };
-    let replaying = clients.is_some();
     if replaying {
         for (b, ops) in background.iter().enumerate() {
             merge.add(n + b, Source::Borrowed(ops));
@@ -344,8 +350,7 @@ mod tests {
                 let groups: Vec<&[Op]> = batch.iter().map(Vec::as_slice).collect();
                 let want = n.replay_with(&groups, &[], is_proposed);
                 let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false).unwrap();
-                let counts: Vec<BTreeMap<String, u64>> =
-                    batch.iter().map(|o| count_by_syscall(o)).collect();
+                let counts: Vec<Tally> = batch.iter().map(|o| count_by_syscall(o)).collect();
                 assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
                 assert_eq!(got.rpcs.unwrap().0, want, "{file} {roots:?}: RPCs");
                 assert!(got.op_rpcs.is_none(), "calls listed though not asked");

@@ -154,11 +154,8 @@ pub fn app_db_excuse(workload: &str, pred: &[Op], real: &[Op], tol: f64) -> Opti
     })
 }
 
-pub fn checked(m: &Counts) -> Counts {
-    CHECKED
-        .iter()
-        .map(|k| (k.to_string(), m.get(*k).copied().unwrap_or(0)))
-        .collect()
+pub fn checked(m: &statstorm_trace::Tally) -> Counts {
+    CHECKED.iter().map(|k| (k.to_string(), m.of(k))).collect()
 }
 
 pub fn fmt(c: &Counts) -> String {
