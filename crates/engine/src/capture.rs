@@ -361,7 +361,13 @@ impl Fold {
 
     /// The requests, their calls and the activity outside them, and the
     /// lift's facts; an error when the spill could not be written.
-    pub fn finish(self) -> io::Result<(Requests, Recorded, TraceFacts)> {
+    pub fn finish(mut self) -> io::Result<(Requests, Recorded, TraceFacts)> {
+        // a capture already written out writes out the rest: the calls
+        // held (up to HELD, in vectors sized by doubling) would stay in
+        // memory through the whole prediction
+        if self.spill.is_some() && self.held > 0 {
+            self.write_out();
+        }
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -394,7 +400,9 @@ impl Fold {
                 None => background.entry(pid).or_default().push(u as u32),
             }
         }
-        let counts = counts.into_iter().map(Tally::shrunk).collect();
+        // requests repeat their counts: one copy of each
+        let mut pool = statstorm_trace::TallyPool::new();
+        let counts = counts.into_iter().map(|c| pool.share(c)).collect();
         let mut rec = Recorded {
             spill: self.spill,
             units: self.units,

@@ -554,7 +554,7 @@ impl Clients<'_> {
 /// Each call of one request: its start and its RPCs, in the order the
 /// calls were given and, per call, the order the client sent them (what
 /// the latency simulation runs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OpRpcs {
     /// Per call, its start (microseconds, the trace's clock).
     t_us: Vec<i64>,
@@ -639,6 +639,25 @@ impl OpRpcs {
     }
 }
 
+/// Equal [`OpRpcs`] shared: [`SharedLists::share`] gives back the copy
+/// it holds of a list equal to the one given.
+#[derive(Default)]
+pub struct SharedLists(std::collections::HashSet<std::sync::Arc<OpRpcs>>);
+
+impl SharedLists {
+    /// `l`, or the equal list already held.
+    pub fn share(&mut self, mut l: OpRpcs) -> std::sync::Arc<OpRpcs> {
+        if let Some(a) = self.0.get(&l) {
+            return std::sync::Arc::clone(a);
+        }
+        l.shrink_to_fit();
+        l.counted.shrink_to_fit();
+        let a = std::sync::Arc::new(l);
+        self.0.insert(std::sync::Arc::clone(&a));
+        a
+    }
+}
+
 /// [`OpRpcs`] as written: each RPC by its place in [`RpcOp::ALL`].
 #[derive(serde::Serialize, serde::Deserialize)]
 struct OpRpcsRec {
@@ -656,6 +675,9 @@ struct OpRpcsRec {
 /// cost the requests in flight, not the capture).
 pub enum OpRpcsLists {
     Memory(Vec<OpRpcs>),
+    /// Lists of calls counted by kind alone ([`OpRpcs::count`]), equal
+    /// ones shared: requests repeat their counts ([`SharedLists`]).
+    Shared(Vec<std::sync::Arc<OpRpcs>>),
     Disk {
         blobs: crate::spill::Blobs,
         /// Per request, where its list lies (none: no call listed).
@@ -688,6 +710,13 @@ impl OpRpcsLists {
                 v[i] = l;
                 Ok(())
             }
+            OpRpcsLists::Shared(v) => {
+                if v.len() <= i {
+                    v.resize(i + 1, std::sync::Arc::default());
+                }
+                v[i] = std::sync::Arc::new(l);
+                Ok(())
+            }
             OpRpcsLists::Disk { blobs, at } => {
                 let rec = OpRpcsRec {
                     t_us: l.t_us,
@@ -717,6 +746,9 @@ impl OpRpcsLists {
             OpRpcsLists::Memory(v) => Ok(v
                 .get(i)
                 .map_or_else(|| Cow::Owned(OpRpcs::default()), Cow::Borrowed)),
+            OpRpcsLists::Shared(v) => Ok(v
+                .get(i)
+                .map_or_else(|| Cow::Owned(OpRpcs::default()), |l| Cow::Borrowed(&**l))),
             OpRpcsLists::Disk { blobs, at } => {
                 let Some(&Some((offset, len))) = at.get(i) else {
                     return Ok(Cow::Owned(OpRpcs::default()));

@@ -66,7 +66,7 @@ pub use parse::{
     TsKind, VecSink,
 };
 pub use summary::{Summary, SummaryRow};
-pub use tally::Tally;
+pub use tally::{Tally, TallyPool};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

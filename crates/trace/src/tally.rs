@@ -1,35 +1,44 @@
 //! [`Tally`]: counts by a static name (a syscall as strace names it, an
 //! RPC as mountstats names it), sorted by name. The per-request counts of
-//! a prediction are held once per request and side: a sorted vector of
-//! `(&'static str, u64)` is 24 bytes per name in one allocation, where a
-//! `BTreeMap<String, u64>` took a node of eleven slots and a string per
-//! name (about 500 bytes for three names).
+//! a prediction are held once per request and side, and copied into the
+//! report's rows: a tally is a shared, copy-on-write sorted vector of
+//! `(&'static str, u64)` (24 bytes per name; a clone is a reference), where
+//! a `BTreeMap<String, u64>` took a node of eleven slots and a string per
+//! name (about 500 bytes for three names) and a clone copied them all. A
+//! [`TallyPool`] shares equal tallies: the requests of a capture repeat
+//! the same counts, so a vector of them holds one copy of each.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+type Entries = Vec<(&'static str, u64)>;
 
 /// Counts by name, sorted by name; serializes as a map (`{"name": n}`),
 /// as a `BTreeMap<String, u64>` of the same counts would.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Tally(Vec<(&'static str, u64)>);
+pub struct Tally(Arc<Entries>);
 
 impl Tally {
     pub fn new() -> Self {
-        Tally(Vec::new())
+        Tally(Arc::default())
     }
 
     /// Adds `n` to `name`'s count (a name added with 0 is listed).
     pub fn add(&mut self, name: &'static str, n: u64) {
-        match self.0.binary_search_by(|(k, _)| (*k).cmp(name)) {
-            Ok(i) => self.0[i].1 += n,
-            Err(i) => self.0.insert(i, (name, n)),
+        let v = Arc::make_mut(&mut self.0);
+        match v.binary_search_by(|(k, _)| (*k).cmp(name)) {
+            Ok(i) => v[i].1 += n,
+            Err(i) => v.insert(i, (name, n)),
         }
     }
 
     /// Sets `name`'s count to `n`.
     pub fn set(&mut self, name: &'static str, n: u64) {
-        match self.0.binary_search_by(|(k, _)| (*k).cmp(name)) {
-            Ok(i) => self.0[i].1 = n,
-            Err(i) => self.0.insert(i, (name, n)),
+        let v = Arc::make_mut(&mut self.0);
+        match v.binary_search_by(|(k, _)| (*k).cmp(name)) {
+            Ok(i) => v[i].1 = n,
+            Err(i) => v.insert(i, (name, n)),
         }
     }
 
@@ -73,8 +82,40 @@ impl Tally {
 
     /// Gives back the spare capacity (a tally kept per request).
     pub fn shrunk(mut self) -> Tally {
-        self.0.shrink_to_fit();
+        if let Some(v) = Arc::get_mut(&mut self.0) {
+            v.shrink_to_fit();
+        }
         self
+    }
+}
+
+/// Equal tallies shared: [`TallyPool::share`] gives back the pool's copy
+/// of a tally it holds an equal of. Holds one copy of each distinct tally.
+#[derive(Default)]
+pub struct TallyPool(HashSet<Arc<Entries>>);
+
+impl TallyPool {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `t`, or the equal tally the pool already holds.
+    pub fn share(&mut self, t: Tally) -> Tally {
+        if let Some(a) = self.0.get(&*t.0) {
+            return Tally(Arc::clone(a));
+        }
+        let t = t.shrunk();
+        self.0.insert(Arc::clone(&t.0));
+        t
+    }
+
+    /// Distinct tallies held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -99,7 +140,7 @@ impl std::fmt::Debug for Tally {
 impl Serialize for Tally {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, n) in &self.0 {
+        for (k, n) in self.0.iter() {
             m.serialize_entry(k, n)?;
         }
         m.end()
@@ -141,5 +182,22 @@ mod tests {
         u.merge(&t);
         assert_eq!(u.of("access"), 12);
         assert_eq!(u.len(), t.len());
+        // the clone was copied on write: t is as it was
+        assert_eq!(t.of("access"), 6);
+    }
+
+    #[test]
+    fn a_pool_shares_equal_tallies() {
+        let mut pool = TallyPool::new();
+        let make = |n| -> Tally { [("openat", n), ("access", 1)].into_iter().collect() };
+        let a = pool.share(make(2));
+        let b = pool.share(make(2));
+        let c = pool.share(make(3));
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(!Arc::ptr_eq(&a.0, &c.0));
+        assert_eq!((a.of("openat"), c.of("openat"), pool.len()), (2, 3, 2));
+        let mut d = b.clone();
+        d.add("openat", 1);
+        assert_eq!((a.of("openat"), d.of("openat")), (2, 3));
     }
 }

@@ -22,7 +22,7 @@ use super::{Error, Result};
 use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
 use serde::Serialize;
 use statstorm_nfs::{MountOptions, Vers};
-use statstorm_php::RequestPrediction;
+use statstorm_php::WorkRequest;
 use statstorm_sim::{
     simulate_replay_each, simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome,
     RequestSpec, Step, Transport,
@@ -289,7 +289,7 @@ fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
 /// One request (`rpcs`: each of its calls' start and RPCs): CPU spread
 /// over the recorded gaps, then each call.
 fn spec(
-    p: &RequestPrediction,
+    p: &WorkRequest,
     rpcs: &OpRpcs,
     cpu_us: u64,
     t0_us: i64,
@@ -418,7 +418,7 @@ pub fn compute(
     a: &SimOptions,
     storage: Storage,
     fs: &[crate::capture::FsTime],
-    preds: &[RequestPrediction],
+    preds: &[WorkRequest],
     op_rpcs: [&OpRpcsLists; 2],
 ) -> Result<Computed> {
     let q = a.quick()?;

@@ -13,7 +13,7 @@
 use serde::Serialize;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::request::split_requests;
-use statstorm_php::{PhpConfig, RequestPrediction, Workload};
+use statstorm_php::{PhpConfig, WorkRequest, Workload};
 use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -938,11 +938,8 @@ impl Capture {
         .map_err(Error::spill)?;
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
-        let preds: Vec<RequestPrediction> = w
-            .requests
-            .iter()
-            .map(|r| RequestPrediction::of(r, Vec::new(), Vec::new()))
-            .collect();
+        // the requests' metadata, in the workload's order
+        let preds: &[WorkRequest] = &w.requests;
         let completed: std::collections::HashSet<usize> = cap
             .reference
             .as_ref()
@@ -1006,7 +1003,7 @@ impl Capture {
                     &change.sim,
                     storage,
                     rec.fs_times(),
-                    &preds,
+                    preds,
                     lists,
                 )?)
             }
@@ -1023,7 +1020,7 @@ impl Capture {
             cap,
             recorded,
             proposed,
-            &preds,
+            preds,
             [&before.counts, &after.counts],
             &from_reference,
             notes,
@@ -1068,7 +1065,7 @@ fn build(
     cap: &Capture,
     recorded: PhpConfig,
     proposed: PhpConfig,
-    preds: &[RequestPrediction],
+    preds: &[WorkRequest],
     counts: [&[Tally]; 2],
     from_reference: &[bool],
     notes: Vec<String>,
@@ -1086,7 +1083,7 @@ fn build(
         after: Side::default(),
         recorded: Side::default(),
     };
-    let mut requests = Vec::new();
+    let mut requests = Vec::with_capacity(order.len());
     for i in order {
         let p = &preds[i];
         let r = RequestOut {
@@ -1180,10 +1177,13 @@ fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
     let mut tb = statstorm_nfs::RpcCounts::default();
     let mut ta = statstorm_nfs::RpcCounts::default();
     let mut tr = statstorm_nfs::RpcCounts::default();
+    // requests repeat their counts: one copy of each
+    let mut pool = statstorm_trace::TallyPool::new();
+    let mut map = |c: &statstorm_nfs::RpcCounts| Some(pool.share(crate::nfs_setup::rpc_map(c)));
     for (i, q) in r.requests.iter_mut().enumerate() {
-        q.before.rpc = Some(crate::nfs_setup::rpc_map(&c.before[i]));
-        q.after.rpc = Some(crate::nfs_setup::rpc_map(&c.after[i]));
-        q.recorded.rpc = Some(crate::nfs_setup::rpc_map(&c.recorded[i]));
+        q.before.rpc = map(&c.before[i]);
+        q.after.rpc = map(&c.after[i]);
+        q.recorded.rpc = map(&c.recorded[i]);
         tb.merge(&c.before[i]);
         ta.merge(&c.after[i]);
         tr.merge(&c.recorded[i]);

@@ -13,7 +13,7 @@ use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
-use statstorm_trace::Tally;
+use statstorm_trace::{Tally, TallyPool};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
@@ -150,18 +150,23 @@ pub(crate) fn run(
     // without NFS, each request's calls by kind for the latency simulation
     // (a call's cost: the capture's time for its kind)
     let local = list && nfs.is_none();
-    let mut local_lists: Vec<OpRpcs> = if local {
-        vec![OpRpcs::default(); n]
+    let mut local_lists: Vec<std::sync::Arc<OpRpcs>> = if local {
+        vec![std::sync::Arc::default(); n]
     } else {
         Vec::new()
     };
+    let mut shared_lists = crate::nfs_setup::SharedLists::default();
+    // requests repeat their counts: one copy of each
+    let mut pool = TallyPool::new();
     let mut take = |done: Vec<(usize, Vec<Op>)>, merge: &mut Merge| {
         for (i, ops) in done {
-            counts[i] = count_by_syscall(&ops);
-            if let Some(l) = local_lists.get_mut(i) {
+            counts[i] = pool.share(count_by_syscall(&ops));
+            if let Some(slot) = local_lists.get_mut(i) {
+                let mut l = OpRpcs::default();
                 for o in &ops {
                     l.count(o.kind);
                 }
+                *slot = shared_lists.share(l);
             }
             if keep {
                 kept[i] = ops;
@@ -224,7 +229,7 @@ pub(crate) fn run(
         return Err(e);
     }
     let (rpcs, op_rpcs) = match (nfs, replaying) {
-        (None, _) => (None, local.then_some(OpRpcsLists::Memory(local_lists))),
+        (None, _) => (None, local.then_some(OpRpcsLists::Shared(local_lists))),
         (Some(_), true) => {
             let bg = rpcs.split_off(n);
             (Some((rpcs, bg)), listing.then_some(written))
