@@ -74,5 +74,6 @@ mod memory;
 pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
+pub mod share;
 pub mod simulate;
 pub mod spill;

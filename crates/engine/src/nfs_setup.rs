@@ -639,25 +639,6 @@ impl OpRpcs {
     }
 }
 
-/// Equal [`OpRpcs`] shared: [`SharedLists::share`] gives back the copy
-/// it holds of a list equal to the one given.
-#[derive(Default)]
-pub struct SharedLists(std::collections::HashSet<std::sync::Arc<OpRpcs>>);
-
-impl SharedLists {
-    /// `l`, or the equal list already held.
-    pub fn share(&mut self, mut l: OpRpcs) -> std::sync::Arc<OpRpcs> {
-        if let Some(a) = self.0.get(&l) {
-            return std::sync::Arc::clone(a);
-        }
-        l.shrink_to_fit();
-        l.counted.shrink_to_fit();
-        let a = std::sync::Arc::new(l);
-        self.0.insert(std::sync::Arc::clone(&a));
-        a
-    }
-}
-
 /// [`OpRpcs`] as written: each RPC by its place in [`RpcOp::ALL`].
 #[derive(serde::Serialize, serde::Deserialize)]
 struct OpRpcsRec {
@@ -676,7 +657,7 @@ struct OpRpcsRec {
 pub enum OpRpcsLists {
     Memory(Vec<OpRpcs>),
     /// Lists of calls counted by kind alone ([`OpRpcs::count`]), equal
-    /// ones shared: requests repeat their counts ([`SharedLists`]).
+    /// ones shared: requests repeat their counts ([`crate::share::Pool`]).
     Shared(Vec<std::sync::Arc<OpRpcs>>),
     Disk {
         blobs: crate::spill::Blobs,

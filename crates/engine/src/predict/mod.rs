@@ -11,12 +11,14 @@
 //! (docs/php-model.md, docs/nfs-model.md, docs/simulator.md).
 
 use serde::Serialize;
+use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::request::split_requests;
 use statstorm_php::{PhpConfig, WorkRequest, Workload};
 use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub mod call_latency;
 pub mod latency;
@@ -553,7 +555,8 @@ pub struct Capture {
 /// side, and the recorded calls replayed by the NFS model (with NFS).
 struct Fixed {
     side: side::SideRun,
-    replayed: Option<Vec<statstorm_nfs::RpcCounts>>,
+    /// Per request (equal ones shared), then per background group.
+    replayed: Option<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)>,
 }
 
 /// What the traces' format shows.
@@ -913,7 +916,9 @@ impl Capture {
                                 let calls = rec.all().map_err(Error::spill)?;
                                 let groups: Vec<&[statstorm_trace::op::Op]> =
                                     calls.iter().map(|o| o.as_slice()).collect();
-                                n.replay_with(&groups, &bg, false)
+                                let mut all = n.replay_with(&groups, &bg, false);
+                                let bg_rpcs = all.split_off(groups.len());
+                                (side::shared(all), bg_rpcs)
                             } else {
                                 side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
                             })
@@ -966,13 +971,16 @@ impl Capture {
             None => None,
             Some(n) => {
                 notes.extend(n.notes.iter().cloned());
-                let r = fixed.replayed.as_deref().unwrap_or_default();
+                let (r, r_bg) = match &fixed.replayed {
+                    Some((r, bg)) => (r.as_slice(), bg.as_slice()),
+                    None => (&[][..], &[][..]),
+                };
                 // the order `build` uses for the requests; background after
                 // them
                 let mut order: Vec<usize> = (0..preds.len()).collect();
                 order.sort_by_key(|&i| (preds[i].start_us, i));
-                let pick = |v: &[statstorm_nfs::RpcCounts]| -> Vec<statstorm_nfs::RpcCounts> {
-                    order.iter().map(|&i| v[i]).collect()
+                let pick = |v: &[Arc<RpcCounts>]| -> Vec<Arc<RpcCounts>> {
+                    order.iter().map(|&i| Arc::clone(&v[i])).collect()
                 };
                 let side_rpcs =
                     |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
@@ -980,7 +988,7 @@ impl Capture {
                     before: side_rpcs(before),
                     after: side_rpcs(&after),
                     recorded: pick(r),
-                    background: r[preds.len()..].to_vec(),
+                    background: r_bg.to_vec(),
                 })
             }
         };
@@ -1166,10 +1174,10 @@ fn build(
 /// RPCs per request (in the order `build` put the requests in: by start,
 /// then index) on each side, and per background process.
 struct NfsRpcs {
-    before: Vec<statstorm_nfs::RpcCounts>,
-    after: Vec<statstorm_nfs::RpcCounts>,
-    recorded: Vec<statstorm_nfs::RpcCounts>,
-    background: Vec<statstorm_nfs::RpcCounts>,
+    before: Vec<Arc<RpcCounts>>,
+    after: Vec<Arc<RpcCounts>>,
+    recorded: Vec<Arc<RpcCounts>>,
+    background: Vec<RpcCounts>,
 }
 
 /// Adds the NFS RPC counts to the requests and background rows of `r`.

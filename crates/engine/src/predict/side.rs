@@ -9,6 +9,7 @@
 //! workload itself is still held: docs/predict-streaming.md).
 
 use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists};
+use crate::share::Pool;
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
@@ -16,13 +17,15 @@ use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::{Tally, TallyPool};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
 
 /// What one side gives, per request of the workload (its order).
 pub(crate) struct SideRun {
     /// Calls per syscall name.
     pub counts: Vec<Tally>,
-    /// With NFS: RPCs per request, and per background group.
-    pub rpcs: Option<(Vec<RpcCounts>, Vec<RpcCounts>)>,
+    /// With NFS: RPCs per request (equal ones shared), and per background
+    /// group.
+    pub rpcs: Option<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)>,
     /// When listed, with one NFS mount: each call's start and RPCs, from
     /// the same replay as `rpcs` (the latency simulation's input).
     pub op_rpcs: Option<OpRpcsLists>,
@@ -133,11 +136,7 @@ pub(crate) fn run(
     let mut clients = stream_nfs.map(|(s, proposed)| s.clients(proposed));
     let replaying = clients.is_some();
     // (only a replay counts RPCs)
-    let mut rpcs = if replaying {
-        vec![RpcCounts::default(); n + background.len()]
-    } else {
-        Vec::new()
-    };
+    let mut rpcs = RpcsPerRequest::new(if replaying { n } else { 0 }, background.len());
     let mut merge = Merge {
         sources: HashMap::new(),
         heap: BinaryHeap::new(),
@@ -155,7 +154,7 @@ pub(crate) fn run(
     } else {
         Vec::new()
     };
-    let mut shared_lists = crate::nfs_setup::SharedLists::default();
+    let mut shared_lists = Pool::default();
     // requests repeat their counts: one copy of each
     let mut pool = TallyPool::new();
     let mut take = |done: Vec<(usize, Vec<Op>)>, merge: &mut Merge| {
@@ -166,6 +165,7 @@ pub(crate) fn run(
                 for o in &ops {
                     l.count(o.kind);
                 }
+                l.shrink_to_fit();
                 *slot = shared_lists.share(l);
             }
             if keep {
@@ -177,11 +177,9 @@ pub(crate) fn run(
     };
     // each call's start and RPCs, for the latency simulation (one mount)
     let listing = list && nfs.is_some_and(|(s, _)| s.single().is_some());
-    let mut op_rpcs: Vec<OpRpcs> = if listing && replaying {
-        vec![OpRpcs::default(); n]
-    } else {
-        Vec::new()
-    };
+    // the lists of the requests in flight
+    let mut op_rpcs: HashMap<usize, OpRpcs> = HashMap::new();
+    let list_calls = listing && replaying;
     // each request's list written out once its last call is replayed
     let mut written = if listing && replaying {
         OpRpcsLists::on_disk(n)
@@ -192,23 +190,25 @@ pub(crate) fn run(
     let mut scratch = Vec::new();
     let mut apply = |c: &mut crate::nfs_setup::Clients, at: Given, o: &Op| {
         let g = at.group;
-        if let Some(l) = op_rpcs.get_mut(g) {
+        if list_calls && g < n {
             // a request's list sized by its calls, its RPCs' room trimmed
             // after its last (grown by doubling, both sides' lists held
             // up to twice their calls until the simulation)
+            let l = op_rpcs.entry(g).or_default();
             if at.pos == 0 {
                 l.reserve(at.of);
             }
             scratch.clear();
-            rpcs[g].merge(&c.apply_listed(o, Some(&mut scratch)));
+            rpcs.add(at, &c.apply_listed(o, Some(&mut scratch)));
             l.push(o.t_us, o.kind, &scratch);
             if at.pos + 1 == at.of {
-                if let Err(e) = written.put(g, std::mem::take(l)) {
+                let l = op_rpcs.remove(&g).unwrap_or_default();
+                if let Err(e) = written.put(g, l) {
                     failed.get_or_insert(e);
                 }
             }
         } else {
-            rpcs[g].merge(&c.apply(o));
+            rpcs.add(at, &c.apply(o));
         }
     };
     let mut order: Vec<usize> = (0..n).collect();
@@ -230,10 +230,7 @@ pub(crate) fn run(
     }
     let (rpcs, op_rpcs) = match (nfs, replaying) {
         (None, _) => (None, local.then_some(OpRpcsLists::Shared(local_lists))),
-        (Some(_), true) => {
-            let bg = rpcs.split_off(n);
-            (Some((rpcs, bg)), listing.then_some(written))
-        }
+        (Some(_), true) => (Some(rpcs.finish()), listing.then_some(written)),
         // warm: the batch replay of the kept calls
         (Some((s, proposed)), false) => {
             let groups: Vec<&[Op]> = kept.iter().map(Vec::as_slice).collect();
@@ -247,7 +244,7 @@ pub(crate) fn run(
                 None => (s.replay_with(&groups, background, proposed), None),
             };
             let bg = all.split_off(n);
-            (Some((all, bg)), lists)
+            (Some((shared(all), bg)), lists)
         }
     };
     Ok(SideRun {
@@ -261,7 +258,8 @@ pub(crate) fn run(
 /// recorded mount options: every request's calls (read back one request
 /// at a time, in the split's order) and the `background` groups, merged
 /// by (time, group, position) as [`NfsSetup::replay_with`] merges them.
-/// RPCs per request, then per background group. A request's calls are
+/// RPCs per request (equal ones shared), and per background group. A
+/// request's calls are
 /// read when no call left to read can start before the merge's next one
 /// (the least first call of the requests not yet read), so only the
 /// requests in flight are held.
@@ -269,10 +267,10 @@ pub(crate) fn replay_recorded(
     n: &NfsSetup,
     rec: &crate::capture::Recorded,
     background: &[&[Op]],
-) -> std::io::Result<Vec<RpcCounts>> {
+) -> std::io::Result<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)> {
     let k = rec.len();
     let mut clients = n.clients(false);
-    let mut rpcs = vec![RpcCounts::default(); k + background.len()];
+    let mut rpcs = RpcsPerRequest::new(k, background.len());
     let mut merge = Merge {
         sources: HashMap::new(),
         heap: BinaryHeap::new(),
@@ -293,13 +291,68 @@ pub(crate) fn replay_recorded(
         .collect();
     order.sort_unstable();
     for (first, i) in order {
-        merge.release(Some(first), &mut |at, o| {
-            rpcs[at.group].merge(&clients.apply(o))
-        });
+        merge.release(Some(first), &mut |at, o| rpcs.add(at, &clients.apply(o)));
         merge.add(i, Source::Owned(rec.calls(i)?));
     }
-    merge.release(None, &mut |at, o| rpcs[at.group].merge(&clients.apply(o)));
-    Ok(rpcs)
+    merge.release(None, &mut |at, o| rpcs.add(at, &clients.apply(o)));
+    Ok(rpcs.finish())
+}
+
+/// A replay's RPCs per request, counted while its calls are replayed and
+/// then shared ([`Pool`]): what stays per request is a pointer; the
+/// counts of the requests in flight and of the background groups are
+/// the only ones held whole.
+struct RpcsPerRequest {
+    done: Vec<Arc<RpcCounts>>,
+    open: HashMap<usize, RpcCounts>,
+    background: Vec<RpcCounts>,
+    pool: Pool<RpcCounts>,
+}
+
+impl RpcsPerRequest {
+    /// For `n` requests (groups `0..n`) and `background` groups after.
+    fn new(n: usize, background: usize) -> Self {
+        let mut pool = Pool::default();
+        let none = pool.share(RpcCounts::default());
+        RpcsPerRequest {
+            done: vec![none; n],
+            open: HashMap::new(),
+            background: vec![RpcCounts::default(); background],
+            pool,
+        }
+    }
+
+    /// Adds `c`, the RPCs of call `at`.
+    fn add(&mut self, at: Given, c: &RpcCounts) {
+        let n = self.done.len();
+        if at.group >= n {
+            if let Some(b) = self.background.get_mut(at.group - n) {
+                b.merge(c);
+            }
+            return;
+        }
+        let acc = self.open.entry(at.group).or_default();
+        acc.merge(c);
+        if at.pos + 1 == at.of {
+            let acc = self.open.remove(&at.group).unwrap_or_default();
+            self.done[at.group] = self.pool.share(acc);
+        }
+    }
+
+    /// Per request, then per background group.
+    fn finish(mut self) -> (Vec<Arc<RpcCounts>>, Vec<RpcCounts>) {
+        // (every request's last call was given: nothing is left open)
+        for (g, acc) in std::mem::take(&mut self.open) {
+            self.done[g] = self.pool.share(acc);
+        }
+        (self.done, self.background)
+    }
+}
+
+/// `counts` per request, equal ones shared.
+pub(crate) fn shared(counts: Vec<RpcCounts>) -> Vec<Arc<RpcCounts>> {
+    let mut pool = Pool::default();
+    counts.into_iter().map(|c| pool.share(c)).collect()
 }
 
 #[cfg(test)]
@@ -357,7 +410,8 @@ mod tests {
                 let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false).unwrap();
                 let counts: Vec<Tally> = batch.iter().map(|o| count_by_syscall(o)).collect();
                 assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
-                assert_eq!(got.rpcs.unwrap().0, want, "{file} {roots:?}: RPCs");
+                let got_rpcs: Vec<RpcCounts> = got.rpcs.unwrap().0.iter().map(|c| **c).collect();
+                assert_eq!(got_rpcs, want, "{file} {roots:?}: RPCs");
                 assert!(got.op_rpcs.is_none(), "calls listed though not asked");
                 assert!(
                     want.iter().any(|c| *c != RpcCounts::default()),
@@ -395,7 +449,8 @@ mod tests {
             let bg: Vec<&[Op]> = rec.background.iter().map(|b| b.ops.as_slice()).collect();
             let groups: Vec<&[Op]> = all.iter().map(Vec::as_slice).collect();
             let want = n.replay_with(&groups, &bg, false);
-            let got = replay_recorded(&n, &rec, &bg).unwrap();
+            let (got, got_bg) = replay_recorded(&n, &rec, &bg).unwrap();
+            let got: Vec<RpcCounts> = got.iter().map(|c| **c).chain(got_bg).collect();
             assert_eq!(got, want, "{file} {roots:?}");
             assert!(
                 want.iter().any(|c| *c != RpcCounts::default()),

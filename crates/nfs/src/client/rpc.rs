@@ -93,7 +93,7 @@ impl Serialize for RpcOp {
 }
 
 /// Counts per RPC; serializes as `{"GETATTR": n, ...}` (nonzero only).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RpcCounts(pub [u64; RpcOp::ALL.len()]);
 
 impl RpcCounts {
