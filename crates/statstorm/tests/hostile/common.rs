@@ -43,6 +43,21 @@ pub fn run_capped(dir: &Path, mib: u64, args: &[&str]) -> Run {
     run_cmd(&mut c)
 }
 
+/// [`run_capped`] with stdout written to `out` (a large report, not held
+/// by the test).
+pub fn run_capped_into(dir: &Path, mib: u64, out: std::fs::File, args: &[&str]) -> Run {
+    let mut c = Command::new("timeout");
+    c.arg(HANG_S.to_string())
+        .arg("prlimit")
+        .arg(format!("--as={}", mib << 20))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_statstorm"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(out);
+    run_cmd(&mut c)
+}
+
 fn run_cmd(c: &mut Command) -> Run {
     let out: Output = c.output().expect("running statstorm");
     assert_ne!(
