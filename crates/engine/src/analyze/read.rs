@@ -267,6 +267,22 @@ impl Reading {
         false
     }
 
+    /// Keeps the read error that stopped input `name` after `st`'s lines.
+    fn read_failed(
+        &mut self,
+        name: &str,
+        st: &mut statstorm_trace::InputStats,
+        source: std::io::Error,
+    ) {
+        let e = InputError::Read {
+            file: name.to_string(),
+            line: st.lines,
+            source,
+        };
+        st.error = Some(e.to_string());
+        self.errors.push(e);
+    }
+
     /// Counts captures and strace logs are not analyzed together: a count
     /// has no place in the request split of the logs' events.
     fn refuse_mix(&mut self, name: &str, counts: bool) -> bool {
@@ -358,13 +374,7 @@ impl Reading {
         }
         let mut st = reader.stats;
         if let Some(source) = err {
-            let e = InputError::Read {
-                file: name.to_string(),
-                line: st.lines,
-                source,
-            };
-            st.error = Some(e.to_string());
-            self.errors.push(e);
+            self.read_failed(name, &mut st, source);
         }
         self.info.add_file(name, &st);
         if st.events == 0 {
@@ -456,13 +466,7 @@ impl Reading {
         }
         self.strings = strings;
         if let Err(source) = res {
-            let e = InputError::Read {
-                file: name.to_string(),
-                line: st.lines,
-                source,
-            };
-            st.error = Some(e.to_string());
-            self.errors.push(e);
+            self.read_failed(name, &mut st, source);
         }
         if let Some(s) = summary {
             self.summary.get_or_insert_with(Default::default).merge(&s);

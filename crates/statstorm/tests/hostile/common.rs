@@ -32,6 +32,16 @@ pub fn run(dir: &Path, args: &[&str]) -> Run {
 /// `mib` MiB (`prlimit --as`): a run that needs more fails its allocation
 /// instead of taking the machine.
 pub fn run_capped(dir: &Path, mib: u64, args: &[&str]) -> Run {
+    run_cmd(&mut capped(dir, mib, args))
+}
+
+/// [`run_capped`] with stdout written to `out` (a large report, not held
+/// by the test).
+pub fn run_capped_into(dir: &Path, mib: u64, out: std::fs::File, args: &[&str]) -> Run {
+    run_cmd(capped(dir, mib, args).stdout(out))
+}
+
+fn capped(dir: &Path, mib: u64, args: &[&str]) -> Command {
     let mut c = Command::new("timeout");
     c.arg(HANG_S.to_string())
         .arg("prlimit")
@@ -40,22 +50,7 @@ pub fn run_capped(dir: &Path, mib: u64, args: &[&str]) -> Run {
         .arg(env!("CARGO_BIN_EXE_statstorm"))
         .args(args)
         .current_dir(dir);
-    run_cmd(&mut c)
-}
-
-/// [`run_capped`] with stdout written to `out` (a large report, not held
-/// by the test).
-pub fn run_capped_into(dir: &Path, mib: u64, out: std::fs::File, args: &[&str]) -> Run {
-    let mut c = Command::new("timeout");
-    c.arg(HANG_S.to_string())
-        .arg("prlimit")
-        .arg(format!("--as={}", mib << 20))
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_statstorm"))
-        .args(args)
-        .current_dir(dir)
-        .stdout(out);
-    run_cmd(&mut c)
+    c
 }
 
 fn run_cmd(c: &mut Command) -> Run {
