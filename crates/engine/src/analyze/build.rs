@@ -311,7 +311,7 @@ pub(super) fn build_profile(
             events: r.events,
             metadata_calls: 0,
             enoent: 0,
-            by_syscall: BTreeMap::new(),
+            by_syscall: Default::default(),
             realpath_walks: 0,
             walk_lstats: 0,
             repeats: 0,
@@ -319,6 +319,8 @@ pub(super) fn build_profile(
         })
         .collect();
     let mut total_repeats = 0;
+    // each request's units, to make its calls per syscall at once
+    let mut of_request: Vec<(u32, u32)> = Vec::new();
     for (ui, u) in a.units.iter().enumerate() {
         if let Some(Some(r)) = plan.unit_request.get(ui) {
             let row = &mut requests[*r as usize];
@@ -330,11 +332,22 @@ pub(super) fn build_profile(
             if let Some(t) = &mut row.metadata_time_us {
                 *t += u.metadata_time_us;
             }
-            for (k, v) in names_map(u.by_name.iter(&a.ix_name), strings) {
-                *row.by_syscall.entry(k).or_insert(0) += v;
-            }
+            of_request.push((*r, ui as u32));
         }
         total_repeats += u.repeats;
+    }
+    // requests repeat their counts: one copy of each
+    of_request.sort_unstable();
+    let mut pool = crate::share::Pool::default();
+    for group in of_request.chunk_by(|x, y| x.0 == y.0) {
+        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        for &(_, ui) in group {
+            let u = &a.units[ui as usize];
+            for (k, v) in names_map(u.by_name.iter(&a.ix_name), strings) {
+                *m.entry(k).or_insert(0) += v;
+            }
+        }
+        requests[group[0].0 as usize].by_syscall = pool.share(m);
     }
 
     // Realpath walks by file.

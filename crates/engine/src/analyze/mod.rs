@@ -1364,7 +1364,7 @@ mod tests {
                     .entry(b.s.str(b.ev[i as usize].name).into_owned())
                     .or_default() += 1;
             }
-            assert_eq!(row.by_syscall, want, "request {}", row.index);
+            assert_eq!(*row.by_syscall, want, "request {}", row.index);
         }
         let got: BTreeMap<String, u64> = p
             .totals

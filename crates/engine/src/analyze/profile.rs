@@ -176,7 +176,8 @@ pub struct RequestRow {
     pub events: u64,
     pub metadata_calls: u64,
     pub enoent: u64,
-    pub by_syscall: BTreeMap<String, u64>,
+    /// Calls per syscall (equal maps shared: requests repeat their counts).
+    pub by_syscall: std::sync::Arc<BTreeMap<String, u64>>,
     pub realpath_walks: u64,
     pub walk_lstats: u64,
     pub repeats: u64,
