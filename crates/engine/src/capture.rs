@@ -402,7 +402,7 @@ impl Fold {
         }
         // requests repeat their counts: one copy of each
         let mut pool = statstorm_trace::TallyPool::new();
-        let counts = counts.into_iter().map(|c| pool.share(c)).collect();
+        let counts = counts.into_iter().map(|c| pool.share(c.shrunk())).collect();
         let mut rec = Recorded {
             spill: self.spill,
             units: self.units,

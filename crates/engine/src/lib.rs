@@ -74,6 +74,5 @@ mod memory;
 pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
-pub mod share;
 pub mod simulate;
 pub mod spill;

@@ -591,6 +591,7 @@ impl OpRpcs {
         self.kinds.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.rpcs.shrink_to_fit();
+        self.counted.shrink_to_fit();
     }
 
     /// Counts a call by its kind alone: on storage that is not NFS a
@@ -657,7 +658,7 @@ struct OpRpcsRec {
 pub enum OpRpcsLists {
     Memory(Vec<OpRpcs>),
     /// Lists of calls counted by kind alone ([`OpRpcs::count`]), equal
-    /// ones shared: requests repeat their counts ([`crate::share::Pool`]).
+    /// ones shared: requests repeat their counts ([`statstorm_trace::share::Pool`]).
     Shared(Vec<std::sync::Arc<OpRpcs>>),
     Disk {
         blobs: crate::spill::Blobs,

@@ -27,6 +27,7 @@ pub mod input;
 pub mod op;
 pub mod ordered;
 pub mod parse;
+pub mod share;
 pub mod suggest;
 pub mod summary;
 pub mod tally;

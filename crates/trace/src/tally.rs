@@ -8,8 +8,8 @@
 //! [`TallyPool`] shares equal tallies: the requests of a capture repeat
 //! the same counts, so a vector of them holds one copy of each.
 
+use crate::share::Pool;
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use std::collections::HashSet;
 use std::sync::Arc;
 
 type Entries = Vec<(&'static str, u64)>;
@@ -89,24 +89,21 @@ impl Tally {
     }
 }
 
-/// Equal tallies shared: [`TallyPool::share`] gives back the pool's copy
-/// of a tally it holds an equal of. Holds one copy of each distinct tally.
+/// Equal tallies shared ([`Pool`]): [`TallyPool::share`] gives back the
+/// pool's copy of a tally it holds an equal of.
 #[derive(Default)]
-pub struct TallyPool(HashSet<Arc<Entries>>);
+pub struct TallyPool(Pool<Entries>);
 
 impl TallyPool {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// `t`, or the equal tally the pool already holds.
+    /// `t`, or the equal tally the pool already holds (kept as given:
+    /// give it [`Tally::shrunk`]).
     pub fn share(&mut self, t: Tally) -> Tally {
-        if let Some(a) = self.0.get(&*t.0) {
-            return Tally(Arc::clone(a));
-        }
-        let t = t.shrunk();
-        self.0.insert(Arc::clone(&t.0));
-        t
+        let v = Arc::try_unwrap(t.0).unwrap_or_else(|a| (*a).clone());
+        Tally(self.0.share(v))
     }
 
     /// Distinct tallies held.

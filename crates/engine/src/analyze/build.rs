@@ -338,7 +338,7 @@ pub(super) fn build_profile(
     }
     // requests repeat their counts: one copy of each
     of_request.sort_unstable();
-    let mut pool = crate::share::Pool::default();
+    let mut pool = statstorm_trace::share::Pool::default();
     for group in of_request.chunk_by(|x, y| x.0 == y.0) {
         let mut m: BTreeMap<String, u64> = BTreeMap::new();
         for &(_, ui) in group {

@@ -9,11 +9,11 @@
 //! workload itself is still held: docs/predict-streaming.md).
 
 use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists};
-use crate::share::Pool;
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
+use statstorm_trace::share::Pool;
 use statstorm_trace::{Tally, TallyPool};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};

@@ -1,8 +1,8 @@
-//! Equal values shared: what a prediction keeps per request (a side's
-//! RPCs, the latency simulation's lists of calls) repeats from request to
-//! request on a real capture (the same script, the same calls), so a
-//! vector of them holds one copy of each distinct value and a pointer per
-//! request.
+//! Equal values shared: what the models keep per request (calls per
+//! syscall, a side's RPCs, the latency simulation's lists of calls)
+//! repeats from request to request on a real capture (the same script,
+//! the same calls), so a vector of them holds one copy of each distinct
+//! value and a pointer per request.
 
 use std::collections::HashSet;
 use std::hash::Hash;
