@@ -10,7 +10,10 @@
 //! facts. The requests' calls go to a temporary file ([`crate::spill`])
 //! once more than [`HELD`] of them wait in memory, and are read back one
 //! request at a time ([`Recorded::calls`]), so a capture larger than
-//! memory can be read.
+//! memory can be read. The spill is written on a thread of its own
+//! ([`Writer`]): the reading goes on while a batch is encoded and written
+//! (the fold is the reading's critical path; its parse workers wait on
+//! it).
 
 use crate::spill::{Chunk, Spill};
 use statstorm_php::lift::{CallSource, FactsBuilder, TraceFacts};
@@ -216,10 +219,52 @@ pub struct Fold {
     held: usize,
     /// Calls held before they are written out ([`HELD`]).
     limit: usize,
-    spill: Option<Spill>,
+    writer: Option<Writer>,
     error: Option<io::Error>,
     seen: u64,
     timeline: Timeline,
+}
+
+/// A batch of held calls: each unit's, in the order they were held.
+type Batch = Vec<(u32, Vec<(u64, Op)>)>;
+
+/// The spill and where each unit's chunks lie in it, in the order written.
+type Written = (Spill, Vec<(u32, Chunk)>);
+
+/// The spill written on a thread of its own: [`Fold::write_out`] hands it
+/// a batch and reads on. At most two batches are held (one being written,
+/// one filling): the channel has no room, so a hand-off waits for the
+/// writer to finish the batch before.
+struct Writer {
+    tx: std::sync::mpsc::SyncSender<Batch>,
+    done: std::thread::JoinHandle<io::Result<Written>>,
+}
+
+impl Writer {
+    fn start() -> io::Result<Writer> {
+        let mut spill = Spill::new()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(0);
+        let done = std::thread::Builder::new().name("spill".into()).spawn(
+            move || -> io::Result<Written> {
+                let mut placed = Vec::new();
+                for batch in rx {
+                    for (u, calls) in batch {
+                        placed.push((u, spill.put(&calls)?));
+                    }
+                }
+                Ok((spill, placed))
+            },
+        )?;
+        Ok(Writer { tx, done })
+    }
+
+    /// The spill once every batch is written; the first error writing it.
+    fn finish(self) -> io::Result<Written> {
+        drop(self.tx);
+        self.done
+            .join()
+            .map_err(|_| io::Error::other("the spill's writer panicked"))?
+    }
 }
 
 /// The capture's metadata calls (the syscalls the models count:
@@ -281,7 +326,7 @@ impl Fold {
             open: Vec::new(),
             held: 0,
             limit,
-            spill: None,
+            writer: None,
             error: None,
             seen: 0,
             timeline: Timeline::default(),
@@ -326,37 +371,37 @@ impl Fold {
         self.seen += 1;
     }
 
-    /// Writes every unit's calls held in memory to the spill.
+    /// Hands every unit's calls held in memory to the spill's writer.
     fn write_out(&mut self) {
         if self.error.is_some() {
             return;
         }
-        if self.spill.is_none() {
-            match Spill::new() {
-                Ok(s) => self.spill = Some(s),
+        if self.writer.is_none() {
+            match Writer::start() {
+                Ok(w) => self.writer = Some(w),
                 Err(e) => {
                     self.error = Some(e);
                     return;
                 }
             }
         }
-        let Some(spill) = self.spill.as_mut() else {
+        let Some(writer) = self.writer.as_ref() else {
             return;
         };
-        for u in std::mem::take(&mut self.open) {
-            let uc = &mut self.units[u as usize];
-            match spill.put(&uc.open) {
-                Ok(c) => {
-                    uc.chunks.push(c);
-                    uc.open = Vec::new();
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    return;
-                }
+        let batch: Batch = std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|u| (u, std::mem::take(&mut self.units[u as usize].open)))
+            .collect();
+        self.held = 0;
+        if writer.tx.send(batch).is_err() {
+            // the writer stopped at an error: its error is the fold's
+            if let Some(w) = self.writer.take() {
+                self.error = Some(match w.finish() {
+                    Err(e) => e,
+                    Ok(_) => io::Error::other("the spill's writer stopped"),
+                });
             }
         }
-        self.held = 0;
     }
 
     /// The requests, their calls and the activity outside them, and the
@@ -365,12 +410,24 @@ impl Fold {
         // a capture already written out writes out the rest: the calls
         // held (up to HELD, in vectors sized by doubling) would stay in
         // memory through the whole prediction
-        if self.spill.is_some() && self.held > 0 {
+        if self.writer.is_some() && self.held > 0 {
             self.write_out();
         }
         if let Some(e) = self.error {
             return Err(e);
         }
+        let spill = match self.writer.take() {
+            Some(w) => {
+                let (spill, placed) = w.finish()?;
+                for (u, c) in placed {
+                    if let Some(uc) = self.units.get_mut(u as usize) {
+                        uc.chunks.push(c);
+                    }
+                }
+                Some(spill)
+            }
+            None => None,
+        };
         let plan = self.split.finish();
         let split = Requests::of_plan(&plan);
         let facts = self.facts.finish(&split);
@@ -404,7 +461,7 @@ impl Fold {
         let mut pool = statstorm_trace::TallyPool::new();
         let counts = counts.into_iter().map(|c| pool.share(c.shrunk())).collect();
         let mut rec = Recorded {
-            spill: self.spill,
+            spill,
             units: self.units,
             requests,
             counts,
