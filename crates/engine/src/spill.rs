@@ -11,7 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 use statstorm_trace::op::{Name, Op, OpKind};
-use std::collections::HashMap;
+// names are looked up once per call written or read: the trace crate's
+// fast hash instead of SipHash
+type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
@@ -99,7 +101,7 @@ impl Names {
     /// by address would grow with the operations, not the distinct paths.
     pub(crate) fn by_text() -> Names {
         Names {
-            texts: Some(HashMap::new()),
+            texts: Some(HashMap::default()),
             ..Names::default()
         }
     }

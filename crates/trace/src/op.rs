@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 /// The normalizer's maps (fds, files, pids): the fast hash of the
 /// parser's maps ([`crate::event::FastHash`]).
 type HashMap<K, V> = std::collections::HashMap<K, V, crate::event::FastHash>;
+type HashSet<K> = std::collections::HashSet<K, crate::event::FastHash>;
 
 /// Lexical path normalization shared by the models: collapses `//`, drops
 /// `.`, resolves `..` against the component before it, no trailing slash
@@ -257,7 +258,7 @@ pub struct Normalizer {
     next_file: u64,
     /// Every path and errno name given out, each stored once (bounded by
     /// the distinct paths of the trace).
-    names: std::cell::RefCell<std::collections::HashSet<Name>>,
+    names: std::cell::RefCell<HashSet<Name>>,
 }
 
 fn join(base: &str, rel: &str) -> String {
@@ -388,7 +389,7 @@ impl Normalizer {
         &mut self,
         ev: &Event,
         strings: &Interner,
-        names: &std::cell::RefCell<std::collections::HashSet<Name>>,
+        names: &std::cell::RefCell<HashSet<Name>>,
     ) -> Option<Op> {
         let name = |s: &str| -> Name {
             let mut set = names.borrow_mut();

@@ -4,7 +4,9 @@
 //! the same calls), so a vector of them holds one copy of each distinct
 //! value and a pointer per request.
 
-use std::collections::HashSet;
+// (a pool is asked once per request and side: the fast hash of the
+// crate's maps instead of SipHash)
+type HashSet<T> = std::collections::HashSet<T, crate::event::FastHash>;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ pub struct Pool<T>(HashSet<Arc<T>>);
 
 impl<T> Default for Pool<T> {
     fn default() -> Self {
-        Pool(HashSet::new())
+        Pool(HashSet::default())
     }
 }
 

@@ -133,10 +133,10 @@ impl<'m> EvidenceSeen<'m> {
             entry,
             app: AppStatsSeen::default(),
             includes: false,
-            compiled: HashSet::new(),
+            compiled: HashSet::default(),
             compiles_total: 0,
             repeated_chain_in_request: 0,
-            reval_times: HashMap::new(),
+            reval_times: HashMap::default(),
             held: 0,
             order: Vec::new(),
             fresh: FreshSeen::new(mtimes),
@@ -145,7 +145,7 @@ impl<'m> EvidenceSeen<'m> {
             all_cli: true,
             any_cli: false,
             cli_opcache: 0,
-            unread: HashMap::new(),
+            unread: HashMap::default(),
             once_unnamed: false,
         }
     }

@@ -135,7 +135,7 @@ pub(super) struct AppStatsSeen {
 impl AppStatsSeen {
     pub(super) fn see<'a>(&mut self, ops: impl Iterator<Item = &'a PhpOp> + Clone) {
         let mut any = false;
-        let mut here: HashSet<&Name> = HashSet::new();
+        let mut here: HashSet<&Name> = HashSet::default();
         for o in ops {
             any = true;
             match &o.kind {
@@ -176,7 +176,7 @@ impl AppStatsSeen {
                 .map(|(p, _)| p.to_string())
                 .collect()
         } else {
-            HashSet::new()
+            HashSet::default()
         }
     }
 }
@@ -248,16 +248,16 @@ impl FactsSeen {
                 .filter(|(_, obs)| obs.len() > 1)
                 .map(|(p, _)| p.clone())
                 .collect(),
-            mains: HashSet::new(),
-            names: HashMap::new(),
-            once_unnamed: HashSet::new(),
-            once: HashSet::new(),
-            resolving: HashSet::new(),
-            unresolved: HashSet::new(),
-            resolved_by_pid: HashMap::new(),
-            fopened: HashSet::new(),
+            mains: HashSet::default(),
+            names: HashMap::default(),
+            once_unnamed: HashSet::default(),
+            once: HashSet::default(),
+            resolving: HashSet::default(),
+            unresolved: HashSet::default(),
+            resolved_by_pid: HashMap::default(),
+            fopened: HashSet::default(),
             app: AppStatsSeen::default(),
-            file_stats: HashSet::new(),
+            file_stats: HashSet::default(),
         }
     }
 
@@ -379,7 +379,7 @@ impl FactsSeen {
         // key shows only without realpath cache (`a//b.php` shows two
         // walks anyway: two keys)
         let cache_off = self.once_unnamed.iter().any(|p| !names.contains_key(p));
-        let mut facts: HashMap<Name, Via> = HashMap::new();
+        let mut facts: HashMap<Name, Via> = HashMap::default();
         for p in self.resolving {
             facts.insert(p, Via::Include);
         }
@@ -601,7 +601,7 @@ mod tests {
         for (i, r) in reqs.iter().enumerate() {
             seen.see(i, r);
         }
-        let rc = seen.finish(&HashSet::new());
+        let rc = seen.finish(&HashSet::default());
         assert_eq!((rc.again, rc.once), (1, 1));
         // c.php's recompile explained by a change: left out
         let rc = seen.finish(&["/w/c.php".to_string()].into_iter().collect());

@@ -91,7 +91,7 @@ impl ChecksSeen {
         // setting shows as a plain include repeated in a loop, checks of
         // one script the request compiled before, back to back
         // (cli-tree-ocvp)
-        let mut done: HashSet<&str> = HashSet::new();
+        let mut done: HashSet<&str> = HashSet::default();
         for (i, o) in r.ops.iter().enumerate() {
             if let PhpOpKind::Compile { path, .. } = &o.kind {
                 done.insert(path);

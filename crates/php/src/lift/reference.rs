@@ -254,8 +254,8 @@ pub fn lift_with_reference_from(
 /// resolves twice and repeats, include once; R54: the name resolved),
 /// applied to the compiles of `reqs` (entry scripts excepted).
 fn reference_facts(reqs: &mut [WorkRequest], reference: &Workload) {
-    let mut via: HashMap<&str, Via> = HashMap::new();
-    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut via: HashMap<&str, Via> = HashMap::default();
+    let mut names: HashMap<&str, &str> = HashMap::default();
     for o in reference.requests.iter().flat_map(|r| &r.ops) {
         match &o.kind {
             PhpOpKind::Compile {

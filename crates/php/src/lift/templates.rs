@@ -182,7 +182,7 @@ impl TemplatesSeen {
         let only = (scripts.len() == 1).then(|| scripts[0].clone());
         // each name's fullest request, among the requests that go by it
         // (a name that does not count goes by the only name, if any)
-        let mut chosen: HashMap<String, (usize, usize)> = HashMap::new();
+        let mut chosen: HashMap<String, (usize, usize)> = HashMap::default();
         for (k, &(m, i)) in &self.best {
             let named = k.clone().filter(|s| self.known.contains(s));
             let Some(s) = named.or_else(|| only.clone()) else {
@@ -197,7 +197,7 @@ impl TemplatesSeen {
             known: self.known,
             only,
             by_name: chosen.into_iter().map(|(s, (_, i))| (s, i)).collect(),
-            held: HashMap::new(),
+            held: HashMap::default(),
         }
     }
 }
