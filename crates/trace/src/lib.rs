@@ -20,6 +20,7 @@
 //! [`op`] turns events into [`op::Op`]s, the normalized filesystem calls that
 //! the PHP and NFS models exchange.
 
+pub mod ahead;
 mod args;
 pub mod counts;
 pub mod event;

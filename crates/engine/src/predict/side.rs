@@ -213,14 +213,21 @@ pub(crate) fn run(
     };
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
-    for i in order {
-        // (read back from the workload's store when it has one)
-        low.push(i, w.request(i)?);
-        take(low.done(), &mut merge);
-        if let Some(c) = clients.as_mut() {
-            merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
-        }
-    }
+    // (each read back from the workload's store, when it has one, on a
+    // thread of its own a chunk ahead of the lowering)
+    statstorm_trace::ahead::each_ahead(
+        n,
+        &|k| w.request(order[k]).map(|r| (order[k], r)),
+        &mut |_, got| {
+            let (i, r) = got?;
+            low.push(i, r);
+            take(low.done(), &mut merge);
+            if let Some(c) = clients.as_mut() {
+                merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
+            }
+            Ok::<(), std::io::Error>(())
+        },
+    )?;
     take(low.finish(), &mut merge);
     if let Some(c) = clients.as_mut() {
         merge.release(None, &mut |at, o| apply(c, at, o));

@@ -34,8 +34,12 @@ use crate::workload::{
     Workload, WORKLOAD_SCHEMA,
 };
 use statstorm_trace::op::{Normalizer, Op, OpKind};
-use statstorm_trace::{Flags, Trace};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use statstorm_trace::{ahead, Flags, Trace};
+use std::collections::{BTreeMap, BTreeSet};
+// the lift's maps are keyed by paths and pids, hashed many times per call:
+// the trace crate's fast hash instead of SipHash
+type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
+type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
 
 mod evidence;
 mod facts;
@@ -754,12 +758,12 @@ pub fn lift_request(
         pending: Vec::new(),
         active: None,
         active_fixed: false,
-        compiled: HashMap::new(),
-        probe_target: HashMap::new(),
+        compiled: HashMap::default(),
+        probe_target: HashMap::default(),
         basedirs: BTreeMap::new(),
         links: BTreeMap::new(),
         seen: std::mem::take(seen),
-        root_first: HashSet::new(),
+        root_first: HashSet::default(),
         primary_seen: false,
         root_basedir: ops.windows(2).any(|w| {
             w[0].kind == OpKind::Lstat
@@ -990,7 +994,7 @@ pub fn request_ops(trace: &Trace, requests: &Requests) -> Vec<Vec<Op>> {
     // which request each event belongs to (an event listed by several
     // requests goes to each), so that only the requests' calls are kept
     let mut owner: Vec<u32> = vec![u32::MAX; trace.events.len()];
-    let mut more: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut more: HashMap<u32, Vec<u32>> = HashMap::default();
     for (r, q) in requests.requests.iter().enumerate() {
         for &e in &q.events {
             match owner.get_mut(e as usize) {
@@ -1207,14 +1211,23 @@ pub fn lift_parts_stored(
     let mut ev = evidence::EvidenceSeen::new(entry.finish(), mtimes);
     let mut fs = facts::FactsSeen::new(mtimes);
     let mut checked = 0;
-    for i in order {
-        let mut r = raw.get(i)?;
-        if let Some(c) = &checks {
-            checked += c.apply(&mut r);
-        }
-        ev.see(i, &r);
-        fs.see(i, &r);
-    }
+    let store = &*raw;
+    ahead::each_ahead(
+        n,
+        &|k| {
+            let i = order[k];
+            let mut r = store.get(i)?;
+            let checked = checks.as_ref().map_or(0, |c| c.apply(&mut r));
+            Ok((i, r, checked))
+        },
+        &mut |_, got: std::io::Result<_>| {
+            let (i, r, c) = got?;
+            checked += c;
+            ev.see(i, &r);
+            fs.see(i, &r);
+            Ok::<(), std::io::Error>(())
+        },
+    )?;
     let mut evidence = ev.finish(&each.basedirs, each.short_walks);
     let shm = each.file_cache.is_some()
         && ((each.fpm && !reloads_from_file_cache(&meta, &each.bin_scripts)) || startup);
@@ -1231,9 +1244,10 @@ pub fn lift_parts_stored(
         Ok(r)
     };
     let mut ts = templates::TemplatesSeen::default();
-    for i in 0..n {
-        ts.see(i, &read(i)?);
-    }
+    ahead::each_ahead(n, &read, &mut |i, r| {
+        ts.see(i, &r?);
+        Ok::<(), std::io::Error>(())
+    })?;
     let mut t = ts.finish();
     let wanted: Vec<usize> = t.wanted().collect();
     for i in wanted {
@@ -1241,19 +1255,25 @@ pub fn lift_parts_stored(
     }
     let mut done = make()?;
     let mut compiled = BTreeSet::new();
-    for (i, m) in meta.iter_mut().enumerate() {
+    let applied = |i: usize| -> std::io::Result<WorkRequest> {
         let mut r = read(i)?;
         t.apply(i, &mut r);
         r.ops.shrink_to_fit();
+        Ok(r)
+    };
+    ahead::each_ahead(n, &applied, &mut |i, r| {
+        let r = r?;
         for c in r.compiled() {
             if !compiled.contains(c) {
                 compiled.insert(c.to_string());
             }
         }
-        m.script.clone_from(&r.script);
-        m.from_template = r.from_template;
-        done.push(&r)?;
-    }
+        if let Some(m) = meta.get_mut(i) {
+            m.script.clone_from(&r.script);
+            m.from_template = r.from_template;
+        }
+        done.push(&r)
+    })?;
     drop(raw);
     let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
@@ -1284,7 +1304,7 @@ fn is_fpm(k: RequestKind) -> bool {
 /// in two of its requests: no shared memory kept it (R67,
 /// `opcache.file_cache_only=1`).
 fn reloads_from_file_cache(reqs: &[WorkRequest], bins: &[BTreeSet<String>]) -> bool {
-    let mut seen: HashSet<(u32, &str)> = HashSet::new();
+    let mut seen: HashSet<(u32, &str)> = HashSet::default();
     reqs.iter().zip(bins).any(|(r, b)| {
         let mut again = false;
         for p in b {
@@ -1314,7 +1334,7 @@ struct Lifted {
 /// The requests' recorded calls ([`request_ops`]), one request at a time
 /// in the split's order: held in memory, or read back from where the
 /// caller keeps them (a capture larger than memory).
-pub trait CallSource {
+pub trait CallSource: Sync {
     /// Number of requests.
     fn requests(&self) -> usize;
     /// Request `i`'s calls, in time order.
@@ -1367,15 +1387,18 @@ fn lift_each<E>(
     real: &dyn CallSource,
     sink: &mut dyn FnMut(usize, WorkRequest) -> Result<(), E>,
 ) -> Result<Each, E> {
+    let n = real.requests();
     let mut latencies = crate::workload::Latencies::default();
     let mut scan = crate::file_cache::Scan::default();
-    for i in 0..real.requests() {
-        let ops = real.calls(i);
-        for o in ops.iter() {
-            latencies.push(o);
-        }
-        scan.push(&ops);
-    }
+    let read =
+        ahead::each_ahead::<_, std::convert::Infallible>(n, &|i| real.calls(i), &mut |_, ops| {
+            for o in ops.iter() {
+                latencies.push(o);
+            }
+            scan.push(&ops);
+            Ok(())
+        });
+    let Ok(()) = read;
     let latency_us = latencies.medians();
     // OPcache's file cache's calls are not the requests' (each request's
     // own calls copied as it is lifted, only for a trace that has them)
@@ -1387,20 +1410,23 @@ fn lift_each<E>(
         .as_ref()
         .map(|fc| crate::file_cache::Own::new(&fc.dir));
     // the first requests' calls, for the settings inference
-    let mut first: Vec<Vec<Op>> = vec![Vec::new(); real.requests()];
+    let mut first: Vec<Vec<Op>> = vec![Vec::new(); n];
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut short_walks = 0u32;
     let mut links: BTreeMap<String, String> = BTreeMap::new();
-    let mut seen_by_pid: HashMap<u32, HashMap<String, i64>> = HashMap::new();
-    let mut walked_by_pid: HashMap<u32, HashSet<String>> = HashMap::new();
+    // each process's walks so far: its realpath cache's entries and the
+    // directories it walked
+    let mut walks_by_pid: HashMap<u32, Walks> = HashMap::default();
     // each process's last request, in the order they are lifted
-    let mut final_of_pid: HashMap<u32, usize> = HashMap::new();
+    let mut final_of_pid: HashMap<u32, usize> = HashMap::default();
     for (i, r) in requests.requests.iter().enumerate() {
         final_of_pid.insert(r.pid, i);
     }
-    for (i, r) in requests.requests.iter().enumerate() {
+    let reqs = &requests.requests;
+    let lift_one = |i: usize, walks: &mut Walks| -> Lifted1 {
+        let r = &reqs[i];
         let recorded = real.calls(i);
         let stripped;
         let ops: &[Op] = match &own {
@@ -1414,34 +1440,19 @@ fn lift_each<E>(
             .start_us
             .or_else(|| ops.first().map(|o| o.t_us))
             .unwrap_or(0);
-        let seen = seen_by_pid.entry(r.pid).or_default();
-        let wb = walked_by_pid.entry(r.pid).or_default();
-        let (mut lifted, b, l) = lift_request(
+        let cli = r.kind == RequestKind::CliProcess;
+        let (mut lifted, facts, links) = lift_request(
             ops,
             start,
             is_fpm(r.kind),
-            r.kind == RequestKind::CliProcess,
-            seen,
-            wb,
+            cli,
+            &mut walks.seen,
+            &mut walks.walked,
         );
         // kept as long as the capture: no room left over from building
         // (a request's ops grown by doubling held half again as many
         // slots as ops, 596k for 385k on the bench log's first 100 MB)
         lifted.shrink_to_fit();
-        links.extend(l);
-        for (k, v) in b.basedirs {
-            *basedirs.entry(k).or_default() += v;
-        }
-        short_walks += b.short_walks;
-        let cli = r.kind == RequestKind::CliProcess;
-        if cli || final_of_pid.get(&r.pid) == Some(&i) {
-            // a php-cli process ends with its request, a worker with its
-            // last: what it walked is no later request's (another process
-            // with the pid has a realpath cache of its own), and kept it
-            // would grow with the processes of the capture
-            seen_by_pid.remove(&r.pid);
-            walked_by_pid.remove(&r.pid);
-        }
         let mut w = WorkRequest {
             pid: r.pid,
             request_time_us: ops.first().map_or(start, |o| o.t_us.max(start)),
@@ -1455,13 +1466,46 @@ fn lift_each<E>(
         if let Some(bins) = bin_scripts.get(i) {
             file_cache_compiles(&mut w, bins);
         }
-        if i < crate::infer::SEARCH_REQUESTS {
-            if let Some(f) = first.get_mut(i) {
-                *f = recorded.into_owned();
-            }
+        let first = (i < crate::infer::SEARCH_REQUESTS).then(|| recorded.into_owned());
+        if cli || final_of_pid.get(&r.pid) == Some(&i) {
+            // a php-cli process ends with its request, a worker with its
+            // last: what it walked is no later request's (another process
+            // with the pid has a realpath cache of its own), and kept it
+            // would grow with the processes of the capture
+            *walks = Walks::default();
         }
-        sink(i, w)?;
-    }
+        Lifted1 {
+            w,
+            facts,
+            links,
+            first,
+        }
+    };
+    // (lifted on the maker's thread, a chunk ahead of the fold below)
+    let mut make = |range: std::ops::Range<usize>| -> Vec<Lifted1> {
+        range
+            .map(|i| {
+                let pid = reqs[i].pid;
+                let walks = walks_by_pid.entry(pid).or_default();
+                let l = lift_one(i, walks);
+                if walks.is_empty() {
+                    walks_by_pid.remove(&pid);
+                }
+                l
+            })
+            .collect()
+    };
+    ahead::pipelined(reqs.len(), &mut make, &mut |i, l: Lifted1| {
+        links.extend(l.links);
+        for (k, v) in l.facts.basedirs {
+            *basedirs.entry(k).or_default() += v;
+        }
+        short_walks += l.facts.short_walks;
+        if let (Some(f), Some(calls)) = (first.get_mut(i), l.first) {
+            *f = calls;
+        }
+        sink(i, l.w)
+    })?;
     Ok(Each {
         basedirs,
         short_walks,
@@ -1472,6 +1516,27 @@ fn lift_each<E>(
         latency_us,
         fpm,
     })
+}
+
+/// A process's walks so far, as [`lift_request`] keeps them.
+#[derive(Default)]
+struct Walks {
+    seen: HashMap<String, i64>,
+    walked: HashSet<String>,
+}
+
+impl Walks {
+    fn is_empty(&self) -> bool {
+        self.seen.is_empty() && self.walked.is_empty()
+    }
+}
+
+/// One request as [`lift_each`] lifts it, before the fold across requests.
+struct Lifted1 {
+    w: WorkRequest,
+    facts: WalkFacts,
+    links: BTreeMap<String, String>,
+    first: Option<Vec<Op>>,
 }
 
 /// The file cache's compiles show no read (a .bin was loaded) or
@@ -1850,8 +1915,8 @@ mod tests {
                 0,
                 false,
                 true,
-                &mut HashMap::new(),
-                &mut HashSet::new(),
+                &mut HashMap::default(),
+                &mut HashSet::default(),
             )
             .0
         };
@@ -1919,8 +1984,8 @@ mod tests {
             0,
             false,
             false,
-            &mut HashMap::new(),
-            &mut HashSet::new(),
+            &mut HashMap::default(),
+            &mut HashSet::default(),
         );
         let kinds: Vec<&PhpOpKind> = l.iter().map(|o| &o.kind).collect();
         assert_eq!(
@@ -1961,8 +2026,8 @@ mod tests {
             0,
             false,
             false,
-            &mut HashMap::new(),
-            &mut HashSet::new(),
+            &mut HashMap::default(),
+            &mut HashSet::default(),
         );
         assert_eq!(l.len(), 1);
         assert!(matches!(&l[0].kind, PhpOpKind::Compile { resolves: 1, .. }));
@@ -2018,8 +2083,8 @@ mod tests {
             0,
             true,
             false,
-            &mut HashMap::new(),
-            &mut HashSet::new(),
+            &mut HashMap::default(),
+            &mut HashSet::default(),
         );
         let kinds: Vec<&PhpOpKind> = l
             .iter()

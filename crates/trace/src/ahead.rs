@@ -1,0 +1,171 @@
+//! Requests made a chunk ahead: a pass over the requests of a capture
+//! whose per-request work (reading a request back from a spill, decoding
+//! its calls, lifting it) can run on the thread pool, and whose fold
+//! across requests (a cache that carries from request to request, a
+//! store appended in order) must see them one at a time, in order.
+//!
+//! [`pipelined`] makes the next chunks on a thread of its own while the
+//! calling thread folds the current one, so a pass costs about the larger
+//! of its two halves rather than their sum. The fold runs on the calling
+//! thread and need not be `Send`. What is held is at most three chunks of
+//! items, never the capture.
+//!
+//! The maker never uses rayon's pool: the calling thread may be one of
+//! the pool's workers (diagnose predicts its candidates on the pool), and
+//! it waits on the maker; a maker waiting in turn for a pool whose workers
+//! all wait on their makers would never finish.
+
+use std::ops::Range;
+
+/// Items per chunk: small enough that three chunks of the largest
+/// requests (a few thousand calls each) stay a few megabytes, large
+/// enough that a hand-off is rare next to the work.
+pub const CHUNK: usize = 64;
+
+/// Gives `take` the items `0..n` in order, made by `make` a chunk of
+/// [`CHUNK`] at a time (one item per index of the range it is given, in
+/// order; the chunks in order). `make` runs on a thread of its own, up to
+/// two chunks ahead of `take`. Stops at `take`'s first error (`make` then
+/// stops after its current chunk).
+pub fn pipelined<T: Send, E>(
+    n: usize,
+    make: &mut (dyn FnMut(Range<usize>) -> Vec<T> + Send),
+    take: &mut dyn FnMut(usize, T) -> Result<(), E>,
+) -> Result<(), E> {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
+        s.spawn(move || {
+            let mut at = 0;
+            while at < n {
+                let end = (at + CHUNK).min(n);
+                if tx.send(make(at..end)).is_err() {
+                    // the fold stopped
+                    return;
+                }
+                at = end;
+            }
+        });
+        let mut at = 0;
+        for chunk in rx {
+            for t in chunk {
+                take(at, t)?;
+                at += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// [`pipelined`] where each item is made on its own by `each`.
+pub fn each_ahead<T: Send, E>(
+    n: usize,
+    each: &(dyn Fn(usize) -> T + Sync),
+    take: &mut dyn FnMut(usize, T) -> Result<(), E>,
+) -> Result<(), E> {
+    pipelined(n, &mut |r: Range<usize>| r.map(each).collect(), take)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_is_taken_once_in_order() {
+        for n in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 7] {
+            let mut got = Vec::new();
+            let r: Result<(), ()> = each_ahead(n, &|i| i * 2, &mut |i, v| {
+                assert_eq!(v, i * 2);
+                got.push(i);
+                Ok(())
+            });
+            assert!(r.is_ok());
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn the_maker_sees_the_chunks_in_order() {
+        let n = 5 * CHUNK + 3;
+        let mut ranges = Vec::new();
+        let mut taken = 0;
+        let r: Result<(), ()> = pipelined(
+            n,
+            &mut |r: Range<usize>| {
+                ranges.push(r.clone());
+                r.collect()
+            },
+            &mut |_, _| {
+                taken += 1;
+                Ok(())
+            },
+        );
+        assert!(r.is_ok());
+        assert_eq!(taken, n);
+        let starts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+        assert_eq!(starts, (0..6).map(|k| k * CHUNK).collect::<Vec<_>>());
+        assert_eq!(ranges.last().map(|r| r.end), Some(n));
+    }
+
+    #[test]
+    fn the_first_error_stops_the_pass_and_the_maker() {
+        let mut taken = Vec::new();
+        let mut made = 0;
+        let r = pipelined(
+            100 * CHUNK,
+            &mut |r: Range<usize>| {
+                made += 1;
+                r.collect()
+            },
+            &mut |i, _| {
+                if i == CHUNK + 5 {
+                    return Err(i);
+                }
+                taken.push(i);
+                Ok(())
+            },
+        );
+        assert_eq!(r, Err(CHUNK + 5));
+        assert_eq!(taken.len(), CHUNK + 5);
+        // the maker is at most a few chunks ahead when the fold stops
+        assert!(made <= 5, "made {made} chunks");
+    }
+
+    #[test]
+    fn folds_on_every_worker_of_the_pool_finish() {
+        // each worker folds a pass of its own and waits on its maker
+        use rayon::prelude::*;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let sums: Vec<usize> = pool.install(|| {
+            (0..8)
+                .into_par_iter()
+                .map(|k| {
+                    let mut sum = 0;
+                    let r: Result<(), ()> = each_ahead(10 * CHUNK, &|i| i + k, &mut |_, v| {
+                        sum += v;
+                        Ok(())
+                    });
+                    assert!(r.is_ok());
+                    sum
+                })
+                .collect()
+        });
+        let n = 10 * CHUNK;
+        for (k, s) in sums.into_iter().enumerate() {
+            assert_eq!(s, n * (n - 1) / 2 + n * k);
+        }
+    }
+
+    #[test]
+    fn a_fold_that_is_not_send_is_fed() {
+        let seen = std::rc::Rc::new(std::cell::Cell::new(0));
+        let r: Result<(), ()> = each_ahead(200, &|i| i, &mut |_, _| {
+            seen.set(seen.get() + 1);
+            Ok(())
+        });
+        assert!(r.is_ok());
+        assert_eq!(seen.get(), 200);
+    }
+}
