@@ -10,10 +10,12 @@
 //! thread and need not be `Send`. What is held is at most three chunks of
 //! items, never the capture.
 //!
-//! The maker never uses rayon's pool: the calling thread may be one of
-//! the pool's workers (diagnose predicts its candidates on the pool), and
-//! it waits on the maker; a maker waiting in turn for a pool whose workers
-//! all wait on their makers would never finish.
+//! The calling thread waits on the maker. When it is one of rayon's
+//! workers (diagnose predicts its candidates on the pool), the maker must
+//! not use the pool: a maker waiting for a pool whose workers all wait on
+//! their makers would never finish. [`each_ahead`] makes its items on the
+//! pool only when [`may_use_pool`] says so, and a caller giving its own
+//! maker asks the same.
 
 use std::ops::Range;
 
@@ -56,13 +58,29 @@ pub fn pipelined<T: Send, E>(
     })
 }
 
-/// [`pipelined`] where each item is made on its own by `each`.
+/// Whether a maker started from this thread may use rayon's pool: this
+/// thread is none of its workers.
+pub fn may_use_pool() -> bool {
+    rayon::current_thread_index().is_none()
+}
+
+/// [`pipelined`] where each item is made on its own by `each` (the
+/// items of a chunk side by side on the pool when [`may_use_pool`]).
 pub fn each_ahead<T: Send, E>(
     n: usize,
     each: &(dyn Fn(usize) -> T + Sync),
     take: &mut dyn FnMut(usize, T) -> Result<(), E>,
 ) -> Result<(), E> {
-    pipelined(n, &mut |r: Range<usize>| r.map(each).collect(), take)
+    use rayon::prelude::*;
+    if may_use_pool() {
+        pipelined(
+            n,
+            &mut |r: Range<usize>| r.into_par_iter().map(each).collect(),
+            take,
+        )
+    } else {
+        pipelined(n, &mut |r: Range<usize>| r.map(each).collect(), take)
+    }
 }
 
 #[cfg(test)]

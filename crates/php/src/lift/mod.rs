@@ -1481,19 +1481,41 @@ fn lift_each<E>(
             first,
         }
     };
-    // (lifted on the maker's thread, a chunk ahead of the fold below)
+    // lifted on the maker's thread, a chunk ahead of the fold below: the
+    // chunk's processes side by side on the pool (each process's requests
+    // in order), unless this thread is one of the pool's workers
+    let side_by_side = ahead::may_use_pool();
     let mut make = |range: std::ops::Range<usize>| -> Vec<Lifted1> {
-        range
-            .map(|i| {
-                let pid = reqs[i].pid;
-                let walks = walks_by_pid.entry(pid).or_default();
-                let l = lift_one(i, walks);
-                if walks.is_empty() {
-                    walks_by_pid.remove(&pid);
-                }
-                l
-            })
-            .collect()
+        use rayon::prelude::*;
+        let mut by_pid: Vec<(u32, Vec<usize>, Walks)> = Vec::new();
+        let mut slot: HashMap<u32, usize> = HashMap::default();
+        for i in range.clone() {
+            let pid = reqs[i].pid;
+            let k = *slot.entry(pid).or_insert_with(|| {
+                let walks = walks_by_pid.remove(&pid).unwrap_or_default();
+                by_pid.push((pid, Vec::new(), walks));
+                by_pid.len() - 1
+            });
+            by_pid[k].1.push(i);
+        }
+        let lift_all = |(_, is, walks): &mut (u32, Vec<usize>, Walks)| -> Vec<(usize, Lifted1)> {
+            is.iter().map(|&i| (i, lift_one(i, walks))).collect()
+        };
+        let done: Vec<Vec<(usize, Lifted1)>> = if side_by_side {
+            by_pid.par_iter_mut().map(lift_all).collect()
+        } else {
+            by_pid.iter_mut().map(lift_all).collect()
+        };
+        for (pid, _, walks) in by_pid {
+            if !walks.is_empty() {
+                walks_by_pid.insert(pid, walks);
+            }
+        }
+        let mut out: Vec<Option<Lifted1>> = range.clone().map(|_| None).collect();
+        for (i, l) in done.into_iter().flatten() {
+            out[i - range.start] = Some(l);
+        }
+        out.into_iter().flatten().collect()
     };
     ahead::pipelined(reqs.len(), &mut make, &mut |i, l: Lifted1| {
         links.extend(l.links);
