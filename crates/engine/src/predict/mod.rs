@@ -724,12 +724,14 @@ impl Capture {
         // the recorded calls' paths, for the choice of NFS roots
         let mut traced = crate::nfs_setup::TracedPaths::default();
         if args.nfs.replays() {
-            for i in 0..rec.len() {
-                let calls = rec.calls(i).map_err(Error::spill)?;
-                for o in &calls {
+            // (each request's calls decoded a chunk ahead)
+            statstorm_trace::ahead::each_ahead(rec.len(), &|i| rec.calls(i), &mut |_, calls| {
+                for o in &calls? {
                     traced.add(o);
                 }
-            }
+                Ok::<(), std::io::Error>(())
+            })
+            .map_err(Error::spill)?;
         }
         if let Some(p) = &args.workload_out {
             let write = |source| Error::Write {
@@ -887,7 +889,9 @@ impl Capture {
         // one side after the other: at once (one thread each) they took
         // 15% less time on the bench log but held both sides' caches
         // together (deep paths: tests/hostile/sim_nfs.rs no longer fit
-        // in 512 MiB of address space)
+        // in 512 MiB of address space); so for the recorded side beside
+        // the recorded calls' replay (+nfs on the 1.1 GB bench log 22 ->
+        // 17 s, but 547 -> 668 MB and the same test out of memory)
         // the recorded side and the recorded calls' replay depend on the
         // capture alone: computed for its first prediction, kept for the
         // others (diagnose predicts dozens of changes on one capture)

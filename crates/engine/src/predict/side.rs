@@ -297,10 +297,17 @@ pub(crate) fn replay_recorded(
         .filter_map(|i| firsts.get(i).copied().flatten().map(|t| (t, i)))
         .collect();
     order.sort_unstable();
-    for (first, i) in order {
-        merge.release(Some(first), &mut |at, o| rpcs.add(at, &clients.apply(o)));
-        merge.add(i, Source::Owned(rec.calls(i)?));
-    }
+    // (each request's calls decoded a chunk ahead of the replay)
+    statstorm_trace::ahead::each_ahead(
+        order.len(),
+        &|k| rec.calls(order[k].1),
+        &mut |k, calls| {
+            let (first, i) = order[k];
+            merge.release(Some(first), &mut |at, o| rpcs.add(at, &clients.apply(o)));
+            merge.add(i, Source::Owned(calls?));
+            Ok::<(), std::io::Error>(())
+        },
+    )?;
     merge.release(None, &mut |at, o| rpcs.add(at, &clients.apply(o)));
     Ok(rpcs.finish())
 }
