@@ -11,7 +11,7 @@
 //! once more than [`HELD`] of them wait in memory, and are read back one
 //! request at a time ([`Recorded::calls`]), so a capture larger than
 //! memory can be read. The spill is written on a thread of its own
-//! ([`Writer`]): the reading goes on while a batch is encoded and written
+//! (`Writer`): the reading goes on while a batch is encoded and written
 //! (the fold is the reading's critical path; its parse workers wait on
 //! it).
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use statstorm_trace::op::{Name, Op, OpKind};
 // names are looked up once per call written or read: the trace crate's
 // fast hash instead of SipHash
-type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
+use statstorm_trace::event::FastMap as HashMap;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 

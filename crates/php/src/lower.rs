@@ -20,11 +20,11 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
-/// The lowering's maps (paths, pids, indices): the project's fast hash
-/// (`statstorm_trace::event::FastHash`) instead of SipHash (a capture is
-/// not adversarial hash-flooding input).
-type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
-type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
+// The lowering's maps (paths, pids, indices): the project's fast hash
+// (`statstorm_trace::event::FastHash`) instead of SipHash (a capture is
+// not adversarial hash-flooding input).
+use statstorm_trace::event::FastMap as HashMap;
+use statstorm_trace::event::FastSet as HashSet;
 
 struct Worker {
     realpath: RealpathCache,

@@ -17,6 +17,13 @@ use std::hash::{BuildHasher, Hasher};
 #[derive(Clone, Copy, Default, Debug)]
 pub struct FastHash;
 
+/// A `HashMap` under [`FastHash`]: the models' maps keyed by paths, pids
+/// and ids (build one with `default()`).
+pub type FastMap<K, V> = std::collections::HashMap<K, V, FastHash>;
+
+/// A `HashSet` under [`FastHash`].
+pub type FastSet<K> = std::collections::HashSet<K, FastHash>;
+
 const FX_K: u64 = 0x517c_c1b7_2722_0a95;
 
 #[doc(hidden)]

@@ -28,12 +28,12 @@
 //!   cwd when known (from `chdir`/`fchdir`/`getcwd`); otherwise they are kept
 //!   as printed.
 
+// the normalizer's maps (fds, files, pids, names): the fast hash of the
+// parser's maps (crate::event::FastHash)
+use crate::event::FastMap as HashMap;
+use crate::event::FastSet as HashSet;
 use crate::event::{Event, Flags, Interner, Kind, Ret};
 use serde::{Deserialize, Serialize};
-/// The normalizer's maps (fds, files, pids): the fast hash of the
-/// parser's maps ([`crate::event::FastHash`]).
-type HashMap<K, V> = std::collections::HashMap<K, V, crate::event::FastHash>;
-type HashSet<K> = std::collections::HashSet<K, crate::event::FastHash>;
 
 /// Lexical path normalization shared by the models: collapses `//`, drops
 /// `.`, resolves `..` against the component before it, no trailing slash

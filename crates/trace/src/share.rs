@@ -6,7 +6,7 @@
 
 // (a pool is asked once per request and side: the fast hash of the
 // crate's maps instead of SipHash)
-type HashSet<T> = std::collections::HashSet<T, crate::event::FastHash>;
+use crate::event::FastSet as HashSet;
 use std::hash::Hash;
 use std::sync::Arc;
 

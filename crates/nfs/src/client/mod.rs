@@ -33,12 +33,12 @@ use statstorm_trace::op::{Op, OpKind};
 use statstorm_trace::Flags;
 use std::collections::BTreeMap;
 
-/// The client's maps, keyed by path ids, pids and small tuples: the
-/// project's fast hash (`statstorm_trace::event::FastHash`) instead of
-/// SipHash, which took ~8% of predict's cycles with NFS options (a
-/// capture is not adversarial hash-flooding input).
-type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
-type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
+// The client's maps, keyed by path ids, pids and small tuples: the
+// project's fast hash (`statstorm_trace::event::FastHash`) instead of
+// SipHash, which took ~8% of predict's cycles with NFS options (a
+// capture is not adversarial hash-flooding input).
+use statstorm_trace::event::FastMap as HashMap;
+use statstorm_trace::event::FastSet as HashSet;
 
 const S: i64 = 1_000_000;
 

@@ -38,8 +38,8 @@ use statstorm_trace::{ahead, Flags, Trace};
 use std::collections::{BTreeMap, BTreeSet};
 // the lift's maps are keyed by paths and pids, hashed many times per call:
 // the trace crate's fast hash instead of SipHash
-type HashMap<K, V> = std::collections::HashMap<K, V, statstorm_trace::event::FastHash>;
-type HashSet<K> = std::collections::HashSet<K, statstorm_trace::event::FastHash>;
+use statstorm_trace::event::FastMap as HashMap;
+use statstorm_trace::event::FastSet as HashSet;
 
 mod evidence;
 mod facts;
