@@ -141,7 +141,7 @@ impl Names {
 #[derive(Default)]
 pub struct Blobs {
     mem: Vec<u8>,
-    file: Option<std::fs::File>,
+    file: Option<AppendFile>,
     end: u64,
 }
 
@@ -157,18 +157,17 @@ impl Blobs {
     pub fn put(&mut self, buf: &[u8]) -> io::Result<(u64, u32)> {
         let len = u32::try_from(buf.len()).map_err(|_| io::Error::other("a record past 4 GiB"))?;
         let at = self.end;
-        match &self.file {
+        match &mut self.file {
             Some(f) => {
-                let mut f: &std::fs::File = f;
-                f.write_all(buf)?;
+                f.append(buf)?;
             }
             None if self.mem.len() + buf.len() <= Self::HELD_BYTES => {
                 self.mem.extend_from_slice(buf);
             }
             None => {
-                let mut f = tempfile::tempfile()?;
-                f.write_all(&self.mem)?;
-                f.write_all(buf)?;
+                let mut f = AppendFile::new()?;
+                f.append(&self.mem)?;
+                f.append(buf)?;
                 self.mem = Vec::new();
                 self.file = Some(f);
             }
@@ -181,7 +180,7 @@ impl Blobs {
     pub fn get(&self, offset: u64, len: u32) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; len as usize];
         match &self.file {
-            Some(f) => f.read_exact_at(&mut buf, offset)?,
+            Some(f) => f.read_at(&mut buf, offset)?,
             None => {
                 let from = usize::try_from(offset).map_err(io::Error::other)?;
                 let held = self
@@ -205,10 +204,102 @@ impl Blobs {
     }
 }
 
+/// An unnamed temporary file written at its end and read anywhere, with a
+/// buffer on each side: appends are gathered into writes of
+/// [`AppendFile::WRITE`] bytes, and a read of a small record fills a
+/// window of [`AppendFile::WINDOW`] bytes from there, which serves the
+/// records after it. Records are mostly read back in about the order they
+/// were written (request after request), so a capture of many small
+/// requests costs a system call per window, not one per record.
+pub(crate) struct AppendFile {
+    file: std::fs::File,
+    /// Bytes in the file; what follows is in `pending`.
+    flushed: u64,
+    pending: Vec<u8>,
+    /// The bytes last read ahead, and where they start. Readers on
+    /// several threads share it: one that finds it taken reads directly.
+    window: std::sync::Mutex<(u64, Vec<u8>)>,
+}
+
+impl AppendFile {
+    const WRITE: usize = 1 << 20;
+    const WINDOW: usize = 256 << 10;
+
+    pub(crate) fn new() -> io::Result<AppendFile> {
+        Ok(AppendFile {
+            file: tempfile::tempfile()?,
+            flushed: 0,
+            pending: Vec::new(),
+            window: std::sync::Mutex::new((0, Vec::new())),
+        })
+    }
+
+    /// Bytes appended.
+    pub(crate) fn len(&self) -> u64 {
+        self.flushed + self.pending.len() as u64
+    }
+
+    pub(crate) fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        if self.pending.len() + buf.len() > Self::WRITE {
+            self.flush()?;
+        }
+        if buf.len() >= Self::WRITE {
+            (&self.file).write_all(buf)?;
+            self.flushed += buf.len() as u64;
+        } else {
+            self.pending.extend_from_slice(buf);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            (&self.file).write_all(&self.pending)?;
+            self.flushed += self.pending.len() as u64;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Fills `out` with the bytes at `offset`.
+    pub(crate) fn read_at(&self, out: &mut [u8], offset: u64) -> io::Result<()> {
+        let end = offset
+            .checked_add(out.len() as u64)
+            .filter(|&e| e <= self.len())
+            .ok_or_else(|| io::Error::other("a record past the end of what was written"))?;
+        // the part not yet written out
+        let split = end.min(self.flushed).max(offset);
+        let (in_file, in_pending) = out.split_at_mut((split - offset) as usize);
+        if !in_pending.is_empty() {
+            let from = (split - self.flushed) as usize;
+            in_pending.copy_from_slice(&self.pending[from..from + in_pending.len()]);
+        }
+        if in_file.is_empty() {
+            return Ok(());
+        }
+        if in_file.len() > Self::WINDOW / 4 {
+            return self.file.read_exact_at(in_file, offset);
+        }
+        let Ok(mut w) = self.window.try_lock() else {
+            return self.file.read_exact_at(in_file, offset);
+        };
+        let (at, bytes) = &mut *w;
+        let hit = offset >= *at && split <= *at + bytes.len() as u64;
+        if !hit {
+            let n = (self.flushed - offset).min(Self::WINDOW as u64) as usize;
+            bytes.resize(n, 0);
+            self.file.read_exact_at(bytes, offset)?;
+            *at = offset;
+        }
+        let from = (offset - *at) as usize;
+        in_file.copy_from_slice(&bytes[from..from + in_file.len()]);
+        Ok(())
+    }
+}
+
 /// Calls on disk; see the module docs.
 pub struct Spill {
-    file: std::fs::File,
-    end: u64,
+    file: AppendFile,
     names: Names,
     buf: Vec<u8>,
     recs: Vec<Rec>,
@@ -218,8 +309,7 @@ impl Spill {
     /// An empty spill in a new temporary file.
     pub fn new() -> io::Result<Spill> {
         Ok(Spill {
-            file: tempfile::tempfile()?,
-            end: 0,
+            file: AppendFile::new()?,
             names: Names::default(),
             buf: Vec::new(),
             recs: Vec::new(),
@@ -247,11 +337,10 @@ impl Spill {
         let len = u32::try_from(buf.len())
             .map_err(|_| io::Error::other("a chunk of calls past 4 GiB"))?;
         let chunk = Chunk {
-            offset: self.end,
+            offset: self.file.len(),
             len,
         };
-        (&self.file).write_all(&buf)?;
-        self.end += buf.len() as u64;
+        self.file.append(&buf)?;
         self.buf = buf;
         Ok(chunk)
     }
@@ -259,7 +348,7 @@ impl Spill {
     /// Reads a chunk back, appending its calls to `out`.
     pub fn get(&self, c: Chunk, out: &mut Vec<(u64, Op)>) -> io::Result<()> {
         let mut buf = vec![0u8; c.len as usize];
-        self.file.read_exact_at(&mut buf, c.offset)?;
+        self.file.read_at(&mut buf, c.offset)?;
         let recs: Vec<Rec> = postcard::from_bytes(&buf).map_err(io::Error::other)?;
         out.reserve(recs.len());
         for r in recs {
@@ -270,7 +359,7 @@ impl Spill {
 
     /// Bytes written.
     pub fn bytes(&self) -> u64 {
-        self.end
+        self.file.len()
     }
 }
 
@@ -292,6 +381,50 @@ mod tests {
         assert_eq!(b.get(last.0, last.1).unwrap(), b"last");
         assert_eq!(b.bytes(), 9 + big.len() as u64);
         assert!(Blobs::new().get(0, 1).is_err());
+    }
+
+    #[test]
+    fn an_append_file_reads_back_every_record_in_any_order() {
+        // sizes around each buffer's edges: records inside a window,
+        // across the written and pending parts, and larger than either
+        let sizes = [
+            1,
+            7,
+            AppendFile::WINDOW / 4,
+            AppendFile::WINDOW / 4 + 1,
+            AppendFile::WINDOW - 3,
+            AppendFile::WRITE - 5,
+            AppendFile::WRITE + 9,
+            300,
+            2,
+        ];
+        let mut f = AppendFile::new().unwrap();
+        let mut placed = Vec::new();
+        for k in 0..60 {
+            let n = sizes[k % sizes.len()];
+            let rec: Vec<u8> = (0..n).map(|i| (i * 31 + k * 7) as u8).collect();
+            placed.push((f.len(), rec.clone()));
+            f.append(&rec).unwrap();
+            // reads while writing: some of it still pending
+            let (at, want) = &placed[k / 2];
+            let mut got = vec![0u8; want.len()];
+            f.read_at(&mut got, *at).unwrap();
+            assert_eq!(&got, want, "record {} read while writing", k / 2);
+        }
+        let total: u64 = placed.iter().map(|(_, r)| r.len() as u64).sum();
+        assert_eq!(f.len(), total);
+        let mut order: Vec<usize> = (0..placed.len()).collect();
+        order.extend((0..placed.len()).rev());
+        order.extend((0..placed.len()).map(|i| (i * 37) % placed.len()));
+        for i in order {
+            let (at, want) = &placed[i];
+            let mut got = vec![0u8; want.len()];
+            f.read_at(&mut got, *at).unwrap();
+            assert_eq!(&got, want, "record {i}");
+        }
+        let mut past = [0u8; 2];
+        assert!(f.read_at(&mut past, total - 1).is_err());
+        assert!(f.read_at(&mut past, u64::MAX).is_err());
     }
 
     #[test]
