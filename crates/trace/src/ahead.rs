@@ -19,16 +19,26 @@
 
 use std::ops::Range;
 
-/// Items per chunk: small enough that three chunks of the largest
-/// requests (a few thousand calls each) stay a few megabytes, large
-/// enough that a hand-off is rare next to the work.
+/// Items in the first chunk: small enough that three chunks of the
+/// largest requests (a few thousand calls each) stay a few megabytes.
 pub const CHUNK: usize = 64;
 
-/// Gives `take` the items `0..n` in order, made by `make` a chunk of
-/// [`CHUNK`] at a time (one item per index of the range it is given, in
-/// order; the chunks in order). `make` runs on a thread of its own, up to
-/// two chunks ahead of `take`. Stops at `take`'s first error (`make` then
-/// stops after its current chunk).
+/// Most items in a chunk. A chunk made in less than [`FAST`] is followed
+/// by one twice as large (up to this), one slower than [`SLOW`] by one
+/// half as large (down to [`CHUNK`]): many small requests are handed over
+/// a few thousand at a time instead of paying a hand-off (and a wake-up
+/// of the pool) every 64, and what three chunks hold stays what the maker
+/// makes in a few milliseconds.
+pub const MAX_CHUNK: usize = 4096;
+const FAST: std::time::Duration = std::time::Duration::from_millis(1);
+const SLOW: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// Gives `take` the items `0..n` in order, made by `make` a chunk at a
+/// time (one item per index of the range it is given, in order; the
+/// chunks in order; [`CHUNK`] to [`MAX_CHUNK`] items each, by how long the
+/// one before took). `make` runs on a thread of its own, up to two chunks
+/// ahead of `take`. Stops at `take`'s first error (`make` then stops after
+/// its current chunk).
 pub fn pipelined<T: Send, E>(
     n: usize,
     make: &mut (dyn FnMut(Range<usize>) -> Vec<T> + Send),
@@ -38,9 +48,18 @@ pub fn pipelined<T: Send, E>(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<T>>(1);
         s.spawn(move || {
             let mut at = 0;
+            let mut size = CHUNK;
             while at < n {
-                let end = (at + CHUNK).min(n);
-                if tx.send(make(at..end)).is_err() {
+                let end = (at + size).min(n);
+                let t0 = std::time::Instant::now();
+                let chunk = make(at..end);
+                let took = t0.elapsed();
+                if took < FAST {
+                    size = (size * 2).min(MAX_CHUNK);
+                } else if took > SLOW {
+                    size = (size / 2).max(CHUNK);
+                }
+                if tx.send(chunk).is_err() {
                     // the fold stopped
                     return;
                 }
@@ -119,9 +138,36 @@ mod tests {
         );
         assert!(r.is_ok());
         assert_eq!(taken, n);
-        let starts: Vec<usize> = ranges.iter().map(|r| r.start).collect();
-        assert_eq!(starts, (0..6).map(|k| k * CHUNK).collect::<Vec<_>>());
+        // contiguous; a fast maker's chunks double
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
         assert_eq!(ranges.last().map(|r| r.end), Some(n));
+        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start));
+        let lens: Vec<usize> = ranges.iter().map(|r| r.len()).collect();
+        assert_eq!(lens, vec![CHUNK, 2 * CHUNK, 2 * CHUNK + 3]);
+    }
+
+    #[test]
+    fn chunks_grow_to_the_most_and_shrink_when_slow() {
+        let n = 6 * MAX_CHUNK;
+        let mut lens = Vec::new();
+        let r: Result<(), ()> = pipelined(
+            n,
+            &mut |r: Range<usize>| {
+                lens.push(r.len());
+                // slow once past half of the items
+                if r.start >= n / 2 {
+                    std::thread::sleep(SLOW + std::time::Duration::from_millis(2));
+                }
+                r.map(|_| ()).collect()
+            },
+            &mut |_, _| Ok(()),
+        );
+        assert!(r.is_ok());
+        assert_eq!(lens.iter().sum::<usize>(), n);
+        assert!(lens.iter().all(|&l| l <= MAX_CHUNK));
+        assert!(lens.contains(&MAX_CHUNK), "{lens:?}");
+        // slow chunks halve down to the first size, and stay there
+        assert_eq!(lens.last(), Some(&CHUNK), "{lens:?}");
     }
 
     #[test]
