@@ -121,6 +121,25 @@ impl std::fmt::Debug for Interner {
     }
 }
 
+/// Strings of an [`Interner`] from one id on ([`Interner::tail`]).
+#[derive(Clone, Debug, Default)]
+pub struct Tail {
+    from: usize,
+    arena: Vec<u8>,
+    /// End of each string in `arena`.
+    ends: Vec<usize>,
+    hashes: Vec<u64>,
+}
+
+/// [`Interner::extend_tail`] given a tail that does not follow the
+/// strings held (or holding a string twice).
+#[derive(Debug, thiserror::Error)]
+#[error("an interner tail from string {from} given to an interner holding {held}")]
+pub struct TailMismatch {
+    held: usize,
+    from: usize,
+}
+
 /// The interner's string hash: 16 bytes per step folded through a 64x64->128
 /// bit multiply (the scheme of wyhash/foldhash), seeded with the length, with
 /// a final fold so that both the low bits (table index) and the high bits
@@ -325,6 +344,46 @@ impl Interner {
         }
     }
 
+    /// The strings from id `from` on, to be added to a copy of this
+    /// interner that holds the ones before ([`Interner::extend_tail`]):
+    /// how a fold on another thread follows the parser's interner.
+    pub fn tail(&self, from: usize) -> Tail {
+        let from = from.min(self.len());
+        let base = if from == 0 { 0 } else { self.ends[from - 1] };
+        Tail {
+            from,
+            arena: self.arena[base..].to_vec(),
+            ends: self.ends[from..].iter().map(|e| e - base).collect(),
+            hashes: self.hashes[from..].to_vec(),
+        }
+    }
+
+    /// Adds the strings of `t` (made by [`Interner::tail`] of an interner
+    /// whose first strings are this one's): each gets the id it had there.
+    /// An error when this interner does not hold exactly the strings
+    /// before the tail.
+    pub fn extend_tail(&mut self, t: &Tail) -> Result<(), TailMismatch> {
+        if t.from != self.len() {
+            return Err(TailMismatch {
+                held: self.len(),
+                from: t.from,
+            });
+        }
+        let mut start = 0;
+        for (&end, &h) in t.ends.iter().zip(&t.hashes) {
+            let id = self.len();
+            let got = self.intern_hashed(&t.arena[start..end], h);
+            if got.0 as usize != id {
+                return Err(TailMismatch {
+                    held: self.len(),
+                    from: t.from,
+                });
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
     /// Looks `s` up without adding it.
     pub fn get(&self, s: &[u8]) -> Option<PathId> {
         if self.table.is_empty() {
@@ -405,6 +464,31 @@ mod fast_hash_tests {
 #[cfg(test)]
 mod interner_tests {
     use super::*;
+
+    #[test]
+    fn a_copy_follows_by_tails() {
+        let mut src = Interner::new();
+        let mut copy = Interner::new();
+        let mut sent = 0;
+        for round in 0..5u32 {
+            for i in 0..700u32 {
+                // some strings again, most new
+                src.intern(format!("/srv/www/r{}/f{}.php", round / 2, i).as_bytes());
+            }
+            copy.extend_tail(&src.tail(sent)).unwrap();
+            sent = src.len();
+            assert_eq!(copy.len(), src.len());
+        }
+        for id in 0..src.len() as u32 {
+            assert_eq!(copy.bytes(PathId(id)), src.bytes(PathId(id)));
+            assert_eq!(copy.get(src.bytes(PathId(id))), Some(PathId(id)));
+        }
+        // a tail that does not follow what the copy holds
+        assert!(copy.extend_tail(&src.tail(3)).is_err());
+        assert!(Interner::new().extend_tail(&src.tail(3)).is_err());
+        // an empty tail
+        copy.extend_tail(&src.tail(src.len())).unwrap();
+    }
 
     #[test]
     fn hash_reads_every_byte_and_the_length() {

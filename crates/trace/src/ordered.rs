@@ -71,7 +71,93 @@ pub fn for_each_event(
 ) -> Result<Ordered, Error> {
     if let [one] = paths {
         if input::expand_prefix(one).is_none() && streamable(one) {
-            if let Some(done) = stream_one(one, counters, f)? {
+            if let Some((done, _)) = stream_one(one, counters, f)? {
+                return Ok(done);
+            }
+        }
+    }
+    let trace = crate::read_paths_counted(paths, counters)?;
+    Ok(replay(trace, f))
+}
+
+/// Events handed to [`for_each_event_apart`]'s fold at a time.
+const BATCH: usize = 4096;
+
+/// A batch for the fold thread: the strings interned since the batch
+/// before, then the events.
+struct Batch {
+    tail: crate::event::Tail,
+    events: Vec<Event>,
+}
+
+/// [`for_each_event`] with `f` on a thread of its own: the parse, its
+/// merge and the reorder buffer run on the calling thread (and the parse
+/// workers), the fold beside them, fed batches of [`BATCH`] events with
+/// the strings interned since the batch before. `f` sees the same events
+/// in the same order, with an interner that gives each id the same string
+/// (a copy that follows the parser's). Holds at most three batches.
+pub fn for_each_event_apart(
+    paths: &[PathBuf],
+    counters: &Counters,
+    f: &mut (dyn FnMut(&Event, &Interner) + Send),
+) -> Result<Ordered, Error> {
+    if let [one] = paths {
+        if input::expand_prefix(one).is_none() && streamable(one) {
+            let streamed = std::thread::scope(|s| -> Result<Option<Ordered>, Error> {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(1);
+                let fold = std::thread::Builder::new()
+                    .name("fold".into())
+                    .spawn_scoped(s, || -> Result<(), crate::event::TailMismatch> {
+                        let mut mirror = Interner::new();
+                        for b in rx {
+                            mirror.extend_tail(&b.tail)?;
+                            for e in &b.events {
+                                f(e, &mirror);
+                            }
+                        }
+                        Ok(())
+                    })
+                    .map_err(|e| Error::Read {
+                        path: one.display().to_string(),
+                        line: 0,
+                        source: e,
+                    })?;
+                let mut events: Vec<Event> = Vec::with_capacity(BATCH);
+                let mut sent = 0usize;
+                let mut send = |events: &mut Vec<Event>, strings: &Interner| {
+                    let b = Batch {
+                        tail: strings.tail(sent),
+                        events: std::mem::replace(events, Vec::with_capacity(BATCH)),
+                    };
+                    sent = strings.len();
+                    // the fold thread ends early only by panicking: its
+                    // join below passes the panic on
+                    let _ = tx.send(b);
+                };
+                let res = stream_one(one, counters, &mut |e, strings| {
+                    events.push(e.clone());
+                    if events.len() == BATCH {
+                        send(&mut events, strings);
+                    }
+                });
+                let res = res.map(|o| {
+                    o.map(|(done, strings)| {
+                        if !events.is_empty() {
+                            send(&mut events, &strings);
+                        }
+                        done
+                    })
+                });
+                // the channel closes: the fold thread ends its loop
+                drop(tx);
+                match fold.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => panic!("the fold thread lost its strings: {e}"),
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+                res
+            })?;
+            if let Some(done) = streamed {
                 return Ok(done);
             }
         }
@@ -101,12 +187,13 @@ fn streamable(p: &Path) -> bool {
 
 /// Streams one file; `None` when it must be read whole after all (its
 /// first event carries no pid: `[pid N]` output, whose first process's
-/// pid is learned later). Nothing has reached `f` then.
+/// pid is learned later). Nothing has reached `f` then. Gives the
+/// parser's interner with what was read.
 fn stream_one(
     path: &Path,
     counters: &Counters,
     f: &mut dyn FnMut(&Event, &Interner),
-) -> Result<Option<Ordered>, Error> {
+) -> Result<Option<(Ordered, Interner)>, Error> {
     let name = path.display().to_string();
     let opts = Options {
         input: 0,
@@ -136,13 +223,16 @@ fn stream_one(
         });
     }
     sink.flush(&strings);
-    Ok(Some(Ordered {
-        inputs: vec![st],
-        summary,
-        events: sink.given,
-        late: sink.late,
-        whole: false,
-    }))
+    Ok(Some((
+        Ordered {
+            inputs: vec![st],
+            summary,
+            events: sink.given,
+            late: sink.late,
+            whole: false,
+        },
+        strings,
+    )))
 }
 
 /// The order of the whole read within one input: (start, line).

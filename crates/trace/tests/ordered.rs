@@ -82,3 +82,60 @@ proptest! {
         prop_assert!(got == whole.events, "the stream's order differs");
     }
 }
+
+/// Each event with its strings as text, given by `for_each_event` or by
+/// `for_each_event_apart`.
+fn read_with(
+    paths: &[std::path::PathBuf],
+    apart: bool,
+) -> Vec<(statstorm_trace::Event, String, String)> {
+    let mut got = Vec::new();
+    let mut f = |e: &statstorm_trace::Event, s: &statstorm_trace::Interner| {
+        let text = |id: Option<statstorm_trace::PathId>| {
+            id.map(|p| s.str(p).into_owned()).unwrap_or_default()
+        };
+        got.push((e.clone(), s.str(e.name).into_owned(), text(e.path)));
+    };
+    let o = if apart {
+        statstorm_trace::ordered::for_each_event_apart(paths, &Default::default(), &mut f)
+    } else {
+        statstorm_trace::ordered::for_each_event(paths, &Default::default(), &mut f)
+    }
+    .unwrap();
+    assert_eq!(o.events as usize, got.len());
+    got
+}
+
+#[test]
+fn the_fold_apart_sees_the_same_events_and_strings() {
+    // more events than one batch, each path new: the fold's strings
+    // follow the parser's across batches
+    let mut x: u32 = 12345;
+    let calls: Vec<(u8, bool, u16)> = (0..10_000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            ((x >> 8) as u8, (x >> 16) % 5 == 0, ((x >> 20) % 500) as u16)
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.log");
+    let b = dir.path().join("b.log");
+    std::fs::write(&a, log(&calls)).unwrap();
+    // another host's processes: pids 200-203
+    let other: String = log(&calls[..300])
+        .lines()
+        .map(|l| format!("2{}\n", &l[1..]))
+        .collect();
+    std::fs::write(&b, other).unwrap();
+    let one = read_with(std::slice::from_ref(&a), false);
+    assert_eq!(one.len(), calls.len());
+    assert!(
+        one == read_with(std::slice::from_ref(&a), true),
+        "streamed apart"
+    );
+    // two inputs are read whole, then given out
+    let two = [a.clone(), b.clone()];
+    let whole = read_with(&two, false);
+    assert_eq!(whole.len(), calls.len() + 300);
+    assert!(whole == read_with(&two, true), "read whole apart");
+}

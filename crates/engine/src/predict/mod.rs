@@ -636,14 +636,15 @@ impl Capture {
         // each event folded as it is read (split, normalized, the lift's
         // facts): the events are not held
         let mut fold = crate::capture::Fold::new();
-        let read =
-            statstorm_trace::ordered::for_each_event(&args.traces, &args.read, &mut |e, s| {
-                fold.push(e, s)
-            })
-            .map_err(|source| Error::Input {
-                what: "reading traces".into(),
-                source,
-            })?;
+        let read = statstorm_trace::ordered::for_each_event_apart(
+            &args.traces,
+            &args.read,
+            &mut |e, s| fold.push(e, s),
+        )
+        .map_err(|source| Error::Input {
+            what: "reading traces".into(),
+            source,
+        })?;
         if read.events == 0 {
             let files = args
                 .traces
