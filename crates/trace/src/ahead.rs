@@ -23,8 +23,8 @@ use std::ops::Range;
 /// largest requests (a few thousand calls each) stay a few megabytes.
 pub const CHUNK: usize = 64;
 
-/// Most items in a chunk. A chunk made in less than [`FAST`] is followed
-/// by one twice as large (up to this), one slower than [`SLOW`] by one
+/// Most items in a chunk. A chunk made in less than 1 ms is followed
+/// by one twice as large (up to this), one slower than 4 ms by one
 /// half as large (down to [`CHUNK`]): many small requests are handed over
 /// a few thousand at a time instead of paying a hand-off (and a wake-up
 /// of the pool) every 64, and what three chunks hold stays what the maker

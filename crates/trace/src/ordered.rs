@@ -92,7 +92,7 @@ struct Batch {
 
 /// [`for_each_event`] with `f` on a thread of its own: the parse, its
 /// merge and the reorder buffer run on the calling thread (and the parse
-/// workers), the fold beside them, fed batches of [`BATCH`] events with
+/// workers), the fold beside them, fed batches of 4096 events with
 /// the strings interned since the batch before. `f` sees the same events
 /// in the same order, with an interner that gives each id the same string
 /// (a copy that follows the parser's). Holds at most three batches.
