@@ -16,7 +16,7 @@
 //! it).
 
 use crate::spill::{Chunk, Spill};
-use statstorm_php::lift::{CallSource, FactsBuilder, TraceFacts};
+use statstorm_php::lift::{CallSource, CallsSummary, FactsBuilder, TraceFacts};
 use statstorm_php::request::{Requests, Splitter};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Event, Interner, Tally, Trace};
@@ -87,6 +87,9 @@ pub struct Recorded {
     error: std::sync::Mutex<Option<io::Error>>,
     /// Metadata calls over time and by directory.
     pub timeline: Timeline,
+    /// The requests' calls' durations, and whether some call may be an
+    /// OPcache file cache's.
+    summary: CallsSummary,
 }
 
 impl std::fmt::Debug for Recorded {
@@ -198,6 +201,9 @@ impl CallSource for Recorded {
             }
         }
     }
+    fn summary(&self) -> Option<CallsSummary> {
+        Some(self.summary.clone())
+    }
 }
 
 /// The capture folded event by event, in the trace's order (streamed,
@@ -223,6 +229,9 @@ pub struct Fold {
     error: Option<io::Error>,
     seen: u64,
     timeline: Timeline,
+    /// Every call's duration (those outside requests taken back at the
+    /// end), and whether a path looked like a file cache's.
+    summary: CallsSummary,
 }
 
 /// A batch of held calls: each unit's, in the order they were held.
@@ -330,6 +339,7 @@ impl Fold {
             error: None,
             seen: 0,
             timeline: Timeline::default(),
+            summary: CallsSummary::default(),
         }
     }
 
@@ -339,6 +349,13 @@ impl Fold {
         self.facts.push(e, strings);
         if let Some(op) = self.norm.push(e, strings) {
             self.timeline.push(&op);
+            self.summary.latencies.push(&op);
+            if !self.summary.file_cache_calls
+                && op.path.ends_with(".bin")
+                && statstorm_php::file_cache::parse_bin(&op.path).is_some()
+            {
+                self.summary.file_cache_calls = true;
+            }
             if unit >= self.units.len() {
                 self.units.resize_with(unit + 1, UnitCalls::default);
                 self.counts.resize_with(unit + 1, Vec::new);
@@ -470,9 +487,13 @@ impl Fold {
             background: Vec::new(),
             error: std::sync::Mutex::new(None),
             timeline: self.timeline,
+            summary: self.summary,
         };
         for (pid, units) in background {
             let ops = rec.units_calls(&units)?;
+            for o in &ops {
+                rec.summary.latencies.remove(o);
+            }
             rec.background.push(Background {
                 pid,
                 start_us: ops.first().map_or(0, |o| o.t_us),

@@ -89,6 +89,16 @@ fn check(name: &str, paths: &[PathBuf]) {
             .map(|b| (b.pid, b.ops.clone()))
             .collect();
         assert!(got == bg, "{name}: background (limit {limit})");
+        // what the lift would learn by reading every request once more
+        let summary = statstorm_php::lift::CallSource::summary(&rec).unwrap();
+        let mut lat = statstorm_php::workload::Latencies::default();
+        calls.iter().flatten().for_each(|o| lat.push(o));
+        assert_eq!(summary.latencies.medians(), lat.medians(), "{name}");
+        let bins = calls
+            .iter()
+            .flatten()
+            .any(|o| statstorm_php::file_cache::parse_bin(&o.path).is_some());
+        assert!(summary.file_cache_calls || !bins, "{name}: a .bin unseen");
         if limit == 0 && !calls.iter().all(Vec::is_empty) {
             assert!(rec.spilled_bytes() > 0, "{name}: nothing written out");
         }

@@ -453,7 +453,7 @@ pub fn call_latencies<'a>(
 pub struct Latencies {
     by: std::collections::BTreeMap<
         statstorm_trace::op::OpKind,
-        std::collections::HashMap<u64, u64>,
+        statstorm_trace::event::FastMap<u64, u64>,
     >,
 }
 
@@ -461,6 +461,26 @@ impl Latencies {
     pub fn push(&mut self, o: &Op) {
         if let Some(d) = o.dur_us {
             *self.by.entry(o.kind).or_default().entry(d).or_default() += 1;
+        }
+    }
+
+    /// Takes back a call [`Latencies::push`] counted (what is left is
+    /// what the other calls pushed alone give).
+    pub fn remove(&mut self, o: &Op) {
+        let Some(d) = o.dur_us else {
+            return;
+        };
+        let Some(by_d) = self.by.get_mut(&o.kind) else {
+            return;
+        };
+        if let Some(n) = by_d.get_mut(&d) {
+            *n -= 1;
+            if *n == 0 {
+                by_d.remove(&d);
+            }
+        }
+        if by_d.is_empty() {
+            self.by.remove(&o.kind);
         }
     }
 

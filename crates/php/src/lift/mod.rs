@@ -1339,6 +1339,23 @@ pub trait CallSource: Sync {
     fn requests(&self) -> usize;
     /// Request `i`'s calls, in time order.
     fn calls(&self, i: usize) -> std::borrow::Cow<'_, [Op]>;
+    /// What a pass over every request's calls would learn, when the
+    /// source learned it as it gathered them; `None`: the lift reads every
+    /// request once more before lifting them.
+    fn summary(&self) -> Option<CallsSummary> {
+        None
+    }
+}
+
+/// What the lift needs of all the requests' calls before it lifts the
+/// first ([`CallSource::summary`]).
+#[derive(Clone, Debug, Default)]
+pub struct CallsSummary {
+    /// Every request's calls' durations.
+    pub latencies: crate::workload::Latencies,
+    /// Whether some call may touch an OPcache file cache's `.bin` (false:
+    /// none of the requests' calls does).
+    pub file_cache_calls: bool,
 }
 
 impl CallSource for [Vec<Op>] {
@@ -1388,17 +1405,27 @@ fn lift_each<E>(
     sink: &mut dyn FnMut(usize, WorkRequest) -> Result<(), E>,
 ) -> Result<Each, E> {
     let n = real.requests();
-    let mut latencies = crate::workload::Latencies::default();
     let mut scan = crate::file_cache::Scan::default();
-    let read =
-        ahead::each_ahead::<_, std::convert::Infallible>(n, &|i| real.calls(i), &mut |_, ops| {
-            for o in ops.iter() {
-                latencies.push(o);
-            }
-            scan.push(&ops);
-            Ok(())
-        });
-    let Ok(()) = read;
+    let latencies = match real.summary() {
+        // no call of a file cache: the scan would find nothing
+        Some(s) if !s.file_cache_calls => s.latencies,
+        _ => {
+            let mut latencies = crate::workload::Latencies::default();
+            let read = ahead::each_ahead::<_, std::convert::Infallible>(
+                n,
+                &|i| real.calls(i),
+                &mut |_, ops| {
+                    for o in ops.iter() {
+                        latencies.push(o);
+                    }
+                    scan.push(&ops);
+                    Ok(())
+                },
+            );
+            let Ok(()) = read;
+            latencies
+        }
+    };
     let latency_us = latencies.medians();
     // OPcache's file cache's calls are not the requests' (each request's
     // own calls copied as it is lifted, only for a trace that has them)
