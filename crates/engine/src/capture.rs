@@ -55,7 +55,8 @@ impl FsTime {
     }
 }
 
-/// One split unit's calls: written chunks, then those still in memory,
+/// One split unit's calls still in memory (those written out are placed
+/// by the spill's writer),
 /// each with its event's position in the capture.
 #[derive(Default)]
 struct UnitCalls {
@@ -65,16 +66,19 @@ struct UnitCalls {
     fs: FsTime,
     /// The start of its earliest call.
     first_us: Option<i64>,
-    chunks: Vec<Chunk>,
     open: Vec<(u64, Op)>,
 }
 
 /// The capture's calls, split as the requests were.
 pub struct Recorded {
     spill: Option<Spill>,
-    units: Vec<UnitCalls>,
-    /// Per request of the split (same order), its units.
-    requests: Vec<Vec<u32>>,
+    /// Per request of the split (same order), where its calls are: its
+    /// chunks in the spill are `chunks[at[i]..at[i + 1]]`.
+    chunks: Vec<Chunk>,
+    at: Vec<usize>,
+    /// Per request, its calls held in memory (a capture never written
+    /// out); empty when every call is in the spill.
+    open: Vec<Vec<(u64, Op)>>,
     /// Per request, its calls per syscall.
     counts: Vec<Tally>,
     /// Per request, the time its calls spent in the kernel.
@@ -95,7 +99,7 @@ pub struct Recorded {
 impl std::fmt::Debug for Recorded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorded")
-            .field("requests", &self.requests.len())
+            .field("requests", &self.len())
             .field(
                 "spilled_bytes",
                 &self.spill.as_ref().map_or(0, Spill::bytes),
@@ -117,12 +121,12 @@ impl Recorded {
 
     /// Number of requests.
     pub fn len(&self) -> usize {
-        self.requests.len()
+        self.at.len().saturating_sub(1)
     }
 
     /// True without requests.
     pub fn is_empty(&self) -> bool {
-        self.requests.is_empty()
+        self.len() == 0
     }
 
     /// Per request, its recorded calls per syscall
@@ -147,31 +151,16 @@ impl Recorded {
         self.spill.as_ref().map_or(0, Spill::bytes)
     }
 
-    /// The calls of some units in time order; calls that started in the
-    /// same microsecond in the capture's order.
-    fn units_calls(&self, units: &[u32]) -> io::Result<Vec<Op>> {
-        let mut v: Vec<(u64, Op)> = Vec::new();
-        for &u in units {
-            let Some(uc) = self.units.get(u as usize) else {
-                continue;
-            };
-            if let Some(s) = &self.spill {
-                for &c in &uc.chunks {
-                    s.get(c, &mut v)?;
-                }
-            }
-            v.extend(uc.open.iter().cloned());
-        }
-        v.sort_by_key(|(i, o)| (o.t_us, *i));
-        Ok(v.into_iter().map(|(_, o)| o).collect())
-    }
-
-    /// Request `i`'s calls, in time order.
+    /// Request `i`'s calls, in time order; calls that started in the same
+    /// microsecond in the capture's order.
     pub fn calls(&self, i: usize) -> io::Result<Vec<Op>> {
-        match self.requests.get(i) {
-            Some(units) => self.units_calls(units),
-            None => Ok(Vec::new()),
-        }
+        let cs = self
+            .at
+            .get(i..i + 2)
+            .and_then(|w| self.chunks.get(w[0]..w[1]))
+            .unwrap_or(&[]);
+        let held = self.open.get(i).map_or(&[][..], Vec::as_slice);
+        gather(self.spill.as_ref(), cs.iter(), held.iter())
     }
 
     /// Every request's calls, in memory at once.
@@ -206,6 +195,25 @@ impl CallSource for Recorded {
     }
 }
 
+/// The calls of some chunks of the spill and some calls held, in time
+/// order; calls that started in the same microsecond in the capture's
+/// order.
+fn gather<'a>(
+    spill: Option<&Spill>,
+    chunks: impl Iterator<Item = &'a Chunk>,
+    held: impl Iterator<Item = &'a (u64, Op)>,
+) -> io::Result<Vec<Op>> {
+    let mut v: Vec<(u64, Op)> = Vec::new();
+    if let Some(s) = spill {
+        for &c in chunks {
+            s.get(c, &mut v)?;
+        }
+    }
+    v.extend(held.cloned());
+    v.sort_by_key(|(i, o)| (o.t_us, *i));
+    Ok(v.into_iter().map(|(_, o)| o).collect())
+}
+
 /// The capture folded event by event, in the trace's order (streamed,
 /// never held whole): the request split, each event normalized once into
 /// a call (fds followed per process) kept with its split unit, and the
@@ -218,8 +226,13 @@ pub struct Fold {
     norm: Normalizer,
     facts: FactsBuilder,
     units: Vec<UnitCalls>,
-    /// Per unit, its calls per syscall name.
-    counts: Vec<Vec<(&'static str, u64)>>,
+    /// Per unit, its calls per syscall name: a unit's own while it takes
+    /// calls, the pool's copy of an equal tally once its process moved on
+    /// to another unit (units repeat their counts: a pointer each).
+    counts: Vec<Tally>,
+    tallies: statstorm_trace::TallyPool,
+    /// Per process, the unit of its last call.
+    current: statstorm_trace::event::FastMap<u32, u32>,
     /// Units with calls in memory, and how many calls that is.
     open: Vec<u32>,
     held: usize,
@@ -332,6 +345,8 @@ impl Fold {
             facts: FactsBuilder::default(),
             units: Vec::new(),
             counts: Vec::new(),
+            tallies: statstorm_trace::TallyPool::new(),
+            current: Default::default(),
             open: Vec::new(),
             held: 0,
             limit,
@@ -358,14 +373,16 @@ impl Fold {
             }
             if unit >= self.units.len() {
                 self.units.resize_with(unit + 1, UnitCalls::default);
-                self.counts.resize_with(unit + 1, Vec::new);
+                self.counts.resize_with(unit + 1, Tally::new);
             }
-            let name = op.kind.syscall_name(op.flags());
-            let c = &mut self.counts[unit];
-            match c.iter_mut().find(|(n, _)| *n == name) {
-                Some((_, k)) => *k += 1,
-                None => c.push((name, 1)),
+            if let Some(prev) = self.current.insert(op.pid, unit as u32) {
+                if prev as usize != unit {
+                    // the process's unit before is done
+                    let c = std::mem::take(&mut self.counts[prev as usize]);
+                    self.counts[prev as usize] = self.tallies.share(c.shrunk());
+                }
             }
+            self.counts[unit].add(op.kind.syscall_name(op.flags()), 1);
             let uc = &mut self.units[unit];
             uc.pid = op.pid;
             match op.dur_us {
@@ -433,39 +450,66 @@ impl Fold {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let spill = match self.writer.take() {
+        let (spill, placed) = match self.writer.take() {
             Some(w) => {
                 let (spill, placed) = w.finish()?;
-                for (u, c) in placed {
-                    if let Some(uc) = self.units.get_mut(u as usize) {
-                        uc.chunks.push(c);
-                    }
-                }
-                Some(spill)
+                (Some(spill), placed)
             }
-            None => None,
+            None => (None, Vec::new()),
         };
         let plan = self.split.finish();
-        let split = Requests::of_plan(&plan);
-        let facts = self.facts.finish(&split);
-        let mut requests: Vec<Vec<u32>> = vec![Vec::new(); split.requests.len()];
-        let mut counts: Vec<Tally> = vec![Tally::new(); split.requests.len()];
-        let mut fs = vec![FsTime::default(); split.requests.len()];
-        let mut first_us: Vec<Option<i64>> = vec![None; split.requests.len()];
+        let n = plan.requests.len();
+        let request_of = |u: usize| plan.unit_request.get(u).copied().flatten();
+        // each request's chunks, in the order written: counted, then
+        // placed (a unit's own list of chunks cost an allocation per unit)
+        let mut at = vec![0usize; n + 1];
+        for &(u, _) in &placed {
+            if let Some(r) = request_of(u as usize) {
+                at[r as usize + 1] += 1;
+            }
+        }
+        for r in 0..n {
+            at[r + 1] += at[r];
+        }
+        let mut chunks = vec![Chunk::default(); at[n]];
+        let mut next = at.clone();
+        let mut outside: statstorm_trace::event::FastMap<u32, Vec<Chunk>> = Default::default();
+        for (u, c) in placed {
+            match request_of(u as usize) {
+                Some(r) => {
+                    chunks[next[r as usize]] = c;
+                    next[r as usize] += 1;
+                }
+                None => outside.entry(u).or_default().push(c),
+            }
+        }
+        drop(next);
+        let mut counts: Vec<Tally> = vec![Tally::new(); n];
+        let mut fs = vec![FsTime::default(); n];
+        let mut first_us: Vec<Option<i64>> = vec![None; n];
         let mut background: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for (u, uc) in self.units.iter().enumerate() {
-            if uc.open.is_empty() && uc.chunks.is_empty() {
+        let mut open: Vec<Vec<(u64, Op)>> = Vec::new();
+        for (u, uc) in self.units.iter_mut().enumerate() {
+            if uc.fs.timed + uc.fs.untimed == 0 {
+                // no call
                 continue;
             }
             let pid = uc.pid;
-            match plan.unit_request.get(u).copied().flatten() {
+            match request_of(u) {
                 Some(r) => {
-                    requests[r as usize].push(u as u32);
-                    for &(n, k) in &self.counts[u] {
-                        counts[r as usize].add(n, k);
+                    let r = r as usize;
+                    if !uc.open.is_empty() {
+                        open.resize_with(n, Vec::new);
+                        open[r].append(&mut uc.open);
                     }
-                    fs[r as usize].add(&uc.fs);
-                    let f = &mut first_us[r as usize];
+                    let c = &mut counts[r];
+                    if c.is_empty() {
+                        c.clone_from(&self.counts[u]);
+                    } else {
+                        c.merge(&self.counts[u]);
+                    }
+                    fs[r].add(&uc.fs);
+                    let f = &mut first_us[r];
                     *f = match (*f, uc.first_us) {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
@@ -474,27 +518,18 @@ impl Fold {
                 None => background.entry(pid).or_default().push(u as u32),
             }
         }
-        // requests repeat their counts: one copy of each
-        let mut pool = statstorm_trace::TallyPool::new();
-        let counts = counts.into_iter().map(|c| pool.share(c.shrunk())).collect();
-        let mut rec = Recorded {
-            spill,
-            units: self.units,
-            requests,
-            counts,
-            fs,
-            first_us,
-            background: Vec::new(),
-            error: std::sync::Mutex::new(None),
-            timeline: self.timeline,
-            summary: self.summary,
-        };
+        let mut summary = self.summary;
+        let mut bg = Vec::new();
         for (pid, units) in background {
-            let ops = rec.units_calls(&units)?;
+            let ops = gather(
+                spill.as_ref(),
+                units.iter().flat_map(|u| outside.get(u)).flatten(),
+                units.iter().flat_map(|&u| &self.units[u as usize].open),
+            )?;
             for o in &ops {
-                rec.summary.latencies.remove(o);
+                summary.latencies.remove(o);
             }
-            rec.background.push(Background {
+            bg.push(Background {
                 pid,
                 start_us: ops.first().map_or(0, |o| o.t_us),
                 end_us: ops
@@ -503,6 +538,29 @@ impl Fold {
                 ops,
             });
         }
+        // the units let go before the requests are made from the plan
+        // (the peak of a capture of many small requests)
+        drop(std::mem::take(&mut self.units));
+        drop(std::mem::take(&mut self.counts));
+        let split = Requests::of_plan(&plan);
+        drop(plan);
+        let facts = self.facts.finish(&split);
+        // requests repeat their counts: one copy of each
+        let mut pool = statstorm_trace::TallyPool::new();
+        let counts = counts.into_iter().map(|c| pool.share(c.shrunk())).collect();
+        let rec = Recorded {
+            spill,
+            chunks,
+            at,
+            open,
+            counts,
+            fs,
+            first_us,
+            background: bg,
+            error: std::sync::Mutex::new(None),
+            timeline: self.timeline,
+            summary,
+        };
         Ok((split, rec, facts))
     }
 }

@@ -18,7 +18,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
 /// Where one chunk lies in the spill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Chunk {
     offset: u64,
     len: u32,

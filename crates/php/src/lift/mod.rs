@@ -1136,8 +1136,9 @@ impl TraceFacts {
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
 /// them (normalized by the caller) and the trace's `facts`; with the
-/// first `infer::SEARCH_REQUESTS` (16) requests' calls (the others
-/// empty), what the settings inference needs.
+/// first `infer::SEARCH_REQUESTS` (16) requests' calls (those alone:
+/// a vector of one empty list per request cost 24 bytes a request), what
+/// the settings inference needs.
 pub fn lift_parts_from(
     facts: &TraceFacts,
     requests: &Requests,
@@ -1325,7 +1326,7 @@ struct Lifted {
     links: BTreeMap<String, String>,
     file_cache: Option<FileCacheSeen>,
     /// The first `infer::SEARCH_REQUESTS` (16) requests' calls, for
-    /// the settings inference (the others empty).
+    /// the settings inference (those alone).
     real: Vec<Vec<Op>>,
     /// The calls' median durations ([`Workload::latency_us`]).
     latency_us: BTreeMap<OpKind, u64>,
@@ -1387,7 +1388,7 @@ struct Each {
     /// Per request, the scripts it loaded from OPcache's file cache.
     bin_scripts: Vec<BTreeSet<String>>,
     /// The first `infer::SEARCH_REQUESTS` (16) requests' calls, for
-    /// the settings inference (the others empty).
+    /// the settings inference (those alone).
     first: Vec<Vec<Op>>,
     /// The calls' median durations ([`Workload::latency_us`]).
     latency_us: BTreeMap<OpKind, u64>,
@@ -1437,7 +1438,7 @@ fn lift_each<E>(
         .as_ref()
         .map(|fc| crate::file_cache::Own::new(&fc.dir));
     // the first requests' calls, for the settings inference
-    let mut first: Vec<Vec<Op>> = vec![Vec::new(); n];
+    let mut first: Vec<Vec<Op>> = vec![Vec::new(); n.min(crate::infer::SEARCH_REQUESTS)];
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
