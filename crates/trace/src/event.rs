@@ -104,12 +104,46 @@ pub struct PathId(pub u32);
 /// full). A lookup hashes once, compares 32-bit tags in the table and
 /// touches the arena only when a tag matches; a new string costs one copy
 /// into the arena and no allocation of its own.
-#[derive(Default, Clone)]
 pub struct Interner {
     arena: Vec<u8>,
     ends: Vec<usize>,
     hashes: Vec<u64>,
     table: Vec<u64>,
+    /// Unique to this interner's ids ([`Interner::generation`]).
+    generation: u64,
+}
+
+/// The next [`Interner::generation`].
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            arena: Vec::new(),
+            ends: Vec::new(),
+            hashes: Vec::new(),
+            table: Vec::new(),
+            generation: next_generation(),
+        }
+    }
+}
+
+impl Clone for Interner {
+    /// A copy with a generation of its own: the two may add different
+    /// strings under the same new ids.
+    fn clone(&self) -> Self {
+        Interner {
+            arena: self.arena.clone(),
+            ends: self.ends.clone(),
+            hashes: self.hashes.clone(),
+            table: self.table.clone(),
+            generation: next_generation(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Interner {
@@ -256,6 +290,14 @@ impl Interner {
         self.ends.clear();
         self.hashes.clear();
         self.table.fill(0);
+        self.generation = next_generation();
+    }
+
+    /// A number no other interner of the process has had, kept while
+    /// strings are only added: an id's string is the same for as long as
+    /// the generation is, so what is derived from it can be kept by id.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// [`Interner::intern`] with the string's [`hash_bytes`] already known.
@@ -398,7 +440,13 @@ impl Interner {
     }
     /// Lossy UTF-8 view, for reports.
     pub fn str(&self, id: PathId) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(self.bytes(id))
+        // the strict check first: it is much faster on valid text (paths
+        // are), and the lossy one only replaces what it finds invalid
+        let b = self.bytes(id);
+        match std::str::from_utf8(b) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(b),
+        }
     }
     pub fn len(&self) -> usize {
         self.ends.len()

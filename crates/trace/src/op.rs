@@ -34,6 +34,7 @@ use crate::event::FastMap as HashMap;
 use crate::event::FastSet as HashSet;
 use crate::event::{Event, Flags, Interner, Kind, Ret};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// Lexical path normalization shared by the models: collapses `//`, drops
 /// `.`, resolves `..` against the component before it, no trailing slash
@@ -259,6 +260,10 @@ pub struct Normalizer {
     /// Every path and errno name given out, each stored once (bounded by
     /// the distinct paths of the trace).
     names: std::cell::RefCell<HashSet<Name>>,
+    /// The name of each interned string asked for (an absolute path, an
+    /// errno name), by its id in the interner of the generation kept:
+    /// found without hashing and comparing its text again.
+    by_id: std::cell::RefCell<(u64, Vec<Option<Name>>)>,
 }
 
 fn join(base: &str, rel: &str) -> String {
@@ -290,9 +295,16 @@ impl Normalizer {
         id
     }
 
-    fn resolve(&self, pid: u32, dirfd: Option<i32>, fd_path: Option<&str>, p: &str) -> String {
+    /// `p` made absolute (borrowed when it is already: most paths).
+    fn resolve<'a>(
+        &self,
+        pid: u32,
+        dirfd: Option<i32>,
+        fd_path: Option<&str>,
+        p: &'a str,
+    ) -> Cow<'a, str> {
         if p.starts_with('/') {
-            return p.to_string();
+            return Cow::Borrowed(p);
         }
         let st = self.procs.get(&pid);
         let base = match dirfd {
@@ -301,21 +313,28 @@ impl Normalizer {
                 .or_else(|| st.and_then(|s| s.path_of(fd)).map(str::to_string)),
             None => st.and_then(|s| s.cwd.clone()),
         };
-        match base {
+        Cow::Owned(match base {
             Some(b) if p.is_empty() => b,
             Some(b) => join(&b, p),
             None => p.to_string(),
-        }
+        })
     }
 
-    fn fd_file(&self, pid: u32, fd: Option<i32>, fd_path: Option<&str>) -> Option<String> {
+    /// The file of `fd`: its `-y` decoration when absolute, else the file
+    /// the process opened there.
+    fn fd_file<'a>(
+        &'a self,
+        pid: u32,
+        fd: Option<i32>,
+        fd_path: Option<&'a str>,
+    ) -> Option<Cow<'a, str>> {
         if let Some(p) = fd_path {
             if p.starts_with('/') {
-                return Some(p.to_string());
+                return Some(Cow::Borrowed(p));
             }
         }
         let fd = fd?;
-        self.procs.get(&pid)?.path_of(fd).map(str::to_string)
+        self.procs.get(&pid)?.path_of(fd).map(Cow::Borrowed)
     }
 
     /// `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD*)`: the new fd refers to the
@@ -380,8 +399,10 @@ impl Normalizer {
     /// filesystem operations (or fd calls on unknown fds).
     pub fn push(&mut self, ev: &Event, strings: &Interner) -> Option<Op> {
         let names = std::mem::take(&mut self.names);
-        let op = self.convert(ev, strings, &names);
+        let by_id = std::mem::take(&mut self.by_id);
+        let op = self.convert(ev, strings, &names, &by_id);
         self.names = names;
+        self.by_id = by_id;
         op
     }
 
@@ -390,6 +411,7 @@ impl Normalizer {
         ev: &Event,
         strings: &Interner,
         names: &std::cell::RefCell<HashSet<Name>>,
+        by_id: &std::cell::RefCell<(u64, Vec<Option<Name>>)>,
     ) -> Option<Op> {
         let name = |s: &str| -> Name {
             let mut set = names.borrow_mut();
@@ -402,10 +424,50 @@ impl Normalizer {
                 }
             }
         };
-        let s = |id: Option<crate::PathId>| id.map(|i| strings.str(i).into_owned());
+        // the event's strings borrowed from the interner (valid UTF-8, as
+        // paths are): an allocation per path cost more than the rest
+        let s = |id: Option<crate::PathId>| id.map(|i| strings.str(i));
+        let id_name = |id: crate::PathId| -> Name {
+            let mut c = by_id.borrow_mut();
+            if c.0 != strings.generation() {
+                *c = (strings.generation(), Vec::new());
+            }
+            let k = id.0 as usize;
+            if let Some(Some(n)) = c.1.get(k) {
+                return n.clone();
+            }
+            let n = name(&strings.str(id));
+            if c.1.len() <= k {
+                c.1.resize(k + 1, None);
+            }
+            c.1[k] = Some(n.clone());
+            n
+        };
+        let abs_name = |id: Option<crate::PathId>| {
+            id.filter(|&i| strings.bytes(i).first() == Some(&b'/'))
+                .map(id_name)
+        };
         let path = s(ev.path);
         let fd_path = s(ev.fd_path);
-        let errno = ev.errno().map(|e| name(&strings.str(e.0)));
+        // an absolute path is its own resolution, and the `-y` decoration
+        // of an fd names its file when absolute: their names by id
+        let path_abs = abs_name(ev.path);
+        let fd_abs = abs_name(ev.fd_path);
+        let resolved = |this: &Self, dirfd: Option<i32>| -> Option<Name> {
+            if let Some(n) = &path_abs {
+                return Some(n.clone());
+            }
+            let full = this.resolve(ev.pid, dirfd, fd_path.as_deref(), path.as_deref()?);
+            Some(name(&full))
+        };
+        let fd_named = |this: &Self| -> Option<Name> {
+            if let Some(n) = &fd_abs {
+                return Some(n.clone());
+            }
+            let file = this.fd_file(ev.pid, ev.fd, fd_path.as_deref())?;
+            Some(name(&file))
+        };
+        let errno = ev.errno().map(|e| id_name(e.0));
         let ok = errno.is_none() && ev.ret != Ret::Unknown;
         let pid = ev.pid;
         let flags = ev.flags;
@@ -414,13 +476,13 @@ impl Normalizer {
         } else {
             ev.fd
         };
-        let mk = |kind: OpKind, path: String| Op {
+        let mk = |kind: OpKind, path: Name| Op {
             t_us: ev.ts_us.unwrap_or(0),
             dur_us: ev.dur_us,
             pid,
             uid: 0,
             kind,
-            path: name(&path),
+            path,
             path2: None,
             flags: flags.0,
             errno: errno.clone(),
@@ -428,21 +490,18 @@ impl Normalizer {
             walk_base: 0,
         };
         let op = match ev.kind {
-            Kind::Stat => mk(
-                OpKind::Stat,
-                self.resolve(pid, None, None, path.as_deref()?),
-            ),
-            Kind::Lstat => mk(
-                OpKind::Lstat,
-                self.resolve(pid, None, None, path.as_deref()?),
-            ),
-            Kind::Fstat => mk(OpKind::Fstat, self.fd_file(pid, ev.fd, fd_path.as_deref())?),
+            Kind::Stat => mk(OpKind::Stat, resolved(self, None)?),
+            Kind::Lstat => mk(OpKind::Lstat, resolved(self, None)?),
+            Kind::Fstat => mk(OpKind::Fstat, fd_named(self)?),
             Kind::Newfstatat | Kind::Fstatat64 | Kind::Statx => {
                 let p = path.as_deref().unwrap_or("");
                 if p.is_empty() && flags.has(Flags::AT_EMPTY_PATH) {
-                    mk(OpKind::Fstat, self.fd_file(pid, ev.fd, fd_path.as_deref())?)
+                    mk(OpKind::Fstat, fd_named(self)?)
                 } else {
-                    let full = self.resolve(pid, dirfd, fd_path.as_deref(), p);
+                    let full = match &path_abs {
+                        Some(n) => n.clone(),
+                        None => name(&self.resolve(pid, dirfd, fd_path.as_deref(), p)),
+                    };
                     if flags.has(Flags::AT_SYMLINK_NOFOLLOW) {
                         mk(OpKind::Lstat, full)
                     } else {
@@ -451,11 +510,10 @@ impl Normalizer {
                 }
             }
             Kind::Access | Kind::Faccessat | Kind::Faccessat2 => {
-                let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
-                mk(OpKind::Access, full)
+                mk(OpKind::Access, resolved(self, dirfd)?)
             }
             Kind::Open | Kind::Openat | Kind::Openat2 | Kind::Creat => {
-                let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
+                let full = resolved(self, dirfd)?;
                 let mut op = mk(OpKind::Open, full.clone());
                 if ev.kind == Kind::Creat {
                     op.flags |= Flags::O_CREAT | Flags::O_WRONLY | Flags::O_TRUNC;
@@ -463,13 +521,13 @@ impl Normalizer {
                 if let (true, Ret::Ok(fd)) = (ok, ev.ret) {
                     let file = s(ev.ret_path)
                         .filter(|p| p.starts_with('/'))
-                        .unwrap_or(full);
+                        .map_or_else(|| full.to_string(), Cow::into_owned);
                     self.open_file(pid, fd as i32, file);
                 }
                 op
             }
             Kind::Close => {
-                let file = self.fd_file(pid, ev.fd, fd_path.as_deref());
+                let file = fd_named(self);
                 let released = match (ev.fd, self.procs.get_mut(&pid)) {
                     (Some(fd), Some(st)) => st.release(fd),
                     _ => None,
@@ -485,10 +543,10 @@ impl Normalizer {
             Kind::Dup | Kind::Dup2 | Kind::Dup3 | Kind::Fcntl => {
                 // The close of the file a dup2/dup3 target held, if this
                 // call closed it; else no op.
-                mk(OpKind::Close, self.dup(ev, strings)?)
+                mk(OpKind::Close, name(&self.dup(ev, strings)?))
             }
             Kind::Read | Kind::Pread64 | Kind::Write | Kind::Pwrite64 => {
-                let file = self.fd_file(pid, ev.fd, fd_path.as_deref())?;
+                let file = fd_named(self)?;
                 let kind = if matches!(ev.kind, Kind::Read | Kind::Pread64) {
                     OpKind::Read
                 } else {
@@ -500,50 +558,40 @@ impl Normalizer {
                 }
                 op
             }
-            Kind::Mmap => mk(OpKind::Mmap, self.fd_file(pid, ev.fd, fd_path.as_deref())?),
-            Kind::Getdents64 => mk(
-                OpKind::Getdents,
-                self.fd_file(pid, ev.fd, fd_path.as_deref())?,
-            ),
+            Kind::Mmap => mk(OpKind::Mmap, fd_named(self)?),
+            Kind::Getdents64 => mk(OpKind::Getdents, fd_named(self)?),
             Kind::Readlink | Kind::Readlinkat => {
-                let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
-                let mut op = mk(OpKind::Readlink, full);
+                let mut op = mk(OpKind::Readlink, resolved(self, dirfd)?);
                 // the target it returned, as stored in the link
                 op.path2 = s(ev.path2).filter(|_| ok).as_deref().map(name);
                 op
             }
             Kind::Getcwd => {
                 // getcwd's "path" is the returned directory.
-                let p = path.clone()?;
+                let p = path.clone()?.into_owned();
                 if ok {
                     self.procs.entry(pid).or_default().cwd = Some(p.clone());
                 }
-                mk(OpKind::Getcwd, p)
+                mk(OpKind::Getcwd, name(&p))
             }
             Kind::Chdir => {
-                let full = self.resolve(pid, None, None, path.as_deref()?);
+                let full = resolved(self, None)?;
                 if ok {
-                    self.procs.entry(pid).or_default().cwd = Some(full.clone());
+                    self.procs.entry(pid).or_default().cwd = Some(full.to_string());
                 }
                 mk(OpKind::Chdir, full)
             }
             Kind::Fchdir => {
-                let file = self.fd_file(pid, ev.fd, fd_path.as_deref())?;
+                let file = self.fd_file(pid, ev.fd, fd_path.as_deref())?.into_owned();
                 if ok {
                     self.procs.entry(pid).or_default().cwd = Some(file.clone());
                 }
-                mk(OpKind::Chdir, file)
+                mk(OpKind::Chdir, name(&file))
             }
-            Kind::Mkdir | Kind::Mkdirat => {
-                let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
-                mk(OpKind::Mkdir, full)
-            }
-            Kind::Rmdir => mk(
-                OpKind::Rmdir,
-                self.resolve(pid, None, None, path.as_deref()?),
-            ),
+            Kind::Mkdir | Kind::Mkdirat => mk(OpKind::Mkdir, resolved(self, dirfd)?),
+            Kind::Rmdir => mk(OpKind::Rmdir, resolved(self, None)?),
             Kind::Unlink | Kind::Unlinkat => {
-                let full = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
+                let full = resolved(self, dirfd)?;
                 if flags.has(Flags::AT_REMOVEDIR) {
                     mk(OpKind::Rmdir, full)
                 } else {
@@ -553,8 +601,8 @@ impl Normalizer {
             Kind::Rename | Kind::Renameat | Kind::Renameat2 => {
                 // For renameat the second dirfd is not kept; relative targets
                 // resolve against the cwd (PHP passes absolute paths).
-                let from = self.resolve(pid, dirfd, fd_path.as_deref(), path.as_deref()?);
-                let to = s(ev.path2).map(|p| self.resolve(pid, None, None, &p));
+                let from = resolved(self, dirfd)?;
+                let to = s(ev.path2).map(|p| self.resolve(pid, None, None, &p).into_owned());
                 let mut op = mk(OpKind::Rename, from);
                 op.path2 = to.as_deref().map(name);
                 op
