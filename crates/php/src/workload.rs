@@ -367,14 +367,16 @@ pub fn lock_latency(trace: &statstorm_trace::Trace, requests: &crate::request::R
 /// value (bounded by the distinct values, not by the events).
 #[derive(Clone, Debug, Default)]
 pub struct LockTimes {
-    per_pid: std::collections::HashMap<u32, PidTimes>,
+    // folded per event: the trace crate's fast hash (the values are
+    // summed into sorted maps, so no order depends on it)
+    per_pid: statstorm_trace::event::FastMap<u32, PidTimes>,
 }
 
 #[derive(Clone, Debug, Default)]
 struct PidTimes {
     prev_end: Option<i64>,
-    gaps: std::collections::HashMap<u64, u64>,
-    locks: std::collections::HashMap<u64, u64>,
+    gaps: statstorm_trace::event::FastMap<u64, u64>,
+    locks: statstorm_trace::event::FastMap<u64, u64>,
 }
 
 impl LockTimes {
