@@ -151,11 +151,16 @@ pub fn for_each_event_apart(
                 // the channel closes: the fold thread ends its loop
                 drop(tx);
                 match fold.join() {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => panic!("the fold thread lost its strings: {e}"),
+                    Ok(Ok(())) => res,
+                    // a tail that does not follow the copy: a bug, said
+                    // as an error rather than a wrong string for an id
+                    Ok(Err(e)) => Err(Error::Read {
+                        path: one.display().to_string(),
+                        line: 0,
+                        source: std::io::Error::other(e),
+                    }),
                     Err(p) => std::panic::resume_unwind(p),
                 }
-                res
             })?;
             if let Some(done) = streamed {
                 return Ok(done);

@@ -1136,9 +1136,8 @@ impl TraceFacts {
 
 /// [`lift_parts`] of the requests' calls `real` as [`request_ops`] gives
 /// them (normalized by the caller) and the trace's `facts`; with the
-/// first `infer::SEARCH_REQUESTS` (16) requests' calls (those alone:
-/// a vector of one empty list per request cost 24 bytes a request), what
-/// the settings inference needs.
+/// first `infer::SEARCH_REQUESTS` (16) requests' calls (those alone,
+/// not a list per request), what the settings inference needs.
 pub fn lift_parts_from(
     facts: &TraceFacts,
     requests: &Requests,
