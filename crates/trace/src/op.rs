@@ -424,8 +424,8 @@ impl Normalizer {
                 }
             }
         };
-        // the event's strings borrowed from the interner (valid UTF-8, as
-        // paths are): an allocation per path cost more than the rest
+        // the event's strings borrowed from the interner, not copied
+        // (valid UTF-8, as paths are)
         let s = |id: Option<crate::PathId>| id.map(|i| strings.str(i));
         let id_name = |id: crate::PathId| -> Name {
             let mut c = by_id.borrow_mut();
