@@ -683,6 +683,33 @@ mod tests {
     }
 
     #[test]
+    fn names_follow_each_interner() {
+        // two interners give the same ids to different paths; a clone
+        // grows apart from its original under the same new ids
+        let stat = |st: &mut Interner, p: &str| ev(st, Kind::Stat, Some(p), None, 0, Ret::Ok(0));
+        let mut a = Interner::new();
+        let mut b = Interner::new();
+        let ea = stat(&mut a, "/srv/a.php");
+        let eb = stat(&mut b, "/srv/b.php");
+        assert_eq!(ea.path, eb.path);
+        let mut c = a.clone();
+        let ec = stat(&mut c, "/srv/c.php");
+        let ed = stat(&mut a, "/srv/d.php");
+        assert_eq!(ec.path, ed.path);
+        let mut n = Normalizer::new();
+        for _ in 0..2 {
+            for (e, st, want) in [
+                (&ea, &a, "/srv/a.php"),
+                (&eb, &b, "/srv/b.php"),
+                (&ec, &c, "/srv/c.php"),
+                (&ed, &a, "/srv/d.php"),
+            ] {
+                assert_eq!(&*n.push(e, st).unwrap().path, want);
+            }
+        }
+    }
+
+    #[test]
     fn fd_calls_follow_the_open() {
         let mut st = Interner::new();
         let mut n = Normalizer::new();
