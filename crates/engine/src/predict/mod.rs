@@ -236,8 +236,9 @@ pub struct RequestOut {
     /// Epoch seconds (the trace's clock).
     pub start: f64,
     pub end: f64,
+    /// The entry script (one shared copy per distinct script).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub script: Option<String>,
+    pub script: Option<statstorm_trace::op::Name>,
     /// Operations taken from a richer request of the same script.
     pub from_template: bool,
     /// Operations taken from a request of the reference capture (with
@@ -1097,13 +1098,24 @@ fn build(
         recorded: Side::default(),
     };
     let mut requests = Vec::with_capacity(order.len());
+    // a row per request, and requests repeat their scripts
+    let mut scripts: statstorm_trace::event::FastSet<statstorm_trace::op::Name> =
+        Default::default();
     for i in order {
         let p = &preds[i];
+        let script = p.script.as_deref().map(|s| match scripts.get(s) {
+            Some(n) => n.clone(),
+            None => {
+                let n: statstorm_trace::op::Name = s.into();
+                scripts.insert(n.clone());
+                n
+            }
+        });
         let r = RequestOut {
             pid: p.pid,
             start: secs(p.start_us),
             end: secs(p.end_us),
-            script: p.script.clone(),
+            script,
             from_template: p.from_template,
             from_reference: from_reference.get(i).copied().unwrap_or(false),
             before: Side::counted(counts[0][i].clone()),
