@@ -461,7 +461,7 @@ impl Fold {
         let n = plan.requests.len();
         let request_of = |u: usize| plan.unit_request.get(u).copied().flatten();
         // each request's chunks, in the order written: counted, then
-        // placed (a unit's own list of chunks cost an allocation per unit)
+        // placed (no list of chunks per unit)
         let mut at = vec![0usize; n + 1];
         for &(u, _) in &placed {
             if let Some(r) = request_of(u as usize) {

@@ -413,6 +413,13 @@ impl Normalizer {
         names: &std::cell::RefCell<HashSet<Name>>,
         by_id: &std::cell::RefCell<(u64, Vec<Option<Name>>)>,
     ) -> Option<Op> {
+        if matches!(
+            ev.kind,
+            Kind::Accept | Kind::Accept4 | Kind::Recvfrom | Kind::Recvmsg | Kind::Other
+        ) {
+            // no filesystem operation: nothing of the event is looked up
+            return None;
+        }
         let name = |s: &str| -> Name {
             let mut set = names.borrow_mut();
             match set.get(s) {
@@ -607,6 +614,7 @@ impl Normalizer {
                 op.path2 = to.as_deref().map(name);
                 op
             }
+            // returned above already
             Kind::Accept | Kind::Accept4 | Kind::Recvfrom | Kind::Recvmsg | Kind::Other => {
                 return None
             }
