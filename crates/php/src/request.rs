@@ -900,20 +900,25 @@ impl Splitter {
             note = "neither php-fpm requests (no accept or FastCGI header read) nor php-cli processes (no php binary, script or php.ini seen): the whole trace is treated as one request".to_string();
         }
         // Time order: start (requests without timestamps keep input order).
-        let mut idx: Vec<usize> = (0..reqs.len()).collect();
-        idx.sort_by_key(|&i| (reqs[i].start_us.unwrap_or(i64::MIN), reqs[i].first_event));
+        // The key is unique (no two requests share their first event), so
+        // the requests are sorted in place, not copied in the new order.
+        let key = |r: &RequestInfo| (r.start_us.unwrap_or(i64::MIN), r.first_event);
+        let mut idx: Vec<u32> = (0..reqs.len() as u32).collect();
+        idx.sort_unstable_by_key(|&i| key(&reqs[i as usize]));
         let mut new_pos = vec![0u32; reqs.len()];
         for (pos, &i) in idx.iter().enumerate() {
-            new_pos[i] = pos as u32;
+            new_pos[i as usize] = pos as u32;
         }
+        drop(idx);
         for r in unit_request.iter_mut().flatten() {
             *r = new_pos[*r as usize];
         }
-        let requests = idx.into_iter().map(|i| reqs[i].clone()).collect();
+        reqs.sort_unstable_by_key(key);
+        reqs.shrink_to_fit();
         Plan {
             mode,
             note,
-            requests,
+            requests: reqs,
             unit_request,
         }
     }

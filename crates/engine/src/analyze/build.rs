@@ -3,6 +3,7 @@
 
 use super::*;
 use statstorm_php::request::RequestMode;
+use std::sync::Arc;
 
 fn names_map(v: impl IntoIterator<Item = (u32, u64)>, strings: &Interner) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
@@ -106,8 +107,8 @@ fn keep_top_candidates(rows: &mut Vec<(u32, u64)>, top: usize) {
 }
 
 pub(super) fn build_profile(
-    a: Analyzer,
-    plan: Plan,
+    mut a: Analyzer,
+    mut plan: Plan,
     strings: &Interner,
     input: InputInfo,
     top: usize,
@@ -297,10 +298,13 @@ pub(super) fn build_profile(
         })
         .collect();
 
-    // Requests: merge units.
-    let mut requests: Vec<RequestRow> = plan
-        .requests
-        .iter()
+    // Requests: merge units. The plan's requests become the rows, and the
+    // units are let go once added up: at the end of a capture of many
+    // requests these are most of what analyze holds.
+    let n_requests = plan.requests.len();
+    let empty: Arc<BTreeMap<String, u64>> = Arc::default();
+    let mut requests: Vec<RequestRow> = std::mem::take(&mut plan.requests)
+        .into_iter()
         .enumerate()
         .map(|(i, r)| RequestRow {
             index: i,
@@ -311,7 +315,7 @@ pub(super) fn build_profile(
             events: r.events,
             metadata_calls: 0,
             enoent: 0,
-            by_syscall: Default::default(),
+            by_syscall: Arc::clone(&empty),
             realpath_walks: 0,
             walk_lstats: 0,
             repeats: 0,
@@ -319,9 +323,11 @@ pub(super) fn build_profile(
         })
         .collect();
     let mut total_repeats = 0;
-    // each request's units, to make its calls per syscall at once
+    let mut rewalks = 0;
+    // each request's units' calls per name (`Tallies` ids), to make its
+    // calls per syscall at once
     let mut of_request: Vec<(u32, u32)> = Vec::new();
-    for (ui, u) in a.units.iter().enumerate() {
+    for (ui, u) in std::mem::take(&mut a.units).into_iter().enumerate() {
         if let Some(Some(r)) = plan.unit_request.get(ui) {
             let row = &mut requests[*r as usize];
             row.metadata_calls += u.metadata;
@@ -332,23 +338,35 @@ pub(super) fn build_profile(
             if let Some(t) = &mut row.metadata_time_us {
                 *t += u.metadata_time_us;
             }
-            of_request.push((*r, ui as u32));
+            of_request.push((*r, u.names));
         }
         total_repeats += u.repeats;
+        rewalks += u.rewalks;
     }
-    // requests repeat their counts: one copy of each
+    plan.unit_request = Vec::new();
+    // requests repeat their counts: one copy of each (a request of one
+    // unit found by its list's id, without making the map again)
     of_request.sort_unstable();
     let mut pool = statstorm_trace::share::Pool::default();
+    let mut by_list: HashMap<u32, Arc<BTreeMap<String, u64>>> = HashMap::new();
     for group in of_request.chunk_by(|x, y| x.0 == y.0) {
-        let mut m: BTreeMap<String, u64> = BTreeMap::new();
-        for &(_, ui) in group {
-            let u = &a.units[ui as usize];
-            for (k, v) in names_map(u.by_name.iter(&a.ix_name), strings) {
-                *m.entry(k).or_insert(0) += v;
+        let shared = match group {
+            &[(_, list)] => Arc::clone(by_list.entry(list).or_insert_with(|| {
+                pool.share(names_map(a.tallies.names(list, &a.ix_name), strings))
+            })),
+            _ => {
+                let mut m: BTreeMap<String, u64> = BTreeMap::new();
+                for &(_, list) in group {
+                    for (k, v) in names_map(a.tallies.names(list, &a.ix_name), strings) {
+                        *m.entry(k).or_insert(0) += v;
+                    }
+                }
+                pool.share(m)
             }
-        }
-        requests[group[0].0 as usize].by_syscall = pool.share(m);
+        };
+        requests[group[0].0 as usize].by_syscall = shared;
     }
+    drop(of_request);
 
     // Realpath walks by file.
     let mut wf: Vec<(u32, u64, u64)> = a
@@ -366,7 +384,7 @@ pub(super) fn build_profile(
         walks,
         lstats: walk_lstats,
         files,
-        rewalks: a.units.iter().map(|u| u.rewalks).sum(),
+        rewalks,
         requests_with_walks: requests.iter().filter(|r| r.realpath_walks > 0).count() as u64,
         deepest_first: a.walks_deepest_first,
         shallowest_first: a.walks_shallowest_first,
@@ -450,7 +468,7 @@ pub(super) fn build_profile(
         request_split: RequestsInfo {
             mode: plan.mode,
             note: plan.note.clone(),
-            count: plan.requests.len(),
+            count: n_requests,
         },
         requests,
         realpath,

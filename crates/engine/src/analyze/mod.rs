@@ -82,7 +82,7 @@ struct PathHot {
     /// current generation of a process means its request piece stat'ed
     /// the path already (a repeat, no set lookup needed). When another
     /// generation takes the path over while this one is still current,
-    /// the path goes into the request piece's `UnitAgg::seen` set.
+    /// the path goes into the process's `ProcAgg::seen` set.
     seen_gen: u64,
 }
 
@@ -192,6 +192,21 @@ struct ProcAgg {
     /// piece, exit): see `PathHot::seen_gen`. Never 0 once the process
     /// has an event.
     seen_gen: u64,
+    /// What the process's current unit (request piece) needs while it
+    /// runs, kept here rather than per unit (a unit's events all come
+    /// from its process, `Splitter::push_slot`): its calls per name
+    /// until the unit is settled ...
+    names: NameCounts,
+    /// ... the paths stat'ed in it whose `PathHot::seen_gen` another
+    /// generation has since taken over (emptied when the unit ends): with
+    /// the paths whose `seen_gen` is still the process's generation,
+    /// these are the paths stat'ed in the unit. Only paths taken over go
+    /// in, not every path stat'ed: most never are, and inserting each
+    /// into a set of its own piece was 5% of the merging thread's time on
+    /// the bench log ...
+    seen: HashSet<PathId, FastHash>,
+    /// ... and the files resolved by a walk in it.
+    walked: HashSet<PathId, FastHash>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -206,7 +221,12 @@ struct Run {
 
 #[derive(Default, Clone, Debug)]
 struct UnitAgg {
-    by_name: NameCounts,
+    /// The unit's calls per syscall name: an id into
+    /// `Analyzer::tallies` (0: none yet), settled when its process moves
+    /// on (`Analyzer::settle_names`); until then they count in the
+    /// process's `ProcAgg::names`. A unit kept per request piece for the
+    /// whole run is 64 bytes, not a vector of counts each.
+    names: u32,
     metadata: u64,
     enoent: u64,
     walks: u64,
@@ -215,16 +235,6 @@ struct UnitAgg {
     metadata_time_us: u64,
     /// Walks of a file already walked in this unit.
     rewalks: u64,
-    /// Paths stat'ed in this unit whose `PathHot::seen_gen` another
-    /// generation has since taken over (dropped when the unit ends): with
-    /// the paths whose `seen_gen` is still the unit's generation, these
-    /// are the paths stat'ed in this unit. Only paths taken over go in,
-    /// not every path stat'ed: most never are, and inserting each into a
-    /// set of its own piece was 5% of the merging thread's time on the
-    /// bench log.
-    seen: HashSet<PathId, FastHash>,
-    /// Files resolved by a walk in this unit (dropped when the unit ends).
-    walked: HashSet<PathId, FastHash>,
 }
 
 /// Metadata calls counted in the current second `s` of the time series
@@ -299,6 +309,9 @@ pub struct Analyzer {
     /// into, if that generation is still its process's current one.
     gen_proc: Vec<u32>,
     units: Vec<UnitAgg>,
+    /// The settled units' calls per name, each distinct list once
+    /// (requests repeat their counts).
+    tallies: Tallies,
     per_sec: HashMap<i64, u64, FastHash>,
     cur_sec: CurSec,
     walks_deepest_first: u64,
@@ -358,7 +371,7 @@ fn bump(v: &mut Vec<(u32, u64)>, key: u32) {
     v.push((key, 1));
 }
 
-/// Calls per syscall name of one request piece, indexed by the name's
+/// Calls per syscall name of a process's current request piece, indexed by the name's
 /// dense index (`Analyzer::name_ix`), grown on demand. Replaces a list of
 /// (name id, count) searched linearly per event: a request piece sees tens
 /// of names, so most events scanned past the three inline entries into the
@@ -380,15 +393,91 @@ impl NameCounts {
         self.0.resize(ix + 1, 0);
         self.0[ix] += 1;
     }
+}
 
-    /// (name id, calls) of the names with calls, given the dense index's
-    /// name ids.
-    fn iter<'a>(&'a self, ix_name: &'a [u32]) -> impl Iterator<Item = (u32, u64)> + 'a {
-        self.0
-            .iter()
-            .zip(ix_name)
-            .filter(|(&c, _)| c > 0)
-            .map(|(&c, &id)| (id, c))
+/// Settled calls per name (`UnitAgg::names`): each distinct list once, as
+/// (dense name index, calls) pairs in LEB128 varints, found by its bytes.
+/// Id 0 is the empty list.
+#[derive(Debug)]
+struct Tallies {
+    lists: Vec<std::sync::Arc<[u8]>>,
+    ids: HashMap<std::sync::Arc<[u8]>, u32, FastHash>,
+    buf: Vec<u8>,
+}
+
+impl Default for Tallies {
+    fn default() -> Self {
+        Tallies {
+            lists: vec![std::sync::Arc::from(&[][..])],
+            ids: HashMap::default(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some(&x) = b.get(*at) {
+        *at += 1;
+        if shift < 64 {
+            v |= ((x & 0x7f) as u64) << shift;
+        }
+        if x & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+impl Tallies {
+    /// The id of the list of `counts` (by dense index; zeros left out).
+    fn add(&mut self, counts: &[u64]) -> u32 {
+        self.buf.clear();
+        for (ix, &c) in counts.iter().enumerate() {
+            if c > 0 {
+                put_varint(&mut self.buf, ix as u64);
+                put_varint(&mut self.buf, c);
+            }
+        }
+        if self.buf.is_empty() {
+            return 0;
+        }
+        if let Some(&id) = self.ids.get(&self.buf[..]) {
+            return id;
+        }
+        let list: std::sync::Arc<[u8]> = std::sync::Arc::from(&self.buf[..]);
+        let id = self.lists.len() as u32;
+        self.lists.push(list.clone());
+        self.ids.insert(list, id);
+        id
+    }
+
+    /// (dense name index, calls) of list `id`.
+    fn get(&self, id: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let b: &[u8] = self.lists.get(id as usize).map_or(&[], |l| l);
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < b.len()).then(|| {
+                let ix = get_varint(b, &mut at) as u32;
+                (ix, get_varint(b, &mut at))
+            })
+        })
+    }
+
+    /// (name id, calls) of list `id`, given the dense index's name ids.
+    fn names<'a>(&'a self, id: u32, ix_name: &'a [u32]) -> impl Iterator<Item = (u32, u64)> + 'a {
+        self.get(id)
+            .filter_map(move |(ix, c)| ix_name.get(ix as usize).map(|&n| (n, c)))
     }
 }
 
@@ -455,6 +544,7 @@ impl Analyzer {
             next_gen: 0,
             gen_proc: vec![u32::MAX],
             units: Vec::new(),
+            tallies: Tallies::default(),
             per_sec: HashMap::default(),
             cur_sec: CurSec::EMPTY,
             walks_deepest_first: 0,
@@ -570,6 +660,9 @@ impl ProcAgg {
             run: Run::default(),
             unit: u32::MAX,
             seen_gen: 0,
+            names: NameCounts::default(),
+            seen: HashSet::default(),
+            walked: HashSet::default(),
         }
     }
 }
@@ -597,10 +690,11 @@ impl Analyzer {
         }
         self.walks[i].0 += 1;
         self.walks[i].1 += run.len as u64;
+        let again = !self.procs[pi].walked.insert(resolved);
         if let Some(u) = self.units.get_mut(unit as usize) {
             u.walks += 1;
             u.walk_lstats += run.len as u64;
-            if !u.walked.insert(resolved) {
+            if again {
                 u.rewalks += 1;
             }
         }
@@ -611,14 +705,37 @@ impl Analyzer {
     /// request piece, not per event.
     #[inline(never)]
     fn enter_unit(&mut self, pi: usize, unit: u32) {
-        let prev_unit = self.procs[pi].unit;
         self.close_run(pi);
-        if let Some(u) = self.units.get_mut(prev_unit as usize) {
-            u.seen = HashSet::default();
-            u.walked = HashSet::default();
-        }
-        self.procs[pi].unit = unit;
+        self.settle_names(pi);
+        let pr = &mut self.procs[pi];
+        pr.seen = HashSet::default();
+        pr.walked = HashSet::default();
+        pr.unit = unit;
         self.new_gen(pi);
+    }
+
+    /// The calls per name of process `pi`'s current unit go into the
+    /// unit's record (added to what it had, if anything).
+    fn settle_names(&mut self, pi: usize) {
+        let pr = &mut self.procs[pi];
+        let Some(u) = self.units.get_mut(pr.unit as usize) else {
+            return;
+        };
+        if pr.names.0.iter().all(|&c| c == 0) {
+            return;
+        }
+        if u.names != 0 {
+            for (ix, c) in self.tallies.get(u.names) {
+                if let Some(x) = pr.names.0.get_mut(ix as usize) {
+                    *x += c;
+                } else {
+                    pr.names.0.resize(ix as usize + 1, 0);
+                    pr.names.0[ix as usize] = c;
+                }
+            }
+        }
+        u.names = self.tallies.add(&pr.names.0);
+        pr.names.0.clear();
     }
 
     /// Process slot `pi` starts a new generation (its `seen` set was just
@@ -633,7 +750,7 @@ impl Analyzer {
     /// A path stat'ed under generation `old` is now stat'ed under another:
     /// if `old` is still its process's current generation, the path goes
     /// into that process's request piece's `seen` set, which then stands
-    /// for `PathHot::seen_gen` (see `UnitAgg::seen`). A generation no
+    /// for `PathHot::seen_gen` (see `ProcAgg::seen`). A generation no
     /// longer current had its set emptied; nothing is kept for it.
     #[inline(never)]
     fn take_over(&mut self, old: u64, p: PathId) {
@@ -643,10 +760,8 @@ impl Analyzer {
         let Some(pr) = self.procs.get(owner as usize) else {
             return;
         };
-        if pr.seen_gen == old {
-            if let Some(u) = self.units.get_mut(pr.unit as usize) {
-                u.seen.insert(p);
-            }
+        if pr.seen_gen == old && (pr.unit as usize) < self.units.len() {
+            self.procs[owner as usize].seen.insert(p);
         }
     }
 
@@ -791,8 +906,8 @@ impl Analyzer {
         // stat'ed path was taken from, when it was not this one.
         let mut taken = None;
         {
+            pr.names.bump(nix);
             let u = &mut self.units[unit];
-            u.by_name.bump(nix);
             if metadata {
                 u.metadata += 1;
                 u.metadata_time_us += ev.dur_us.unwrap_or(0);
@@ -872,9 +987,9 @@ impl Analyzer {
             if old != 0 {
                 self.take_over(old, p);
             }
-            let u = &mut self.units[unit];
-            if !u.seen.is_empty() && u.seen.contains(&p) {
-                u.repeats += 1;
+            let seen = &self.procs[pi].seen;
+            if !seen.is_empty() && seen.contains(&p) {
+                self.units[unit].repeats += 1;
             }
         }
     }
@@ -1005,11 +1120,9 @@ impl Analyzer {
     pub fn exit(&mut self, pid: u32) {
         if let Some(&pi) = self.proc_index.get(&pid) {
             self.close_run(pi);
-            let unit = self.procs[pi].unit;
-            if let Some(u) = self.units.get_mut(unit as usize) {
-                u.seen = HashSet::default();
-                u.walked = HashSet::default();
-            }
+            let pr = &mut self.procs[pi];
+            pr.seen = HashSet::default();
+            pr.walked = HashSet::default();
             self.new_gen(pi);
         }
     }
@@ -1018,6 +1131,7 @@ impl Analyzer {
     pub fn finish(mut self, strings: &Interner, input: InputInfo, top: usize) -> Profile {
         for pi in 0..self.procs.len() {
             self.close_run(pi);
+            self.settle_names(pi);
         }
         self.flush_sec();
         let plan = std::mem::take(&mut self.splitter).finish();
@@ -1029,6 +1143,23 @@ impl Analyzer {
 mod tests {
     use super::build::top_sorted;
     use super::*;
+
+    #[test]
+    fn tallies_keep_each_list_once_and_give_it_back() {
+        let mut t = Tallies::default();
+        assert_eq!(t.add(&[0, 0]), 0);
+        let big = u64::MAX - 1;
+        let a = t.add(&[3, 0, big, 1 << 35]);
+        assert_ne!(a, 0);
+        assert_eq!(t.add(&[3, 0, big, 1 << 35, 0]), a);
+        let b = t.add(&[3]);
+        assert_ne!(b, a);
+        let got: Vec<(u32, u64)> = t.get(a).collect();
+        assert_eq!(got, vec![(0, 3), (2, big), (3, 1 << 35)]);
+        let names: Vec<(u32, u64)> = t.names(a, &[10, 11, 12]).collect();
+        assert_eq!(names, vec![(10, 3), (12, big)]);
+        assert_eq!(t.get(0).count(), 0);
+    }
     use statstorm_php::request::RequestMode;
     use statstorm_trace::{Errno, Ret};
 
