@@ -888,29 +888,65 @@ impl Capture {
         let list = nfs.as_ref().is_some_and(|n| n.single().is_some()) || local;
         let bg: Vec<&[statstorm_trace::op::Op]> =
             rec.background.iter().map(|b| b.ops.as_slice()).collect();
-        // one side after the other: at once (one thread each) they took
-        // 15% less time on the bench log but held both sides' caches
-        // together (deep paths: tests/hostile/sim_nfs.rs no longer fit
-        // in 512 MiB of address space); so for the recorded side beside
-        // the recorded calls' replay (+nfs on the 1.1 GB bench log 22 ->
-        // 17 s, but 547 -> 668 MB and the same test out of memory)
-        // the recorded side and the recorded calls' replay depend on the
+        // with NFS options, one side after the other: at once (one thread
+        // each) they took 15% less time on the bench log but held both
+        // sides' NFS clients together (deep paths: tests/hostile/sim_nfs.rs
+        // no longer fit in 512 MiB of address space); so for the recorded
+        // side beside the recorded calls' replay (+nfs on the 1.1 GB bench
+        // log 22 -> 17 s, but 547 -> 668 MB and the same test out of
+        // memory).
+        // The recorded side and the recorded calls' replay depend on the
         // capture alone: computed for its first prediction, kept for the
-        // others (diagnose predicts dozens of changes on one capture)
+        // others (diagnose predicts dozens of changes on one capture).
+        let run_after = || {
+            side::run(
+                w,
+                &proposed,
+                &latency,
+                nfs.as_ref().map(|n| (n, true)),
+                &bg,
+                list,
+            )
+        };
+        // Without NFS options a side holds its lowering's caches alone
+        // (the workers' realpath caches and OPcache's keys, bounded by the
+        // distinct paths): the two sides are lowered at once, one thread
+        // each (1.1 GB bench log: predict wall 0.92x, peak unchanged).
+        let mut after_early = None;
         let fixed = {
             let mut kept = cap.fixed.lock().unwrap_or_else(|e| e.into_inner());
             match kept.as_ref() {
                 Some(f) => std::sync::Arc::clone(f),
                 None => {
-                    stage("lowering under the recorded settings");
-                    let side = side::run(
-                        w,
-                        &recorded,
-                        &BTreeMap::new(),
-                        nfs.as_ref().map(|n| (n, false)),
-                        &bg,
-                        list,
-                    )
+                    stage(if nfs.is_none() {
+                        "lowering under the recorded and the proposed settings"
+                    } else {
+                        "lowering under the recorded settings"
+                    });
+                    let run_before = || {
+                        side::run(
+                            w,
+                            &recorded,
+                            &BTreeMap::new(),
+                            nfs.as_ref().map(|n| (n, false)),
+                            &bg,
+                            list,
+                        )
+                    };
+                    let side = if nfs.is_none() {
+                        let (b, a) = std::thread::scope(|s| {
+                            let h = s.spawn(run_before);
+                            let a = run_after();
+                            (h.join(), a)
+                        });
+                        after_early = Some(a);
+                        match b {
+                            Ok(b) => b,
+                            Err(p) => std::panic::resume_unwind(p),
+                        }
+                    } else {
+                        run_before()
+                    }
                     .map_err(Error::spill)?;
                     // the recorded calls read back request by request (a
                     // warm client start needs them all first)
@@ -937,15 +973,13 @@ impl Capture {
             }
         };
         let before = &fixed.side;
-        stage("lowering under the proposed settings");
-        let after = side::run(
-            w,
-            &proposed,
-            &latency,
-            nfs.as_ref().map(|n| (n, true)),
-            &bg,
-            list,
-        )
+        let after = match after_early {
+            Some(a) => a,
+            None => {
+                stage("lowering under the proposed settings");
+                run_after()
+            }
+        }
         .map_err(Error::spill)?;
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
