@@ -96,9 +96,10 @@ fn budget_candidates(f: &dyn Fn(u64) -> u64, n: u64, hi: u64) -> Vec<u64> {
 /// each None for the inferred one.
 type Trial = (Option<u64>, Option<u64>);
 
-/// What a trial gave: the lstat count, and the realpath caches' peak
-/// (`RealpathCache::peak`: bytes, whether an entry was refused).
-type Outcome = (u64, (u64, bool));
+/// What a trial gave: the lstat count, and what the realpath caches showed
+/// (`RealpathUse`: the peak bytes, whether an entry was refused, the
+/// longest an entry can have lived when looked at).
+type Outcome = (u64, crate::lower::RealpathUse);
 
 /// One candidate: (distance to the recorded count, not the default TTL,
 /// budget not a power of two, budget KiB or None for the inferred one,
@@ -143,9 +144,33 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     // in parallel, all with one file cache as it starts
     let tried: Mutex<HashMap<Trial, Outcome>> = Default::default();
     let (target, disk) = trial_inputs(&sub, &base);
+    // A TTL that let every entry of a trial live (none, or at least the
+    // trial's span: RealpathCache::span) changed nothing in it: two TTLs
+    // that both do give the same outcome under one budget (the caches see
+    // the same calls at the same times, and no entry expires under
+    // either). Requests that fit in a few seconds make every TTL tried
+    // the same as the inferred one: the TTL searches are then read from
+    // the budget search instead of lowered again.
+    let ttl_of = |t: Option<u64>| t.unwrap_or(base.realpath_cache_ttl);
+    let lives = |t: u64, span: u64| t == 0 || t >= span;
     let run = |kib: Option<u64>, ttl: Option<u64>| {
-        if let Some(&r) = tried.lock().expect("trials").get(&(kib, ttl)) {
-            return r;
+        {
+            let mut tried = tried.lock().expect("trials");
+            if let Some(&r) = tried.get(&(kib, ttl)) {
+                return r;
+            }
+            let same = std::iter::once(None)
+                .chain(TTLS.iter().map(|&t| Some(t)))
+                .filter(|&other| other != ttl)
+                .find_map(|other| {
+                    tried.get(&(kib, other)).copied().filter(|r| {
+                        lives(ttl_of(ttl), r.1.span_s) && lives(ttl_of(other), r.1.span_s)
+                    })
+                });
+            if let Some(r) = same {
+                tried.insert((kib, ttl), r);
+                return r;
+            }
         }
         let mut c = base.clone();
         if let Some(k) = kib {
@@ -166,16 +191,16 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     // (the trial recorded under that budget too): about 11 halvings for
     // an application's few MB instead of 20.
     let top = |ttl: Option<u64>| -> u64 {
-        let (n, (peak, refused)) = run(Some(MAX_BUDGET_KIB), ttl);
-        if refused {
+        let (n, at_max) = run(Some(MAX_BUDGET_KIB), ttl);
+        if at_max.refused {
             return MAX_BUDGET_KIB;
         }
-        let hi = peak.div_ceil(1024).clamp(1, MAX_BUDGET_KIB);
+        let hi = at_max.peak.div_ceil(1024).clamp(1, MAX_BUDGET_KIB);
         tried
             .lock()
             .expect("trials")
             .entry((Some(hi), ttl))
-            .or_insert((n, (peak, false)));
+            .or_insert((n, at_max));
         hi
     };
     let count_all = |trials: &[Trial]| {

@@ -631,6 +631,26 @@ pub fn lower_from(
     lower_from_peak(w, cfg, target, disk).0
 }
 
+/// What a lowering's realpath caches showed about their settings, over
+/// every process: the most bytes one held and whether any refused an
+/// entry ([`RealpathCache::peak`]), and the longest any entry can have
+/// lived when looked at ([`RealpathCache::span`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RealpathUse {
+    pub peak: u64,
+    pub refused: bool,
+    pub span_s: u64,
+}
+
+impl RealpathUse {
+    fn add(&mut self, c: &crate::realpath::RealpathCache) {
+        let (p, r) = c.peak();
+        self.peak = self.peak.max(p);
+        self.refused |= r;
+        self.span_s = self.span_s.max(c.span());
+    }
+}
+
 /// [`lower_from`], with the realpath caches' [`Lowerer::realpath_peak`]
 /// at the end.
 pub fn lower_from_peak(
@@ -638,7 +658,7 @@ pub fn lower_from_peak(
     cfg: &PhpConfig,
     target: &BTreeMap<OpKind, u64>,
     disk: Option<Disk>,
-) -> (Vec<Vec<Op>>, (u64, bool)) {
+) -> (Vec<Vec<Op>>, RealpathUse) {
     let mut low = Lowerer::with_file_cache(w, cfg, target, disk);
     let mut order: Vec<usize> = (0..w.requests.len()).collect();
     order.sort_by_key(|&i| (w.requests[i].start_us, i));
@@ -752,7 +772,7 @@ pub struct Lowerer<'a> {
     /// [`RealpathCache::peak`] of the caches let go: the php-cli
     /// requests' (each its own process) and the workers' whose last
     /// request ended, folded as they end.
-    cli_peak: (u64, bool),
+    cli_peak: RealpathUse,
     /// Per php-fpm worker, its last request in `facts` (by start): once
     /// it ends, the worker's caches serve no other request and are let
     /// go (a pool whose workers are replaced would otherwise hold every
@@ -796,7 +816,7 @@ impl<'a> Lowerer<'a> {
             last_start: i64::MIN,
             finished: Vec::new(),
             names: Names::default(),
-            cli_peak: (0, false),
+            cli_peak: RealpathUse::default(),
             final_of_pid: final_requests(facts),
         }
     }
@@ -916,17 +936,17 @@ impl<'a> Lowerer<'a> {
         }
         st.cx.out.shrink_to_fit();
         self.finished.push((idx, st.cx.out));
-        let (p, r) = wk.realpath.peak();
-        self.cli_peak = (self.cli_peak.0.max(p), self.cli_peak.1 | r);
+        self.cli_peak.add(&wk.realpath);
     }
 
-    /// The realpath caches' [`RealpathCache::peak`] over every process so
-    /// far: the most bytes one held, and whether any refused an entry.
-    pub fn realpath_peak(&self) -> (u64, bool) {
-        self.workers
-            .values()
-            .map(|w| w.realpath.peak())
-            .fold(self.cli_peak, |(a, x), (b, y)| (a.max(b), x | y))
+    /// What the realpath caches of every process so far showed
+    /// ([`RealpathUse`]).
+    pub fn realpath_peak(&self) -> RealpathUse {
+        let mut u = self.cli_peak;
+        for w in self.workers.values() {
+            u.add(&w.realpath);
+        }
+        u
     }
 
     /// Queues the next operation of live request `i` at its time (never
@@ -968,8 +988,7 @@ impl<'a> Lowerer<'a> {
             None if self.final_of_pid.get(&pid) == Some(&i) => {
                 self.last.remove(&pid);
                 if let Some(w) = self.workers.remove(&pid) {
-                    let (p, r) = w.realpath.peak();
-                    self.cli_peak = (self.cli_peak.0.max(p), self.cli_peak.1 | r);
+                    self.cli_peak.add(&w.realpath);
                 }
             }
             None => {

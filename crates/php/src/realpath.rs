@@ -110,6 +110,11 @@ pub struct RealpathCache {
     /// behaves as this one did ([`RealpathCache::peak`]).
     peak: u64,
     refused: bool,
+    /// The first entry's insertion time and the last lookup's (epoch
+    /// seconds; `i64::MAX` / `i64::MIN` before either): see
+    /// [`RealpathCache::span`].
+    first_add: i64,
+    last_find: i64,
 }
 
 impl RealpathCache {
@@ -123,7 +128,20 @@ impl RealpathCache {
             ttl,
             peak: 0,
             refused: false,
+            first_add: i64::MAX,
+            last_find: i64::MIN,
         }
+    }
+
+    /// Seconds from the first entry added to the last lookup that found
+    /// entries in the cache (0 before both): no entry can have been older
+    /// than this when looked at, so any TTL of at least this many seconds
+    /// (or none) let every entry live, and gives the same hits and misses.
+    pub fn span(&self) -> u64 {
+        if self.first_add == i64::MAX || self.last_find == i64::MIN {
+            return 0;
+        }
+        self.last_find.saturating_sub(self.first_add).max(0) as u64
     }
 
     /// The most bytes ever in use, and whether the limit ever refused an
@@ -155,6 +173,7 @@ impl RealpathCache {
         if !self.enabled() || self.chains.is_empty() {
             return false;
         }
+        self.last_find = self.last_find.max(now);
         let k = key(path.as_bytes());
         let chain = &mut self.chains[(k % CHAINS as u64) as usize];
         let mut i = chain.len();
@@ -190,6 +209,7 @@ impl RealpathCache {
         });
         self.bytes += n;
         self.peak = self.peak.max(self.bytes);
+        self.first_add = self.first_add.min(now);
     }
 
     /// `tsrm_realpath_r` of an existing path at `now` (R53): from the full
@@ -354,6 +374,33 @@ mod tests {
         assert_eq!(entry_bytes("/tmp/rc/lnk", "/tmp/rc/a/bb"), 73);
         // the peak: 290 bytes held, two entries refused
         assert_eq!(c.peak(), (290, true));
+    }
+
+    /// A TTL of at least the span (first entry added to last lookup) ends
+    /// no entry: the same hits as no TTL; one second less ends one (what
+    /// the settings search relies on to read one TTL's trial from
+    /// another's).
+    #[test]
+    fn a_ttl_of_the_span_ends_no_entry() {
+        let run = |ttl: u64| {
+            let mut c = RealpathCache::new(1 << 20, ttl);
+            let mut hits = Vec::new();
+            for t in 10..16i64 {
+                hits.push(c.find("/a", t));
+                c.add("/a", "/a", t);
+                hits.push(c.find("/a/b", t + 1));
+                if t == 10 {
+                    c.add("/a/b", "/a/b", t);
+                }
+            }
+            (hits, c.span())
+        };
+        let (none, span) = run(0);
+        assert_eq!(span, 15 - 10 + 1);
+        assert_eq!(run(span).0, none);
+        assert_eq!(run(span + 100).0, none);
+        assert_ne!(run(span - 1).0, none);
+        assert_eq!(RealpathCache::new(100, 2).span(), 0);
     }
 
     /// A cache whose limit is at least another's peak, where that one
