@@ -454,16 +454,17 @@ impl Normalizer {
             id.filter(|&i| strings.bytes(i).first() == Some(&b'/'))
                 .map(id_name)
         };
-        let path = s(ev.path);
-        let fd_path = s(ev.fd_path);
         // an absolute path is its own resolution, and the `-y` decoration
-        // of an fd names its file when absolute: their names by id
+        // of an fd names its file when absolute: their names by id (the
+        // texts are looked at only when a path must be joined to a
+        // directory)
         let path_abs = abs_name(ev.path);
         let fd_abs = abs_name(ev.fd_path);
         let resolved = |this: &Self, dirfd: Option<i32>| -> Option<Name> {
             if let Some(n) = &path_abs {
                 return Some(n.clone());
             }
+            let (path, fd_path) = (s(ev.path), s(ev.fd_path));
             let full = this.resolve(ev.pid, dirfd, fd_path.as_deref(), path.as_deref()?);
             Some(name(&full))
         };
@@ -471,6 +472,7 @@ impl Normalizer {
             if let Some(n) = &fd_abs {
                 return Some(n.clone());
             }
+            let fd_path = s(ev.fd_path);
             let file = this.fd_file(ev.pid, ev.fd, fd_path.as_deref())?;
             Some(name(&file))
         };
@@ -501,13 +503,22 @@ impl Normalizer {
             Kind::Lstat => mk(OpKind::Lstat, resolved(self, None)?),
             Kind::Fstat => mk(OpKind::Fstat, fd_named(self)?),
             Kind::Newfstatat | Kind::Fstatat64 | Kind::Statx => {
-                let p = path.as_deref().unwrap_or("");
-                if p.is_empty() && flags.has(Flags::AT_EMPTY_PATH) {
+                let empty = ev.path.is_none_or(|i| strings.bytes(i).is_empty());
+                if empty && flags.has(Flags::AT_EMPTY_PATH) {
                     mk(OpKind::Fstat, fd_named(self)?)
                 } else {
                     let full = match &path_abs {
                         Some(n) => n.clone(),
-                        None => name(&self.resolve(pid, dirfd, fd_path.as_deref(), p)),
+                        None => {
+                            let p = s(ev.path);
+                            let fd_path = s(ev.fd_path);
+                            name(&self.resolve(
+                                pid,
+                                dirfd,
+                                fd_path.as_deref(),
+                                p.as_deref().unwrap_or(""),
+                            ))
+                        }
                     };
                     if flags.has(Flags::AT_SYMLINK_NOFOLLOW) {
                         mk(OpKind::Lstat, full)
@@ -575,7 +586,7 @@ impl Normalizer {
             }
             Kind::Getcwd => {
                 // getcwd's "path" is the returned directory.
-                let p = path.clone()?.into_owned();
+                let p = s(ev.path)?.into_owned();
                 if ok {
                     self.procs.entry(pid).or_default().cwd = Some(p.clone());
                 }
@@ -589,6 +600,7 @@ impl Normalizer {
                 mk(OpKind::Chdir, full)
             }
             Kind::Fchdir => {
+                let fd_path = s(ev.fd_path);
                 let file = self.fd_file(pid, ev.fd, fd_path.as_deref())?.into_owned();
                 if ok {
                     self.procs.entry(pid).or_default().cwd = Some(file.clone());
@@ -621,10 +633,10 @@ impl Normalizer {
         };
         let mut op = op;
         // a relative path: the walk starts in the directory it was joined to
-        if let Some(p) = path
-            .as_deref()
-            .filter(|p| !p.is_empty() && !p.starts_with('/'))
-        {
+        let relative = ev
+            .path
+            .is_some_and(|i| strings.bytes(i).first().is_some_and(|&b| b != b'/'));
+        if let Some(p) = s(ev.path.filter(|_| relative)).as_deref() {
             let full = op.path.as_bytes();
             if full.first() == Some(&b'/')
                 && full.len() > p.len()
