@@ -912,13 +912,16 @@ impl Capture {
         // (the workers' realpath caches and OPcache's keys, bounded by the
         // distinct paths): the two sides are lowered at once, one thread
         // each (1.1 GB bench log: predict wall 0.92x, peak unchanged).
+        // Not from one of rayon's workers: the other side's thread may
+        // give the pool work while this worker waits for it to end.
+        let at_once = nfs.is_none() && statstorm_trace::ahead::may_use_pool();
         let mut after_early = None;
         let fixed = {
             let mut kept = cap.fixed.lock().unwrap_or_else(|e| e.into_inner());
             match kept.as_ref() {
                 Some(f) => std::sync::Arc::clone(f),
                 None => {
-                    stage(if nfs.is_none() {
+                    stage(if at_once {
                         "lowering under the recorded and the proposed settings"
                     } else {
                         "lowering under the recorded settings"
@@ -933,7 +936,7 @@ impl Capture {
                             list,
                         )
                     };
-                    let side = if nfs.is_none() {
+                    let side = if at_once {
                         let (b, a) = std::thread::scope(|s| {
                             let h = s.spawn(run_before);
                             let a = run_after();
