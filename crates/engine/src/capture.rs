@@ -231,8 +231,10 @@ pub struct Fold {
     /// to another unit (units repeat their counts: a pointer each).
     counts: Vec<Tally>,
     tallies: statstorm_trace::TallyPool,
-    /// Per process, the unit of its last call.
-    current: statstorm_trace::event::FastMap<u32, u32>,
+    /// Per process, the unit of its last call and that unit's calls by
+    /// kind so far (an array bump per call; the unit's tally is made
+    /// when its process moves on, or at the end).
+    current: statstorm_trace::event::FastMap<u32, Active>,
     /// Units with calls in memory, and how many calls that is.
     open: Vec<u32>,
     held: usize,
@@ -331,6 +333,27 @@ impl Default for Fold {
     }
 }
 
+/// A process's unit taking calls ([`Fold`]'s `current`).
+struct Active {
+    unit: u32,
+    /// Calls by kind (`OpKind as usize`) since the unit's tally was last
+    /// settled.
+    by_kind: [u64; OpKind::ALL.len()],
+}
+
+impl Active {
+    /// Adds the calls counted by kind to `t` (by syscall name) and starts
+    /// the count again.
+    fn settle(&mut self, t: &mut Tally) {
+        for (k, n) in OpKind::ALL.iter().zip(&mut self.by_kind) {
+            if *n > 0 {
+                t.add(k.syscall_name(statstorm_trace::Flags::default()), *n);
+                *n = 0;
+            }
+        }
+    }
+}
+
 impl Fold {
     pub fn new() -> Fold {
         Fold::holding(HELD)
@@ -375,14 +398,19 @@ impl Fold {
                 self.units.resize_with(unit + 1, UnitCalls::default);
                 self.counts.resize_with(unit + 1, Tally::new);
             }
-            if let Some(prev) = self.current.insert(op.pid, unit as u32) {
-                if prev as usize != unit {
-                    // the process's unit before is done
-                    let c = std::mem::take(&mut self.counts[prev as usize]);
-                    self.counts[prev as usize] = self.tallies.share(c.shrunk());
-                }
+            let a = self.current.entry(op.pid).or_insert_with(|| Active {
+                unit: unit as u32,
+                by_kind: [0; OpKind::ALL.len()],
+            });
+            if a.unit as usize != unit {
+                // the process's unit before is done
+                let prev = a.unit as usize;
+                let mut c = std::mem::take(&mut self.counts[prev]);
+                a.settle(&mut c);
+                self.counts[prev] = self.tallies.share(c.shrunk());
+                a.unit = unit as u32;
             }
-            self.counts[unit].add(op.kind.syscall_name(op.flags()), 1);
+            a.by_kind[op.kind as usize] += 1;
             let uc = &mut self.units[unit];
             uc.pid = op.pid;
             match op.dur_us {
@@ -457,6 +485,12 @@ impl Fold {
             }
             None => (None, Vec::new()),
         };
+        // the units still taking calls: their tallies
+        for (_, mut a) in std::mem::take(&mut self.current) {
+            if let Some(c) = self.counts.get_mut(a.unit as usize) {
+                a.settle(c);
+            }
+        }
         let plan = self.split.finish();
         let n = plan.requests.len();
         let request_of = |u: usize| plan.unit_request.get(u).copied().flatten();

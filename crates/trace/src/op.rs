@@ -102,6 +102,27 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// Every kind, in declaration order (`ALL[k as usize] == k`).
+    pub const ALL: [OpKind; 17] = [
+        OpKind::Stat,
+        OpKind::Lstat,
+        OpKind::Fstat,
+        OpKind::Access,
+        OpKind::Open,
+        OpKind::Close,
+        OpKind::Read,
+        OpKind::Mmap,
+        OpKind::Write,
+        OpKind::Readlink,
+        OpKind::Getdents,
+        OpKind::Chdir,
+        OpKind::Getcwd,
+        OpKind::Mkdir,
+        OpKind::Rmdir,
+        OpKind::Unlink,
+        OpKind::Rename,
+    ];
+
     /// The syscall name PHP 8.2 with glibc 2.36 on x86-64 issues for this
     /// operation (what `strace` prints).
     pub fn syscall_name(self, flags: Flags) -> &'static str {
@@ -652,6 +673,18 @@ impl Normalizer {
 
 #[cfg(test)]
 mod tests {
+
+    /// `OpKind::ALL` indexes by the kind's number, and a kind's syscall
+    /// name does not depend on the flags (what a count by kind relies on).
+    #[test]
+    fn all_kinds_by_number_with_one_name_each() {
+        for (i, k) in super::OpKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+            let f = crate::Flags::default();
+            let all = crate::Flags(u32::MAX);
+            assert_eq!(k.syscall_name(f), k.syscall_name(all), "{k:?}");
+        }
+    }
 
     #[test]
     fn normalized_path_borrows_only_what_is_already_normal() {
