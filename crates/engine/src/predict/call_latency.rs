@@ -4,27 +4,6 @@
 use statstorm_trace::op::OpKind;
 use std::collections::BTreeMap;
 
-/// Every kind of call the lower emits.
-const OP_KINDS: [OpKind; 17] = [
-    OpKind::Stat,
-    OpKind::Lstat,
-    OpKind::Fstat,
-    OpKind::Access,
-    OpKind::Open,
-    OpKind::Close,
-    OpKind::Read,
-    OpKind::Mmap,
-    OpKind::Write,
-    OpKind::Readlink,
-    OpKind::Getdents,
-    OpKind::Chdir,
-    OpKind::Getcwd,
-    OpKind::Mkdir,
-    OpKind::Rmdir,
-    OpKind::Unlink,
-    OpKind::Rename,
-];
-
 /// `SYSCALL=DURATION` of `predict --call-latency`: the kinds of call the
 /// syscall stands for (as strace names them for PHP 8.2 with glibc 2.36:
 /// `newfstatat` is stat, lstat and fstat; `stat` is accepted for it) and
@@ -38,12 +17,12 @@ pub fn parse_call_latency(s: &str) -> Result<(Vec<OpKind>, u64), String> {
         "open" => "openat",
         n => n,
     };
-    let kinds: Vec<OpKind> = OP_KINDS
+    let kinds: Vec<OpKind> = OpKind::ALL
         .into_iter()
         .filter(|k| k.syscall_name(statstorm_trace::Flags::default()) == name)
         .collect();
     if kinds.is_empty() {
-        let mut known: Vec<&str> = OP_KINDS
+        let mut known: Vec<&str> = OpKind::ALL
             .iter()
             .map(|k| k.syscall_name(statstorm_trace::Flags::default()))
             .collect();
