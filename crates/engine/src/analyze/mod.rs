@@ -396,7 +396,7 @@ impl NameCounts {
 }
 
 /// Settled calls per name (`UnitAgg::names`): each distinct list once, as
-/// (dense name index, calls) pairs in LEB128 varints, found by its bytes.
+/// (dense name index, calls) pairs in postcard's varints, found by its bytes.
 /// Id 0 is the empty list.
 #[derive(Debug)]
 struct Tallies {
@@ -415,43 +415,24 @@ impl Default for Tallies {
     }
 }
 
-fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    buf.push(v as u8);
-}
-
-fn get_varint(b: &[u8], at: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    while let Some(&x) = b.get(*at) {
-        *at += 1;
-        if shift < 64 {
-            v |= ((x & 0x7f) as u64) << shift;
-        }
-        if x & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
-    v
-}
-
 impl Tallies {
     /// The id of the list of `counts` (by dense index; zeros left out).
     fn add(&mut self, counts: &[u64]) -> u32 {
-        self.buf.clear();
-        for (ix, &c) in counts.iter().enumerate() {
-            if c > 0 {
-                put_varint(&mut self.buf, ix as u64);
-                put_varint(&mut self.buf, c);
-            }
-        }
-        if self.buf.is_empty() {
+        let pairs: Vec<(u32, u64)> = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(ix, &c)| (ix as u32, c))
+            .collect();
+        if pairs.is_empty() {
             return 0;
         }
+        self.buf.clear();
+        self.buf = match postcard::to_extend(&pairs, std::mem::take(&mut self.buf)) {
+            Ok(b) => b,
+            // (writing to a vector does not fail)
+            Err(_) => return 0,
+        };
         if let Some(&id) = self.ids.get(&self.buf[..]) {
             return id;
         }
@@ -465,13 +446,12 @@ impl Tallies {
     /// (dense name index, calls) of list `id`.
     fn get(&self, id: u32) -> impl Iterator<Item = (u32, u64)> + '_ {
         let b: &[u8] = self.lists.get(id as usize).map_or(&[], |l| l);
-        let mut at = 0;
-        std::iter::from_fn(move || {
-            (at < b.len()).then(|| {
-                let ix = get_varint(b, &mut at) as u32;
-                (ix, get_varint(b, &mut at))
-            })
-        })
+        let pairs: Vec<(u32, u64)> = if b.is_empty() {
+            Vec::new()
+        } else {
+            postcard::from_bytes(b).unwrap_or_default()
+        };
+        pairs.into_iter()
     }
 
     /// (name id, calls) of list `id`, given the dense index's name ids.
