@@ -235,6 +235,13 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     for &t in TTLS {
         cands.push(cand(None, Some(t)));
     }
+    // no walk ever stopped at a cached directory and no open_basedir seen
+    // (which disables the cache too, R58, and is inferred first): no
+    // cache at all is a candidate (the trace cannot tell a cache of 0 from
+    // one too small for a single entry, and takes 0)
+    if w.evidence.realpath_no_hits {
+        cands.push(cand(Some(0), None));
+    }
     let fits = |c: &Cand| c.0 * 200 <= n;
     if w.evidence.realpath_partial && !cands.iter().any(fits) {
         // each TTL's bisection on its own thread
@@ -274,7 +281,10 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     };
     let mut set = Vec::new();
     if let Some(k) = kib {
-        set.push(("realpath_cache_size", format!("{k}K")));
+        set.push((
+            "realpath_cache_size",
+            if k == 0 { "0".into() } else { format!("{k}K") },
+        ));
     }
     if let Some(t) = ttl {
         set.push(("realpath_cache_ttl", t.to_string()));
@@ -299,6 +309,118 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
         w.evidence.inferred.retain(|(key, _)| key != k);
         w.evidence.inferred.push((k.to_string(), v));
     }
+}
+
+/// Longest `opcache.revalidate_freq` tried, seconds (with the round
+/// values of [`REVALIDATE_ROUND`] up to the smallest gap seen).
+const REVALIDATE_MAX_STEP: i64 = 10;
+const REVALIDATE_ROUND: &[i64] = &[15, 20, 30, 60, 120, 300, 600, 3600];
+
+/// Stats of scripts (OPcache's timestamp validations, and any stat the
+/// application makes of a script, the same under every window).
+fn script_stats(ops: &[Vec<Op>]) -> u64 {
+    ops.iter()
+        .flatten()
+        .filter(|o| o.kind == OpKind::Stat && is_script(&o.path))
+        .count() as u64
+}
+
+/// Infers `opcache.revalidate_freq` when OPcache validated timestamps
+/// (`Evidence::revalidated_after_s`: a script validated again after `g`
+/// whole seconds) and the window the settings give (PHP's default, 2 s,
+/// unless the evidence set one) does not reproduce the recorded stats of
+/// scripts in the first requests (by more than max(5%, 2)).
+///
+/// The gap alone does not fix the window: PHP compares whole seconds of
+/// the request's start (`ZendAccelerator.c`
+/// `validate_timestamp_and_record`: skipped while `revalidate >=
+/// request_time`, then `revalidate = request_time + revalidate_freq`),
+/// the gap is taken between the stats, and a worker validates only the
+/// scripts its request includes; so windows `0..=g` are lowered (at most
+/// 10 s one by one, then round values), and the one closest to the
+/// recorded count wins if it fits (ties: the smallest window).
+pub(super) fn infer_revalidate_freq(w: &mut Workload, real: &[Vec<Op>]) {
+    let Some(g) = w.evidence.revalidated_after_s else {
+        return;
+    };
+    if w.evidence
+        .inferred
+        .iter()
+        .any(|(k, _)| k == "opcache.revalidate_freq")
+    {
+        return;
+    }
+    let Ok((base, _)) = inferred_config(w) else {
+        return;
+    };
+    if !base.opcache_enable || !base.validate_timestamps || base.revalidate_freq == 0 {
+        return;
+    }
+    let Some(sub) = first_requests(w) else {
+        return;
+    };
+    if sub.requests.is_empty() {
+        return;
+    }
+    let n = script_stats(&real[..real.len().min(SEARCH_REQUESTS)]);
+    let tolerance = (n / 20).max(2);
+    let (target, disk) = trial_inputs(&sub, &base);
+    let stats = |f: u64| {
+        let mut c = base.clone();
+        c.revalidate_freq = f;
+        script_stats(&crate::lower::lower_from(&sub, &c, &target, disk.clone()))
+    };
+    let now = stats(base.revalidate_freq);
+    // a gap of 0 s (validated again within the same second) is what the
+    // window 0 gives: tried against the settings' window even when that
+    // one fits (it can, when few scripts were validated), and taken unless
+    // it fits worse (a changed script validated again at once)
+    if now.abs_diff(n) <= tolerance && g > 0 {
+        return;
+    }
+    let windows: Vec<u64> = (0..=g.min(REVALIDATE_MAX_STEP))
+        .chain(REVALIDATE_ROUND.iter().copied().filter(|&r| r <= g))
+        .map(|f| f as u64)
+        .filter(|&f| f != base.revalidate_freq)
+        .collect();
+    let tried: Vec<(u64, u64)> = windows
+        .into_par_iter()
+        .map(|f| (stats(f).abs_diff(n), f))
+        .collect();
+    let Some(&(d, f)) = tried.iter().min() else {
+        return;
+    };
+    let requests = sub.requests.len();
+    let old = base.revalidate_freq;
+    if g == 0 && d > now.abs_diff(n) {
+        w.evidence.notes.push(format!(
+            "a script validated again within one second, but the first {requests} requests' {n} recorded stats of scripts are closer to what opcache.revalidate_freq={old} gives ({now}) than 0 ({}): the window is not inferred (a changed script, or two workers validating at once)",
+            stats(0)
+        ));
+        return;
+    }
+    if d > tolerance {
+        w.evidence.notes.push(format!(
+            "the recorded {n} stats of scripts in the first {requests} requests are not what opcache.revalidate_freq={old} gives ({now}), and no window up to {g} s reproduces them within max(5%, 2): not inferred"
+        ));
+        return;
+    }
+    let same: Vec<String> = tried
+        .iter()
+        .filter(|t| t.0 == d && t.1 != f)
+        .map(|t| t.1.to_string())
+        .collect();
+    let also = if same.is_empty() {
+        String::new()
+    } else {
+        format!(" (also {}: the smallest is taken)", same.join(", "))
+    };
+    w.evidence.notes.push(format!(
+        "the lower reproduces the recorded {n} stats of scripts in the first {requests} requests with opcache.revalidate_freq={f}{also} ({d} apart; {now} with {old}): inferred"
+    ));
+    w.evidence
+        .inferred
+        .push(("opcache.revalidate_freq".into(), f.to_string()));
 }
 
 /// Infers `opcache.max_accelerated_files` for a capture whose OPcache

@@ -26,8 +26,8 @@ pub use predict::{predict_ops, predict_workload, predict_workload_with, RequestP
 
 /// Lifts every request of a split trace into a [`Workload`]
 /// ([`lift::lift_parts`]), then infers the settings only trial lowerings
-/// show ([`infer`]: OPcache's hash table size, the realpath cache's budget
-/// and TTL).
+/// show ([`infer`]: OPcache's hash table size and revalidation window, the
+/// realpath cache's budget and TTL).
 pub fn lift(trace: &statstorm_trace::Trace, requests: &crate::request::Requests) -> Workload {
     let real = lift::request_ops(trace, requests);
     lift_from(&lift::TraceFacts::of(trace, requests), requests, &real)
@@ -42,6 +42,7 @@ pub fn lift_from(
 ) -> Workload {
     let (mut w, first) = lift::lift_parts_from(facts, requests, real);
     infer::infer_accel_hash(&mut w, &first);
+    infer::infer_revalidate_freq(&mut w, &first);
     infer::infer_realpath_settings(&mut w, &first);
     w
 }
@@ -56,6 +57,7 @@ pub fn lift_stored(
 ) -> std::io::Result<Workload> {
     let (mut w, first) = lift::lift_parts_stored(facts, requests, real, make)?;
     infer::infer_accel_hash(&mut w, &first);
+    infer::infer_revalidate_freq(&mut w, &first);
     infer::infer_realpath_settings(&mut w, &first);
     Ok(w)
 }
@@ -84,6 +86,7 @@ pub fn lift_with_reference_from(
     // a capture complete by itself needs no inference
     if !used.capture_complete {
         infer::infer_accel_hash(&mut w, &first);
+        infer::infer_revalidate_freq(&mut w, &first);
         infer::infer_realpath_settings(&mut w, &first);
     }
     Ok((w, used))

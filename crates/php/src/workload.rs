@@ -228,6 +228,12 @@ pub struct Evidence {
     /// then infers its size; not part of the JSON).
     #[serde(skip)]
     pub realpath_partial: bool,
+    /// Walks repeated and none stopped at a cached directory: no realpath
+    /// cache hits at all (the lift then tries `realpath_cache_size=0`
+    /// among its candidates unless open_basedir explains it; not part of
+    /// the JSON).
+    #[serde(skip)]
+    pub realpath_no_hits: bool,
     /// Some scripts compiled in every request while the others were
     /// cached: OPcache's hash table was full (the lift then infers
     /// `opcache.max_accelerated_files`; not part of the JSON).
@@ -238,6 +244,11 @@ pub struct Evidence {
     /// part of the JSON).
     #[serde(skip)]
     pub scripts_recompiled: bool,
+    /// OPcache validated timestamps and one script was validated again
+    /// after this many whole seconds at the least (the lift then checks
+    /// `opcache.revalidate_freq` by trial lowerings; not part of the JSON).
+    #[serde(skip)]
+    pub revalidated_after_s: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

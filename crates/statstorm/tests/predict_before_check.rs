@@ -89,3 +89,95 @@ fn a_wrong_stated_setting_shows_the_gap_and_warns() {
         "{line}"
     );
 }
+
+/// Every capture of the harness with nothing stated: the settings the
+/// trace shows are inferred and none warns. Where the window 0 or no
+/// realpath cache is inferred, the capture was recorded with it. Before,
+/// fpm-override-rf2 took a script validated again within one second (a
+/// changed script) for `opcache.revalidate_freq=0`, and fpm-filecheck-rp0's
+/// repeated walks were left unexplained (the budget search never tried
+/// no cache): both warned.
+#[test]
+fn no_committed_capture_warns_with_nothing_stated() {
+    let mut warned = Vec::new();
+    let mut n = 0;
+    for sub in ["php", "php-vt0"] {
+        let dir = fixtures(sub);
+        let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
+        for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
+            let m: Value = serde_json::from_str(line).unwrap();
+            let name = m["name"].as_str().unwrap();
+            let trace = ["strace.gz", "strace.zst"]
+                .iter()
+                .map(|e| dir.join(format!("{name}.{e}")))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("{sub}/{name}: in the manifest, not on disk"));
+            let p: Value = serde_json::from_str(&predict(&trace, &[], "json")).unwrap();
+            n += 1;
+            if p["before_check"]["requests_beyond"] != 0 {
+                warned.push(format!("{sub}/{name}: {}", p["before_check"]));
+            }
+            for key in ["opcache.revalidate_freq", "realpath_cache_size"] {
+                if p["recorded"]["provenance"][key]["from"] == "inferred"
+                    && p["recorded"]["settings"][key] == "0"
+                {
+                    assert_eq!(m["config"][key], "0", "{sub}/{name}: {key}=0 inferred");
+                }
+            }
+        }
+    }
+    assert!(n >= 100, "only {n} captures");
+    assert!(
+        warned.is_empty(),
+        "{} warn:\n{}",
+        warned.len(),
+        warned.join("\n")
+    );
+}
+
+/// Every capture of the NFS lab (`../shared/fixtures/nfs-lab/strace`: one
+/// scenario each, php-fpm pools and php-cli runs under OPcache and realpath
+/// settings of their own) predicted alone with nothing stated: the
+/// settings the trace shows are inferred, so none warns. The pools run
+/// with `opcache.revalidate_freq=0` validated again 1 or 2 s apart, where
+/// PHP's default window (2 s) skips a validation the capture made.
+#[test]
+fn no_lab_capture_warns_with_the_settings_inferred() {
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/nfs-lab/strace");
+    let mut traces: Vec<std::path::PathBuf> = Vec::new();
+    for vers in std::fs::read_dir(&lab)
+        .unwrap_or_else(|e| panic!("lab fixtures missing at {}: {e}", lab.display()))
+    {
+        for set in std::fs::read_dir(vers.unwrap().path()).unwrap() {
+            for f in std::fs::read_dir(set.unwrap().path()).unwrap() {
+                traces.push(f.unwrap().path());
+            }
+        }
+    }
+    traces.sort();
+    let mut warned = Vec::new();
+    let mut revalidate = 0;
+    for t in &traces {
+        let p: Value = serde_json::from_str(&predict(t, &[], "json")).unwrap();
+        if p["before_check"]["requests_beyond"] != 0 {
+            warned.push(format!("{}: {}", t.display(), p["before_check"]));
+        }
+        if t.to_string_lossy().contains("fpm_oc_rf0-series") {
+            assert!(
+                p.to_string().contains("opcache.revalidate_freq=0"),
+                "{}: revalidate_freq=0 not inferred",
+                t.display()
+            );
+            revalidate += 1;
+        }
+    }
+    assert!(traces.len() >= 50, "only {} lab captures", traces.len());
+    assert!(revalidate >= 2, "fpm_oc_rf0 captures: {revalidate}");
+    assert!(
+        warned.is_empty(),
+        "{} of {} warn:\n{}",
+        warned.len(),
+        traces.len(),
+        warned.join("\n")
+    );
+}

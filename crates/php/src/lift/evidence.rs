@@ -346,10 +346,9 @@ impl<'m> EvidenceSeen<'m> {
                 ev.notes.push(format!(
                     "the same script was validated again after {g} s at the least: revalidate_freq <= {g}"
                 ));
-                if g == 0 {
-                    ev.inferred
-                        .push(("opcache.revalidate_freq".into(), "0".into()));
-                }
+                // the window itself is found by trial lowerings
+                // (infer::infer_revalidate_freq)
+                ev.revalidated_after_s = Some(g);
             }
             if let Some(l) = unvalidated_s.filter(|&l| l > DEFAULT_REVALIDATE_FREQ_S) {
                 ev.notes.push(format!(
@@ -398,6 +397,7 @@ impl<'m> EvidenceSeen<'m> {
                 "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request, while {short_walks} walks stopped at a cached directory: the realpath cache is on but does not keep every path (realpath_cache_size too small for the application, R54)"
             ));
         } else if repeated_chain_in_request > 0 {
+            ev.realpath_no_hits = true;
             ev.notes.push(format!(
                 "{repeated_chain_in_request} resolutions repeated a full lstat walk of a path already resolved in the request: no realpath cache hits (realpath_cache_size=0 or open_basedir)"
             ));
