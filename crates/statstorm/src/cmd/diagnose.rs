@@ -2,7 +2,8 @@
 //! NAME] [--live-duration 60s]) [--php-ini F] [--php-info F] [--php K=V]...
 //! [--fpm-conf F [--fpm-pool NAME]] [--mounts F | --from-mount OPTS]
 //! [--nfs-root DIR]... [--writable DIR]...
-//! [simulator flags] [--format text|json|html] [-o FILE]`
+//! [simulator flags] [--format text|json|html] [-o FILE] [--progress [S]]
+//! [--stall-warning S]`
 //!
 //! Glue: flags -> [`Options`] -> `statstorm_engine::diagnose` -> a
 //! renderer (`render::diagnose`).
@@ -11,12 +12,14 @@
 //! malformed setting.
 
 use super::predict::{NfsCache, OnOff, SimArgs};
+use crate::progress::{is_stream, secs, Watch, WatchOptions};
 use anyhow::{Context, Result};
 use statstorm_engine::diagnose::{Diagnosis, Options};
 use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions};
 use statstorm_render::Export;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -88,6 +91,15 @@ pub struct Args {
     /// Write the report to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// With stderr not a terminal, write a one-line status (bytes read,
+    /// events, rate) every SECONDS (default 10) while reading the traces,
+    /// and a line per stage.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "10")]
+    pub progress: Option<f64>,
+    /// Warn on stderr when a trace that is a pipe or a device (not a
+    /// regular file) gives no new strace event for SECONDS; 0: never.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub stall_warning: f64,
 }
 
 impl From<Args> for Options {
@@ -139,9 +151,25 @@ pub fn run(mut args: Args) -> Result<i32> {
     }
     let format = args.format;
     let output = args.output.clone();
+    // as predict: the stall guard for traces that are pipes or devices,
+    // status lines when asked, watching the reading only
+    let watch = WatchOptions {
+        status_every: args
+            .progress
+            .and_then(secs)
+            .filter(|_| !std::io::stderr().is_terminal()),
+        stall_after: secs(args.stall_warning).filter(|_| args.traces.iter().any(|p| is_stream(p))),
+    };
+    let stages = crate::progress::Stages::with_lines("diagnose", args.progress.is_some());
     let opts = Options::from(args);
-    let stages = crate::progress::Stages::new("diagnose");
-    let d = statstorm_engine::diagnose::diagnose(&opts, &mut |s| stages.stage(s))?;
+    let mut reading = Watch::start("traces", None, Arc::clone(&opts.predict.read), watch, None);
+    let d = statstorm_engine::diagnose::diagnose(&opts, &mut |s| {
+        if s != statstorm_engine::predict::READING {
+            reading = None;
+        }
+        stages.stage(s)
+    })?;
+    drop(reading);
     drop(stages);
     match output {
         Some(p) => {

@@ -1,7 +1,7 @@
 //! Hostile input to the trace reader (issue 24: 5, 6, 7, 9, 10).
 
 use crate::common::{run, run_with};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -356,4 +356,46 @@ fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
     );
     let j = json(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(j["schema"], "statstorm.predict/1");
+}
+
+/// Case 10 for diagnose, the main command: the same warning on a trace
+/// that is a pipe which stalls, status and stage lines when asked, and
+/// the diagnosis once the input ends (diagnose had neither flag and read
+/// a stalled pipe without a word).
+#[test]
+fn diagnose_warns_on_a_stalled_pipe_and_diagnoses_when_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, _guard, mut w) = on_fifo(
+        dir.path(),
+        &[
+            "diagnose",
+            "--format",
+            "json",
+            "--stall-warning",
+            "1",
+            "--progress",
+            "0.2",
+            "live",
+        ],
+    );
+    w.write_all(&log(100, 100)).unwrap();
+    w.flush().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let (found, text) = wait_for(&mut err, "statstorm: traces: ");
+    assert!(found, "{text}");
+    let (found, text) = wait_for(&mut err, "no new strace event");
+    assert!(found, "{text}");
+    assert!(
+        text.contains("statstorm: warning: traces: no new strace event for 1 s"),
+        "{text}"
+    );
+    w.write_all(&log(50, 100)).unwrap();
+    drop(w);
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{rest}");
+    assert!(rest.contains("diagnose: "), "no stage line: {rest}");
+    let j = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(j["schema"], "statstorm.diagnose/1");
 }
