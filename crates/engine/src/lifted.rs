@@ -24,6 +24,7 @@ struct ReqRec {
     cli: bool,
     script: Option<String>,
     from_template: bool,
+    settings: Option<Vec<(String, String)>>,
     ops: Vec<OpRec>,
 }
 
@@ -303,6 +304,7 @@ impl RequestStore for LiftedSpill {
             cli: r.cli,
             script: r.script.clone(),
             from_template: r.from_template,
+            settings: r.settings.as_ref().map(|s| s.to_vec()),
             ops: r
                 .ops
                 .iter()
@@ -351,6 +353,7 @@ impl RequestStore for LiftedSpill {
             cli: rec.cli,
             script: rec.script,
             from_template: rec.from_template,
+            settings: rec.settings.map(Vec::into_boxed_slice),
             ops,
         })
     }
@@ -439,6 +442,7 @@ mod tests {
             cli: true,
             script: Some("/w/i.php".into()),
             from_template: true,
+            settings: None,
             ops: kinds
                 .into_iter()
                 .enumerate()

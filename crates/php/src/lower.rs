@@ -822,28 +822,40 @@ impl<'a> Lowerer<'a> {
     }
 
     fn state(&self, r: &WorkRequest) -> ReqState<'a> {
+        Self::state_under(self.facts, self.cfg, self.target, self.names.clone(), r)
+    }
+
+    /// A request's state under `cfg` (a php-cli process's own settings
+    /// live as long as its replay alone).
+    fn state_under<'b>(
+        facts: &'b Workload,
+        cfg: &'b PhpConfig,
+        target: &'b BTreeMap<OpKind, u64>,
+        names: Names,
+        r: &WorkRequest,
+    ) -> ReqState<'b> {
         ReqState {
             cx: Ctx {
-                cfg: self.cfg,
-                links: &self.facts.links,
-                mtimes: self.facts,
+                cfg,
+                links: &facts.links,
+                mtimes: facts,
                 out: Vec::new(),
                 pid: r.pid,
                 t_us: r.start_us,
                 req_s: r.request_time_us.max(r.start_us).div_euclid(1_000_000),
                 check_open: true,
                 opcache_entry: None,
-                latency: self.target,
-                recorded: &self.facts.latency_us,
+                latency: target,
+                recorded: &facts.latency_us,
                 busy_us: 0,
                 anchored: false,
                 anchor: None,
-                names: self.names.clone(),
+                names,
             },
             included: HashMap::default(),
             added: HashMap::default(),
             raced: HashSet::default(),
-            opcache: self.cfg.opcache_on(r.cli),
+            opcache: cfg.opcache_on(r.cli),
             opcache_started: false,
             lock_path: String::new(),
             stat_cache: StatCache::default(),
@@ -912,10 +924,31 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// A php-cli process: caches of its own, replayed alone.
+    /// A php-cli process: caches of its own, replayed alone, under the
+    /// settings its command line states (`-d`, over the side's: a php.ini
+    /// change does not reach them; keys the model has no use for, and
+    /// values it cannot read, are left out).
     fn push_cli(&mut self, idx: usize, r: Cow<'a, WorkRequest>) {
-        let mut st = self.state(&r);
-        let mut wk = Worker::new(self.cfg);
+        let own = r.settings.as_ref().map(|set| {
+            let mut c = self.cfg.clone();
+            for (k, v) in set.iter() {
+                let _ = c.set(k, v, "the command line");
+            }
+            c
+        });
+        let cfg = own.as_ref().unwrap_or(self.cfg);
+        if self.disk.is_none() && !cfg.file_cache.is_empty() {
+            // a file cache only this process's command line names: as
+            // the trace showed it (else empty: the scripts it compiled
+            // are not known here)
+            self.disk = Some(Disk::new(
+                &cfg.file_cache,
+                self.facts.file_cache.as_ref(),
+                &BTreeSet::new(),
+            ));
+        }
+        let mut st = Self::state_under(self.facts, cfg, self.target, self.names.clone(), &r);
+        let mut wk = Worker::new(cfg);
         let mut shm = Shm::default();
         let mut shift = 0i64;
         let mut last_t = i64::MIN;

@@ -110,6 +110,31 @@ pub struct Request {
     /// Indices into the event slice, in input order.
     pub events: Vec<u32>,
     pub kind: RequestKind,
+    /// A php-cli process's settings stated on its command line (`-d`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<CliSettings>,
+}
+
+/// Settings a php-cli process's command line states (`php -d KEY=VALUE`),
+/// in order: they win over any php.ini for that process.
+pub type CliSettings = Box<[(String, String)]>;
+
+/// The `key=value` lines the trace parser keeps of a PHP command line
+/// (`Event::path2` of its execve) as settings: those the PHP model uses,
+/// with a value it reads (`date.timezone`, `memory_limit` change no
+/// file system call); None when no line is one.
+pub fn cli_settings(lines: &[u8]) -> Option<CliSettings> {
+    let mut probe = crate::config::PhpConfig::default();
+    let set: Vec<(String, String)> = lines
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let l = String::from_utf8_lossy(l);
+            let (k, v) = l.split_once('=')?;
+            let (k, v) = (k.trim().to_string(), v.to_string());
+            matches!(probe.set(&k, &v, "the command line"), Ok(Some(()))).then_some((k, v))
+        })
+        .collect();
+    (!set.is_empty()).then(|| set.into_boxed_slice())
 }
 
 /// Result of [`split_requests`].
@@ -138,6 +163,7 @@ impl Requests {
                     end_us: r.end_us,
                     events: Vec::new(),
                     kind: r.kind,
+                    settings: r.settings.clone(),
                 })
                 .collect(),
             note: plan.note.clone(),
@@ -166,6 +192,7 @@ pub fn split_requests(events: &[Event], strings: &Interner) -> Requests {
             end_us: r.end_us,
             events: ev,
             kind: r.kind,
+            settings: r.settings.clone(),
         })
         .collect();
     Requests {
@@ -193,6 +220,9 @@ pub struct RequestInfo {
     pub events: u64,
     /// Ordinal (0-based, input order) of the request's first event.
     pub first_event: u64,
+    /// A php-cli process's settings stated on its command line (`-d`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<CliSettings>,
 }
 
 /// The outcome of a streaming split.
@@ -327,6 +357,8 @@ struct PidState {
     boundaries: u32,
     /// This pid touched a PHP-only path (script, php.ini).
     php: bool,
+    /// The settings its last exec's command line stated (`-d`).
+    settings: Option<CliSettings>,
 }
 
 /// Syscall classes the splitter needs beyond [`Kind`], by name id.
@@ -639,8 +671,10 @@ impl Splitter {
                         self.php_evidence = true;
                         self.pids[si].php = true;
                     }
+                    let settings = ev.path2.and_then(|p| cli_settings(strings.bytes(p)));
                     let st = &mut self.pids[si];
                     st.exec = Some(php);
+                    st.settings = settings;
                     st.parent = None;
                     // exec closes nothing we track reliably; forget fds.
                     st.fds.keep_conns();
@@ -721,7 +755,8 @@ impl Splitter {
             if !take(root) {
                 continue;
             }
-            let exec = self.pid_index.get(&root).and_then(|&i| self.pids[i].exec);
+            let root_state = self.pid_index.get(&root).map(|&i| &self.pids[i]);
+            let exec = root_state.and_then(|st| st.exec);
             let runs_php = match exec {
                 Some(Some(php)) => php,
                 Some(None) => php_roots.contains(&root),
@@ -740,6 +775,7 @@ impl Splitter {
                     kind: RequestKind::CliProcess,
                     events: 0,
                     first_event: u.first_event,
+                    settings: root_state.and_then(|st| st.settings.clone()),
                 });
                 reqs.len() as u32 - 1
             });
@@ -818,6 +854,7 @@ impl Splitter {
                     },
                     events: u.events,
                     first_event: u.first_event,
+                    settings: None,
                 });
             }
             let fpm_requests = reqs.len();
@@ -888,6 +925,7 @@ impl Splitter {
                     kind: RequestKind::WholeTrace,
                     events: 0,
                     first_event: 0,
+                    settings: None,
                 };
                 for (i, u) in self.units.iter().enumerate() {
                     ri.events += u.events;

@@ -196,6 +196,11 @@ pub struct WorkRequest {
     /// script because caches hid them in this one (see `lift`).
     #[serde(default)]
     pub from_template: bool,
+    /// A php-cli process's settings stated on its command line (`php -d
+    /// KEY=VALUE`): the lowering applies them over the side's settings,
+    /// which a php.ini change does not reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::request::CliSettings>,
     pub ops: Vec<PhpOp>,
 }
 

@@ -39,6 +39,7 @@ fn request(pid: u32, t_us: i64, ops: Vec<PhpOp>) -> WorkRequest {
         cli: false,
         script: None,
         from_template: false,
+        settings: None,
         ops,
     }
 }

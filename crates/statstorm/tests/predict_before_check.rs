@@ -181,3 +181,58 @@ fn no_lab_capture_warns_with_the_settings_inferred() {
         warned.join("\n")
     );
 }
+
+/// php-cli runs under settings of their own (`php -d KEY=VALUE`, as the
+/// NFS lab runs them: open_basedir, realpath_cache_size=0, OPcache's file
+/// cache) beside runs under the php.ini alone, in one capture, nothing
+/// stated: each process is lowered under its command line's settings, the
+/// capture's settings are read from the others, and none warns. Before,
+/// one set was inferred for all (open_basedir from the obd runs: 5,835
+/// newfstatat modelled for runs that made 1,313). A php.ini change does
+/// not reach a setting a command line states: removing open_basedir leaves
+/// the obd runs as they were.
+#[test]
+fn cli_runs_keep_the_settings_of_their_command_line() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/nfs-lab/strace/3/defaults");
+    let names = [
+        "cli_inc-warm1",
+        "cli_inc_rp0-warm",
+        "cli_inc_obd-warm",
+        "cli_inc_obd_rp0-warm",
+        "cli_inc-warm2",
+        "cli_inc_opc_filecache-fill",
+        "cli_inc_opc_filecache-hit",
+    ];
+    let mut args: Vec<String> = names
+        .iter()
+        .map(|n| dir.join(format!("{n}.strace.gz")).display().to_string())
+        .collect();
+    let (first, rest) = args.split_first().unwrap();
+    let p: Value = serde_json::from_str(&predict(Path::new(first), rest, "json")).unwrap();
+    assert_eq!(p["requests"].as_array().unwrap().len(), names.len());
+    assert_eq!(
+        p["before_check"]["requests_beyond"], 0,
+        "{}",
+        p["before_check"]
+    );
+    let settings = &p["recorded"]["settings"];
+    assert_eq!(settings["open_basedir"], "", "{settings}");
+    assert_eq!(settings["opcache.file_cache"], "", "{settings}");
+    let text = p.to_string();
+    assert!(text.contains("php-cli command lines state"), "no note");
+    args.extend(["--php".to_string(), "open_basedir=".to_string()]);
+    let (first, rest) = args.split_first().unwrap();
+    let p: Value = serde_json::from_str(&predict(Path::new(first), rest, "json")).unwrap();
+    // the two obd runs (7,225 newfstatat under open_basedir) as they were
+    let obd: Vec<&Value> = p["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["before"]["by_syscall"]["newfstatat"].as_u64().unwrap() > 7000)
+        .collect();
+    assert_eq!(obd.len(), 2, "{}", p["requests"]);
+    for r in obd {
+        assert_eq!(r["before"], r["after"], "{r}");
+    }
+}

@@ -496,6 +496,7 @@ mod tests {
             cli: false,
             script: None,
             from_template: false,
+            settings: None,
             ops,
         };
         // A: P at 1 ms, Q at 40 ms; B: P at 6 ms, ends at 7 ms; C starts

@@ -124,6 +124,8 @@ pub(super) struct EvidenceSeen<'m> {
     cli_opcache: usize,
     unread: HashMap<Name, u32>,
     once_unnamed: bool,
+    /// Requests whose command line states settings (`-d`) are not read.
+    stated_apart: bool,
 }
 
 impl<'m> EvidenceSeen<'m> {
@@ -147,7 +149,16 @@ impl<'m> EvidenceSeen<'m> {
             cli_opcache: 0,
             unread: HashMap::default(),
             once_unnamed: false,
+            stated_apart: false,
         }
+    }
+
+    /// With `apart` (some request states no settings of its own), the
+    /// php-cli processes whose command line states settings (`-d`) are
+    /// left out: what they show is theirs, not the capture's php.ini.
+    pub(super) fn stated_apart(mut self, apart: bool) -> Self {
+        self.stated_apart = apart;
+        self
     }
 
     /// The pool's first compiled script over requests given as (index,
@@ -164,6 +175,9 @@ impl<'m> EvidenceSeen<'m> {
 
     /// Folds request `i`.
     pub(super) fn see(&mut self, i: usize, r: &WorkRequest) {
+        if self.stated_apart && r.settings.is_some() {
+            return;
+        }
         self.requests += 1;
         self.all_cli &= r.cli;
         self.any_cli |= r.cli;
@@ -483,7 +497,8 @@ pub(super) fn evidence(
     short_walks: u32,
     mtimes: &BTreeMap<String, Vec<(i64, i64)>>,
 ) -> Evidence {
-    let mut seen = EvidenceSeen::new(EvidenceSeen::entry_of(reqs.iter().enumerate()), mtimes);
+    let mut seen = EvidenceSeen::new(EvidenceSeen::entry_of(reqs.iter().enumerate()), mtimes)
+        .stated_apart(reqs.iter().any(|r| r.settings.is_none()));
     let mut order: Vec<usize> = (0..reqs.len()).collect();
     order.sort_by_key(|&i| (reqs[i].start_us, i));
     for i in order {

@@ -544,6 +544,7 @@ mod tests {
             cli: false,
             script: None,
             from_template: false,
+            settings: None,
             ops,
         }
     }

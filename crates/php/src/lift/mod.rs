@@ -1208,7 +1208,8 @@ pub fn lift_parts_stored(
     // the evidence and the script facts, requests in start order
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| (meta[i].start_us, i));
-    let mut ev = evidence::EvidenceSeen::new(entry.finish(), mtimes);
+    let mut ev = evidence::EvidenceSeen::new(entry.finish(), mtimes)
+        .stated_apart(meta.iter().any(|r| r.settings.is_none()));
     let mut fs = facts::FactsSeen::new(mtimes);
     let mut checked = 0;
     let store = &*raw;
@@ -1232,7 +1233,16 @@ pub fn lift_parts_stored(
     let shm = each.file_cache.is_some()
         && ((each.fpm && !reloads_from_file_cache(&meta, &each.bin_scripts)) || startup);
     let cli = meta.iter().any(|r| r.cli);
-    checks_and_file_cache(&mut evidence, checked, each.file_cache.as_ref(), shm, cli);
+    let stated = Stated::of(meta.iter());
+    checks_and_file_cache(
+        &mut evidence,
+        checked,
+        stated.unstated_file_cache(&each),
+        shm,
+        cli,
+    );
+    stated.leave_out(&mut evidence);
+    Stated::common(&mut evidence, each.common.as_deref());
     // each request as the checks and the script facts leave it
     let sf = fs.finish(evidence.scripts_recompiled);
     let read = |i: usize| -> std::io::Result<WorkRequest> {
@@ -1393,6 +1403,10 @@ struct Each {
     latency_us: BTreeMap<OpKind, u64>,
     /// The trace holds a pool.
     fpm: bool,
+    /// Every request is a php-cli process whose command line states the
+    /// same settings (one command, run once or several times): those are
+    /// the capture's settings ([`Stated::common`]), not kept per request.
+    common: Option<crate::request::CliSettings>,
 }
 
 /// `real`: [`request_ops`] of the trace and `requests`. Reads each
@@ -1440,6 +1454,16 @@ fn lift_each<E>(
     let mut first: Vec<Vec<Op>> = vec![Vec::new(); n.min(crate::infer::SEARCH_REQUESTS)];
     // per request in a mixed trace; `fpm`: the trace holds a pool
     let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
+    let common = requests
+        .requests
+        .first()
+        .and_then(|r| r.settings.clone())
+        .filter(|s| {
+            requests
+                .requests
+                .iter()
+                .all(|r| r.settings.as_ref() == Some(s))
+        });
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut short_walks = 0u32;
     let mut links: BTreeMap<String, String> = BTreeMap::new();
@@ -1488,6 +1512,7 @@ fn lift_each<E>(
             cli,
             script: script_of(&lifted),
             from_template: false,
+            settings: r.settings.clone().filter(|_| common.is_none()),
             ops: lifted,
         };
         if let Some(bins) = bin_scripts.get(i) {
@@ -1544,12 +1569,18 @@ fn lift_each<E>(
         }
         out.into_iter().flatten().collect()
     };
+    // what the capture's settings are read from: not the php-cli
+    // processes whose command line states settings of their own (`-d`),
+    // unless every request is one
+    let all_stated = reqs.iter().all(|r| r.settings.is_some());
     ahead::pipelined(reqs.len(), &mut make, &mut |i, l: Lifted1| {
         links.extend(l.links);
-        for (k, v) in l.facts.basedirs {
-            *basedirs.entry(k).or_default() += v;
+        if all_stated || l.w.settings.is_none() {
+            for (k, v) in l.facts.basedirs {
+                *basedirs.entry(k).or_default() += v;
+            }
+            short_walks += l.facts.short_walks;
         }
-        short_walks += l.facts.short_walks;
         if let (Some(f), Some(calls)) = (first.get_mut(i), l.first) {
             *f = calls;
         }
@@ -1564,6 +1595,7 @@ fn lift_each<E>(
         first,
         latency_us,
         fpm,
+        common,
     })
 }
 
@@ -1676,6 +1708,95 @@ fn checks_and_file_cache(
     }
 }
 
+/// The settings php-cli command lines state (`php -d KEY=VALUE`), over a
+/// capture's requests: what the capture's own settings (its php.ini) are
+/// not read from. The evidence leaves those processes out while other
+/// requests remain (`EvidenceSeen::stated_apart`, the walks in
+/// `lift_each`); when every request states settings, what the evidence
+/// shows of a key some command line states is that command line's, not
+/// the php.ini's ([`Stated::leave_out`]).
+struct Stated {
+    keys: BTreeMap<String, BTreeSet<String>>,
+    all: bool,
+}
+
+impl Stated {
+    fn of<'r>(reqs: impl Iterator<Item = &'r WorkRequest>) -> Stated {
+        let mut keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut all = true;
+        let mut any = false;
+        for r in reqs {
+            any = true;
+            match &r.settings {
+                Some(set) => {
+                    for (k, v) in set.iter() {
+                        keys.entry(k.clone()).or_default().insert(v.clone());
+                    }
+                }
+                None => all = false,
+            }
+        }
+        Stated {
+            keys,
+            all: all && any,
+        }
+    }
+
+    /// The file cache the trace showed, unless a command line names its
+    /// directory (then it is that process's, not the capture's).
+    fn unstated_file_cache<'e>(&self, each: &'e Each) -> Option<&'e FileCacheSeen> {
+        let named = |dir: &str| {
+            self.keys.get("opcache.file_cache").is_some_and(|v| {
+                v.iter()
+                    .any(|d| d.trim_end_matches('/') == dir.trim_end_matches('/'))
+            })
+        };
+        each.file_cache.as_ref().filter(|fc| !named(&fc.dir))
+    }
+
+    /// The settings every request's command line states alike: the
+    /// capture's (a change the user proposes reaches them, as a changed
+    /// command line would), over what the evidence inferred of them.
+    fn common(evidence: &mut Evidence, common: Option<&[(String, String)]>) {
+        let Some(set) = common else {
+            return;
+        };
+        for (k, v) in set {
+            evidence.inferred.retain(|(key, _)| key != k);
+            evidence.inferred.push((k.clone(), v.clone()));
+        }
+        evidence.notes.push(format!(
+            "the php-cli command line states {} (-d): the capture's settings",
+            set.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+
+    fn leave_out(&self, evidence: &mut Evidence) {
+        if self.keys.is_empty() {
+            return;
+        }
+        if self.all {
+            evidence
+                .inferred
+                .retain(|(k, _)| !self.keys.contains_key(k));
+        }
+        evidence.notes.push(format!(
+            "php-cli command lines state {} (-d): those processes run under them, over the capture's settings, which are not read from them",
+            self.keys
+                .iter()
+                .map(|(k, v)| format!(
+                    "{k}={}",
+                    v.iter().cloned().collect::<Vec<_>>().join("|")
+                ))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+}
+
 /// A request that shows OPcache starting (its php-cli lock file).
 fn starts_opcache(r: &WorkRequest) -> bool {
     r.ops
@@ -1707,7 +1828,16 @@ fn lift_requests(
         && ((each.fpm && !reloads_from_file_cache(&reqs, &each.bin_scripts))
             || reqs.iter().any(starts_opcache));
     let cli = reqs.iter().any(|r| r.cli);
-    checks_and_file_cache(&mut evidence, checks, each.file_cache.as_ref(), shm, cli);
+    let stated = Stated::of(reqs.iter());
+    checks_and_file_cache(
+        &mut evidence,
+        checks,
+        stated.unstated_file_cache(&each),
+        shm,
+        cli,
+    );
+    stated.leave_out(&mut evidence);
+    Stated::common(&mut evidence, each.common.as_deref());
     Lifted {
         reqs,
         evidence,
@@ -1764,6 +1894,7 @@ mod tests {
             cli: false,
             script: script_of(&ops),
             from_template: false,
+            settings: None,
             ops,
         }
     }

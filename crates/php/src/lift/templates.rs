@@ -144,6 +144,14 @@ pub(super) struct TemplatesSeen {
 
 impl TemplatesSeen {
     pub(super) fn see(&mut self, i: usize, r: &WorkRequest) {
+        // a php-cli process under settings of its own (`-d`) is modelled
+        // as lifted: another request's operations ran under other
+        // settings (what one hides, the other shows: a template from a
+        // run under open_basedir gave a run under realpath_cache_size=0
+        // the basedir walks)
+        if r.settings.is_some() {
+            return;
+        }
         // A request is named after the first script it resolves, compiles
         // or validates (`script_of`). A name from a validation may be the
         // application's own stat of a file under another name: with
@@ -236,6 +244,9 @@ impl Templates {
     /// does not count; if it ran its name's template, the template's
     /// operations with its own calls and writes.
     pub(super) fn apply(&self, i: usize, r: &mut WorkRequest) {
+        if r.settings.is_some() {
+            return;
+        }
         if !sure(r) && r.script.as_ref().is_some_and(|s| !self.known.contains(s)) {
             r.script = None;
         }

@@ -1360,6 +1360,34 @@ impl Decoder {
         }
         if kind != Kind::Other {
             self.decode_args(argtext, split, ev);
+        } else if name == b"execve" || name == b"execveat" {
+            self.decode_exec(argtext, name.len() == 8, ev);
+        }
+    }
+
+    /// An `execve`/`execveat` of a PHP CLI binary (`php`, `php8.2`,
+    /// `php-cgi`; not php-fpm): the settings its command line states with
+    /// `-d`, as `key=value` lines in `Event::path2`
+    /// ([`args::php_cli_settings`]). The path itself is not kept (the
+    /// call makes no operation).
+    fn decode_exec(&mut self, argtext: &[u8], at: bool, ev: &mut Event) {
+        let first = usize::from(at);
+        args::split_args(argtext, &mut self.argl, first + 2);
+        let (Some(path), Some(argv)) = (
+            self.argl.get(argtext, first),
+            self.argl.get(argtext, first + 1),
+        ) else {
+            return;
+        };
+        let Some((path, _)) = args::decode_string_ref(path, &mut self.scratch) else {
+            return;
+        };
+        let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        if !base.starts_with(b"php") || base.windows(3).any(|w| w == b"fpm") {
+            return;
+        }
+        if let Some(set) = args::php_cli_settings(argv) {
+            ev.path2 = Some(self.short.intern(&mut self.strings, &set));
         }
     }
     fn decode_ret(&mut self, r: &[u8], ev: &mut Event, name: &[u8]) {
