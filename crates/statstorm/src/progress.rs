@@ -92,6 +92,38 @@ impl Drop for Watch {
     }
 }
 
+/// A command over traces (predict, diagnose) run with its reading
+/// watched: status lines every `progress` seconds when asked and stderr
+/// is not a terminal, the stall warning after `stall` seconds when a
+/// trace is a pipe or a device; the watch stops at the first stage after
+/// `reading`. Its stages named on stderr ([`Stages::with_lines`]).
+pub fn watched<T>(
+    command: &str,
+    traces: &[std::path::PathBuf],
+    progress: Option<f64>,
+    stall: f64,
+    counters: &Arc<Counters>,
+    reading: &str,
+    run: impl FnOnce(&mut dyn FnMut(&'static str)) -> T,
+) -> T {
+    let opts = WatchOptions {
+        status_every: progress
+            .and_then(secs)
+            .filter(|_| !std::io::stderr().is_terminal()),
+        stall_after: secs(stall).filter(|_| traces.iter().any(|p| is_stream(p))),
+    };
+    let stages = Stages::with_lines(command, progress.is_some());
+    let mut watch = Watch::start("traces", None, Arc::clone(counters), opts, None);
+    let out = run(&mut |s| {
+        if s != reading {
+            watch = None;
+        }
+        stages.stage(s)
+    });
+    drop(watch);
+    out
+}
+
 /// The status line of an input: bytes (of the total), events, rate.
 pub fn status_line(name: &str, bytes: u64, total: Option<u64>, events: u64, secs: f64) -> String {
     let of = match total {

@@ -16,44 +16,56 @@ fn predict(trace: &Path, args: &[String], format: &str) -> String {
     common::run("predict", &all)
 }
 
-/// Every capture of the harness (tests/fixtures/php and php-vt0) with the
-/// settings of its manifest line stated.
-#[test]
-fn no_committed_capture_warns_under_the_settings_it_was_recorded_with() {
-    let mut warned = Vec::new();
-    let mut n = 0;
+/// At least 100 captures predicted, and none of them warned.
+fn none_warn(warned: &[String], n: usize) {
+    assert!(n >= 100, "only {n} captures");
+    assert!(
+        warned.is_empty(),
+        "{} of {n} warn:\n{}",
+        warned.len(),
+        warned.join("\n")
+    );
+}
+
+/// Every capture of the harness (tests/fixtures/php and php-vt0): its
+/// name (`php/NAME`), manifest line and trace.
+fn harness() -> Vec<(String, Value, std::path::PathBuf)> {
+    let mut out = Vec::new();
     for sub in ["php", "php-vt0"] {
         let dir = fixtures(sub);
         let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
         for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
             let m: Value = serde_json::from_str(line).unwrap();
-            let name = m["name"].as_str().unwrap();
-            let Some(trace) = ["strace.gz", "strace.zst"]
+            let name = m["name"].as_str().unwrap().to_string();
+            let trace = ["strace.gz", "strace.zst"]
                 .iter()
                 .map(|e| dir.join(format!("{name}.{e}")))
                 .find(|p| p.exists())
-            else {
-                panic!("{sub}/{name}: in the manifest, not on disk");
-            };
-            let mut args = Vec::new();
-            for (k, v) in m["config"].as_object().unwrap() {
-                args.push("--from-php".to_string());
-                args.push(format!("{k}={}", v.as_str().unwrap()));
-            }
-            let p: Value = serde_json::from_str(&predict(&trace, &args, "json")).unwrap();
-            n += 1;
-            if p["before_check"]["requests_beyond"] != 0 {
-                warned.push(format!("{sub}/{name}: {}", p["before_check"]));
-            }
+                .unwrap_or_else(|| panic!("{sub}/{name}: in the manifest, not on disk"));
+            out.push((format!("{sub}/{name}"), m, trace));
         }
     }
-    assert!(n >= 100, "only {n} captures");
-    assert!(
-        warned.is_empty(),
-        "{} warn:\n{}",
-        warned.len(),
-        warned.join("\n")
-    );
+    out
+}
+
+/// Every capture of the harness (tests/fixtures/php and php-vt0) with the
+/// settings of its manifest line stated.
+#[test]
+fn no_committed_capture_warns_under_the_settings_it_was_recorded_with() {
+    let mut warned = Vec::new();
+    let captures = harness();
+    for (name, m, trace) in &captures {
+        let mut args = Vec::new();
+        for (k, v) in m["config"].as_object().unwrap() {
+            args.push("--from-php".to_string());
+            args.push(format!("{k}={}", v.as_str().unwrap()));
+        }
+        let p: Value = serde_json::from_str(&predict(trace, &args, "json")).unwrap();
+        if p["before_check"]["requests_beyond"] != 0 {
+            warned.push(format!("{name}: {}", p["before_check"]));
+        }
+    }
+    none_warn(&warned, captures.len());
 }
 
 /// A capture made with OPcache on, stated as recorded with OPcache off:
@@ -100,39 +112,21 @@ fn a_wrong_stated_setting_shows_the_gap_and_warns() {
 #[test]
 fn no_committed_capture_warns_with_nothing_stated() {
     let mut warned = Vec::new();
-    let mut n = 0;
-    for sub in ["php", "php-vt0"] {
-        let dir = fixtures(sub);
-        let manifest = std::fs::read_to_string(dir.join("manifest.jsonl")).unwrap();
-        for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
-            let m: Value = serde_json::from_str(line).unwrap();
-            let name = m["name"].as_str().unwrap();
-            let trace = ["strace.gz", "strace.zst"]
-                .iter()
-                .map(|e| dir.join(format!("{name}.{e}")))
-                .find(|p| p.exists())
-                .unwrap_or_else(|| panic!("{sub}/{name}: in the manifest, not on disk"));
-            let p: Value = serde_json::from_str(&predict(&trace, &[], "json")).unwrap();
-            n += 1;
-            if p["before_check"]["requests_beyond"] != 0 {
-                warned.push(format!("{sub}/{name}: {}", p["before_check"]));
-            }
-            for key in ["opcache.revalidate_freq", "realpath_cache_size"] {
-                if p["recorded"]["provenance"][key]["from"] == "inferred"
-                    && p["recorded"]["settings"][key] == "0"
-                {
-                    assert_eq!(m["config"][key], "0", "{sub}/{name}: {key}=0 inferred");
-                }
+    let captures = harness();
+    for (name, m, trace) in &captures {
+        let p: Value = serde_json::from_str(&predict(trace, &[], "json")).unwrap();
+        if p["before_check"]["requests_beyond"] != 0 {
+            warned.push(format!("{name}: {}", p["before_check"]));
+        }
+        for key in ["opcache.revalidate_freq", "realpath_cache_size"] {
+            if p["recorded"]["provenance"][key]["from"] == "inferred"
+                && p["recorded"]["settings"][key] == "0"
+            {
+                assert_eq!(m["config"][key], "0", "{name}: {key}=0 inferred");
             }
         }
     }
-    assert!(n >= 100, "only {n} captures");
-    assert!(
-        warned.is_empty(),
-        "{} warn:\n{}",
-        warned.len(),
-        warned.join("\n")
-    );
+    none_warn(&warned, captures.len());
 }
 
 /// Every capture of the NFS lab (`../shared/fixtures/nfs-lab/strace`: one

@@ -1232,17 +1232,7 @@ pub fn lift_parts_stored(
     let mut evidence = ev.finish(&each.basedirs, each.short_walks);
     let shm = each.file_cache.is_some()
         && ((each.fpm && !reloads_from_file_cache(&meta, &each.bin_scripts)) || startup);
-    let cli = meta.iter().any(|r| r.cli);
-    let stated = Stated::of(meta.iter());
-    checks_and_file_cache(
-        &mut evidence,
-        checked,
-        stated.unstated_file_cache(&each),
-        shm,
-        cli,
-    );
-    stated.leave_out(&mut evidence);
-    Stated::common(&mut evidence, each.common.as_deref());
+    settings_evidence(&mut evidence, checked, &each, shm, &meta);
     // each request as the checks and the script facts leave it
     let sf = fs.finish(evidence.scripts_recompiled);
     let read = |i: usize| -> std::io::Result<WorkRequest> {
@@ -1708,6 +1698,24 @@ fn checks_and_file_cache(
     }
 }
 
+/// The evidence's last settings, over the requests `reqs` (their
+/// operations not needed): OPcache's permission checks seen (`checks`)
+/// and file cache (`shm`: beside shared memory), then what command lines
+/// state ([`Stated`]).
+fn settings_evidence(
+    evidence: &mut Evidence,
+    checks: usize,
+    each: &Each,
+    shm: bool,
+    reqs: &[WorkRequest],
+) {
+    let cli = reqs.iter().any(|r| r.cli);
+    let stated = Stated::of(reqs.iter());
+    checks_and_file_cache(evidence, checks, stated.unstated_file_cache(each), shm, cli);
+    stated.leave_out(evidence);
+    Stated::common(evidence, each.common.as_deref());
+}
+
 /// The settings php-cli command lines state (`php -d KEY=VALUE`), over a
 /// capture's requests: what the capture's own settings (its php.ini) are
 /// not read from. The evidence leaves those processes out while other
@@ -1827,17 +1835,7 @@ fn lift_requests(
     let shm = each.file_cache.is_some()
         && ((each.fpm && !reloads_from_file_cache(&reqs, &each.bin_scripts))
             || reqs.iter().any(starts_opcache));
-    let cli = reqs.iter().any(|r| r.cli);
-    let stated = Stated::of(reqs.iter());
-    checks_and_file_cache(
-        &mut evidence,
-        checks,
-        stated.unstated_file_cache(&each),
-        shm,
-        cli,
-    );
-    stated.leave_out(&mut evidence);
-    Stated::common(&mut evidence, each.common.as_deref());
+    settings_evidence(&mut evidence, checks, &each, shm, &reqs);
     Lifted {
         reqs,
         evidence,

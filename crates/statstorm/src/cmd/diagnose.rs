@@ -12,14 +12,12 @@
 //! malformed setting.
 
 use super::predict::{NfsCache, OnOff, SimArgs};
-use crate::progress::{is_stream, secs, Watch, WatchOptions};
 use anyhow::{Context, Result};
 use statstorm_engine::diagnose::{Diagnosis, Options};
 use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions};
 use statstorm_render::Export;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -153,24 +151,17 @@ pub fn run(mut args: Args) -> Result<i32> {
     let output = args.output.clone();
     // as predict: the stall guard for traces that are pipes or devices,
     // status lines when asked, watching the reading only
-    let watch = WatchOptions {
-        status_every: args
-            .progress
-            .and_then(secs)
-            .filter(|_| !std::io::stderr().is_terminal()),
-        stall_after: secs(args.stall_warning).filter(|_| args.traces.iter().any(|p| is_stream(p))),
-    };
-    let stages = crate::progress::Stages::with_lines("diagnose", args.progress.is_some());
+    let (traces, progress, stall) = (args.traces.clone(), args.progress, args.stall_warning);
     let opts = Options::from(args);
-    let mut reading = Watch::start("traces", None, Arc::clone(&opts.predict.read), watch, None);
-    let d = statstorm_engine::diagnose::diagnose(&opts, &mut |s| {
-        if s != statstorm_engine::predict::READING {
-            reading = None;
-        }
-        stages.stage(s)
-    })?;
-    drop(reading);
-    drop(stages);
+    let d = crate::progress::watched(
+        "diagnose",
+        &traces,
+        progress,
+        stall,
+        &opts.predict.read,
+        statstorm_engine::predict::READING,
+        |stage| statstorm_engine::diagnose::diagnose(&opts, stage),
+    )?;
     match output {
         Some(p) => {
             let f =

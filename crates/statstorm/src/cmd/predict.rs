@@ -9,13 +9,11 @@
 //! Exit codes: 0 predicted; 2 bad arguments, unreadable input or a
 //! malformed setting.
 
-use crate::progress::{is_stream, secs, Watch, WatchOptions};
 use anyhow::Result;
 use statstorm_engine::predict::{NfsCache as EngineCache, NfsOptions, PredictOptions, SimOptions};
 use statstorm_render::Export;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -229,26 +227,17 @@ pub fn run(args: Args) -> Result<i32> {
     let format = args.format;
     // the stall guard for traces that are pipes or devices, and status
     // lines when asked (a spinner names the stages on a terminal)
-    let stream = args.traces.iter().any(|p| is_stream(p));
-    let watch = WatchOptions {
-        status_every: args
-            .progress
-            .and_then(secs)
-            .filter(|_| !std::io::stderr().is_terminal()),
-        stall_after: secs(args.stall_warning).filter(|_| stream),
-    };
-    let args_progress = args.progress.is_some();
+    let (traces, progress, stall) = (args.traces.clone(), args.progress, args.stall_warning);
     let opts = PredictOptions::from(args);
-    let stages = crate::progress::Stages::with_lines("predict", args_progress);
-    // watching the reading only: the watch stops at the next stage
-    let mut reading = Watch::start("traces", None, Arc::clone(&opts.read), watch, None);
-    let report = statstorm_engine::predict::predict(&opts, &mut |s| {
-        if s != statstorm_engine::predict::READING {
-            reading = None;
-        }
-        stages.stage(s)
-    })?;
-    drop(stages);
+    let report = crate::progress::watched(
+        "predict",
+        &traces,
+        progress,
+        stall,
+        &opts.read,
+        statstorm_engine::predict::READING,
+        |stage| statstorm_engine::predict::predict(&opts, stage),
+    )?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     report.export(format, &mut out)?;

@@ -315,16 +315,16 @@ fn stalled_pipe_warns_then_reads_on_with_status_lines() {
     assert_eq!(j["input"]["events"], 150);
 }
 
-/// Case 10 for predict: a trace that is a pipe which stalls gets the same
-/// warning, status lines come when asked, and the prediction is made once
-/// the input ends (predict read it silently before).
-#[test]
-fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
+/// `statstorm CMD --format json --stall-warning 1 --progress 0.2` on a
+/// fifo: a status line, then the stall warning while the writer waits,
+/// then the report once the input ends (exit 0, JSON of `schema`); what
+/// stderr said after the warning.
+fn stalled_pipe_then_report(cmd: &str, schema: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, _guard, mut w) = on_fifo(
         dir.path(),
         &[
-            "predict",
+            cmd,
             "--format",
             "json",
             "--stall-warning",
@@ -338,24 +338,30 @@ fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
     w.flush().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let (found, text) = wait_for(&mut err, "statstorm: traces: ");
-    assert!(found, "{text}");
+    assert!(found, "{cmd}: {text}");
     let (found, text) = wait_for(&mut err, "no new strace event");
-    assert!(found, "{text}");
+    assert!(found, "{cmd}: {text}");
     assert!(
         text.contains("statstorm: warning: traces: no new strace event for 1 s"),
-        "{text}"
+        "{cmd}: {text}"
     );
     w.write_all(&log(50, 100)).unwrap();
     drop(w);
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{cmd}: {rest}");
     let j = json(&String::from_utf8_lossy(&out.stdout));
-    assert_eq!(j["schema"], "statstorm.predict/1");
+    assert_eq!(j["schema"], schema);
+    rest
+}
+
+/// Case 10 for predict: a trace that is a pipe which stalls gets the same
+/// warning, status lines come when asked, and the prediction is made once
+/// the input ends (predict read it silently before).
+#[test]
+fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
+    stalled_pipe_then_report("predict", "statstorm.predict/1");
 }
 
 /// Case 10 for diagnose, the main command: the same warning on a trace
@@ -364,38 +370,6 @@ fn predict_warns_on_a_stalled_pipe_and_predicts_when_it_ends() {
 /// a stalled pipe without a word).
 #[test]
 fn diagnose_warns_on_a_stalled_pipe_and_diagnoses_when_it_ends() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut child, _guard, mut w) = on_fifo(
-        dir.path(),
-        &[
-            "diagnose",
-            "--format",
-            "json",
-            "--stall-warning",
-            "1",
-            "--progress",
-            "0.2",
-            "live",
-        ],
-    );
-    w.write_all(&log(100, 100)).unwrap();
-    w.flush().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let (found, text) = wait_for(&mut err, "statstorm: traces: ");
-    assert!(found, "{text}");
-    let (found, text) = wait_for(&mut err, "no new strace event");
-    assert!(found, "{text}");
-    assert!(
-        text.contains("statstorm: warning: traces: no new strace event for 1 s"),
-        "{text}"
-    );
-    w.write_all(&log(50, 100)).unwrap();
-    drop(w);
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{rest}");
+    let rest = stalled_pipe_then_report("diagnose", "statstorm.diagnose/1");
     assert!(rest.contains("diagnose: "), "no stage line: {rest}");
-    let j = json(&String::from_utf8_lossy(&out.stdout));
-    assert_eq!(j["schema"], "statstorm.diagnose/1");
 }
