@@ -180,3 +180,60 @@ fn missing_file_and_bad_setting_exit_2_naming_them() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("realpath_cache_sise"), "{err}");
 }
+
+/// A change that does nothing alone can help beside another: php-cli
+/// runs under open_basedir and realpath_cache_size=0 on their command
+/// line (the lab's obd+rp0 run). The realpath cache does nothing while
+/// open_basedir is set (R58); without it, the cache keeps the walks that
+/// removing open_basedir alone leaves (3,905 newfstatat a run). The
+/// diagnosis proposes both together and does not list the cache under
+/// "will not help" (it did: only changes that helped alone were
+/// combined).
+#[test]
+fn a_change_that_helps_only_beside_another_is_a_plan() {
+    let t = lab("cli_inc_obd_rp0-warm.strace.gz");
+    let v = json(
+        "diagnose",
+        &[
+            t.to_str().unwrap(),
+            "--from-mount",
+            "vers=3",
+            "--nfs-root",
+            "/mnt/nfs",
+        ],
+    );
+    let keys = |changes: &Value| -> Vec<String> {
+        changes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let plan = arr(&v, "plans")
+        .iter()
+        .find(|p| {
+            let k = keys(&p["changes"]);
+            k.contains(&"open_basedir".to_string())
+                && k.contains(&"realpath_cache_size".to_string())
+        })
+        .unwrap_or_else(|| {
+            let plans: Vec<Vec<String>> = arr(&v, "plans")
+                .iter()
+                .map(|p| keys(&p["changes"]))
+                .collect();
+            panic!("no plan with both: {plans:?}")
+        });
+    let calls = &plan["predicted"];
+    let (before, after) = (
+        calls["before"]["metadata_calls"].as_f64().unwrap(),
+        calls["after"]["metadata_calls"].as_f64().unwrap(),
+    );
+    assert!(after < 0.3 * before, "{before} -> {after}");
+    for n in arr(&v, "will_not_help") {
+        assert!(
+            !keys(&n["changes"]).contains(&"realpath_cache_size".to_string()),
+            "listed as no help: {n}"
+        );
+    }
+}
