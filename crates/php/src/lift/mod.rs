@@ -1795,10 +1795,15 @@ impl Stated {
             "php-cli command lines state {} (-d): those processes run under them, over the capture's settings, which are not read from them",
             self.keys
                 .iter()
-                .map(|(k, v)| format!(
-                    "{k}={}",
-                    v.iter().cloned().collect::<Vec<_>>().join("|")
-                ))
+                .map(|(k, v)| {
+                    // a few values each (a host's cron jobs, one a site)
+                    let shown: Vec<&str> = v.iter().take(3).map(String::as_str).collect();
+                    let more = match v.len() {
+                        n if n > 3 => format!("|... ({n} values)"),
+                        _ => String::new(),
+                    };
+                    format!("{k}={}{more}", shown.join("|"))
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
