@@ -124,6 +124,9 @@ fn first_requests(w: &mut Workload) -> Option<Workload> {
 /// the recorded requests `real` (the trace's calls per request, as
 /// `request_ops` gives them) and adds them to the evidence.
 pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
+    if stated(w, &["realpath_cache_size", "realpath_cache_ttl"]) {
+        return;
+    }
     let Ok((base, _)) = inferred_config(w) else {
         return;
     };
@@ -311,6 +314,12 @@ pub(super) fn infer_realpath_settings(w: &mut Workload, real: &[Vec<Op>]) {
     }
 }
 
+/// Whether the capture's command lines state one of `keys`
+/// (`Evidence::stated`): a trial search does not replace it.
+fn stated(w: &Workload, keys: &[&str]) -> bool {
+    w.evidence.stated.iter().any(|k| keys.contains(&k.as_str()))
+}
+
 /// Longest `opcache.revalidate_freq` tried, seconds (with the round
 /// values of [`REVALIDATE_ROUND`] up to the smallest gap seen).
 const REVALIDATE_MAX_STEP: i64 = 10;
@@ -430,7 +439,7 @@ pub(super) fn infer_revalidate_freq(w: &mut Workload, real: &[Vec<Op>]) {
 /// minimum is 200) are tried, and the one whose lowering opens as many
 /// scripts as recorded (within 1%) is inferred.
 pub(super) fn infer_accel_hash(w: &mut Workload, real: &[Vec<Op>]) {
-    if !w.evidence.opcache_hash_full {
+    if !w.evidence.opcache_hash_full || stated(w, &["opcache.max_accelerated_files"]) {
         return;
     }
     let Ok((base, _)) = inferred_config(w) else {
@@ -520,6 +529,45 @@ mod tests {
         assert_eq!(smallest_with_at_most(&f, 7, 1, 1 << 20), Some(1000));
         assert_eq!(smallest_with_at_most(&f, 6, 1, 1 << 20), Some(5000));
         assert_eq!(smallest_with_at_most(&f, 2, 1, 1 << 20), None);
+    }
+
+    /// A key every command line of the capture states (`php -d`) is the
+    /// capture's: the hash table's search does not run for it (it would
+    /// lower the first requests and replace the stated value).
+    #[test]
+    fn a_stated_key_is_not_searched() {
+        let mut w = Workload {
+            schema: String::new(),
+            requests: Vec::new(),
+            evidence: Default::default(),
+            links: Default::default(),
+            mtimes: Default::default(),
+            latency_us: Default::default(),
+            file_cache: None,
+            lock_us: 0,
+            stored: Default::default(),
+        };
+        w.evidence.opcache_hash_full = true;
+        w.evidence
+            .inferred
+            .push(("opcache.max_accelerated_files".into(), "500".into()));
+        let searched = |w: &mut Workload| {
+            let notes = w.evidence.notes.len();
+            infer_accel_hash(w, &[]);
+            w.evidence.notes.len() > notes
+        };
+        assert!(searched(&mut w.clone()), "the search runs when not stated");
+        w.evidence
+            .stated
+            .push("opcache.max_accelerated_files".into());
+        assert!(!searched(&mut w));
+        assert_eq!(
+            w.evidence.inferred,
+            [(
+                "opcache.max_accelerated_files".to_string(),
+                "500".to_string()
+            )]
+        );
     }
 
     #[test]

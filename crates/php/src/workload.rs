@@ -254,6 +254,10 @@ pub struct Evidence {
     /// `opcache.revalidate_freq` by trial lowerings; not part of the JSON).
     #[serde(skip)]
     pub revalidated_after_s: Option<i64>,
+    /// Keys every request's command line states alike (`php -d`): the
+    /// capture's, which no trial search replaces (not part of the JSON).
+    #[serde(skip)]
+    pub stated: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1772,6 +1772,7 @@ impl Stated {
         for (k, v) in set {
             evidence.inferred.retain(|(key, _)| key != k);
             evidence.inferred.push((k.clone(), v.clone()));
+            evidence.stated.push(k.clone());
         }
         evidence.notes.push(format!(
             "the php-cli command line states {} (-d): the capture's settings",
