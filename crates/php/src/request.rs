@@ -119,21 +119,46 @@ pub struct Request {
 /// in order: they win over any php.ini for that process.
 pub type CliSettings = Box<[(String, String)]>;
 
-/// The `key=value` lines the trace parser keeps of a PHP command line
-/// (`Event::path2` of its execve) as settings: those the PHP model uses,
-/// with a value it reads (`date.timezone`, `memory_limit` change no
-/// file system call); None when no line is one.
-pub fn cli_settings(lines: &[u8]) -> Option<CliSettings> {
+/// The settings a PHP CLI command line states with `-d` (`php -d
+/// realpath_cache_size=0 -dopen_basedir=/srv x.php`; `-d key` alone is
+/// `key=1`, as PHP's CLI reads it), from an exec's program and arguments
+/// as the trace parser keeps them (`Event::path2`: NUL-terminated
+/// strings, the path first): those the PHP model uses, with a value it
+/// reads (`date.timezone`, `memory_limit` change no file system call).
+/// None for a program that is not PHP's CLI ([`is_php_binary`]) or a
+/// command line that states none. PHP's own options end at the script
+/// (the first argument that is not an option), at `--` and after `-f` or
+/// `-r` with their value; `-c` and the other options that take a value
+/// have it skipped (`sapi/cli/php_cli.c` `OPTIONS`).
+pub fn cli_settings(exec: &[u8]) -> Option<CliSettings> {
+    let mut parts = exec.split(|&b| b == 0);
+    if !is_php_binary(parts.next()?) {
+        return None;
+    }
+    let mut args = parts.skip(1); // argv[0]
     let mut probe = crate::config::PhpConfig::default();
-    let set: Vec<(String, String)> = lines
-        .split(|&b| b == b'\n')
-        .filter_map(|l| {
-            let l = String::from_utf8_lossy(l);
-            let (k, v) = l.split_once('=')?;
-            let (k, v) = (k.trim().to_string(), v.to_string());
-            matches!(probe.set(&k, &v, "the command line"), Ok(Some(()))).then_some((k, v))
-        })
-        .collect();
+    let mut set: Vec<(String, String)> = Vec::new();
+    while let Some(a) = args.next() {
+        let setting: Option<&[u8]> = match a {
+            b"-d" => args.next(),
+            [b'-', b'd', rest @ ..] => Some(rest),
+            b"--" | b"-f" | b"-r" => break,
+            b"-c" | b"-z" | b"-B" | b"-R" | b"-F" | b"-E" | b"-t" | b"-S" => {
+                args.next();
+                None
+            }
+            [b'-', ..] => None,
+            _ => break,
+        };
+        let Some(kv) = setting.map(String::from_utf8_lossy) else {
+            continue;
+        };
+        let (k, v) = kv.split_once('=').unwrap_or((&kv, "1"));
+        let (k, v) = (k.trim().to_string(), v.to_string());
+        if matches!(probe.set(&k, &v, "the command line"), Ok(Some(()))) {
+            set.push((k, v));
+        }
+    }
     (!set.is_empty()).then(|| set.into_boxed_slice())
 }
 
@@ -1295,6 +1320,73 @@ mod tests {
             let (_, si) = sp.push_slot(ev, &b.s);
             assert_eq!(si, k % pids.len(), "pid {}", ev.pid);
         }
+    }
+
+    #[test]
+    fn cli_settings_of_a_command_line() {
+        let f = |args: &[&str]| {
+            let mut b = Vec::new();
+            for a in args {
+                b.extend_from_slice(a.as_bytes());
+                b.push(0);
+            }
+            cli_settings(&b).map(|s| s.to_vec())
+        };
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        assert_eq!(
+            f(&[
+                "/bin/php",
+                "php",
+                "-d",
+                "open_basedir=/srv:/tmp",
+                "-d",
+                "realpath_cache_size=0",
+                "/srv/x.php"
+            ]),
+            Some(vec![
+                kv("open_basedir", "/srv:/tmp"),
+                kv("realpath_cache_size", "0")
+            ])
+        );
+        // -dKEY, KEY alone, options with a value, the end of PHP's options,
+        // keys the model does not use
+        assert_eq!(
+            f(&[
+                "/usr/bin/php8.2",
+                "php8.2",
+                "-n",
+                "-dopcache.enable_cli",
+                "-c",
+                "/etc/x.ini",
+                "-d",
+                "date.timezone=UTC",
+                "-f",
+                "x.php",
+                "-d",
+                "realpath_cache_size=0"
+            ]),
+            Some(vec![kv("opcache.enable_cli", "1")])
+        );
+        assert_eq!(
+            f(&["/bin/php", "php", "x.php", "-d", "realpath_cache_size=0"]),
+            None
+        );
+        assert_eq!(
+            f(&[
+                "/usr/sbin/php-fpm8.2",
+                "php-fpm",
+                "-d",
+                "realpath_cache_size=0"
+            ]),
+            None
+        );
+        assert_eq!(f(&["/usr/bin/date", "date", "-d", "yesterday"]), None);
+        assert_eq!(f(&["/bin/php", "php", "-d"]), None);
+        assert_eq!(
+            f(&["/bin/php", "php", "-d", "realpath_cache_size=lots"]),
+            None
+        );
+        assert_eq!(cli_settings(b""), None);
     }
 
     #[test]

@@ -17,6 +17,21 @@ fn lab(file: &str) -> PathBuf {
     p
 }
 
+/// The JSON diagnosis of a lab capture (NFSv3 under /mnt/nfs).
+fn lab_json(file: &str) -> Value {
+    let t = lab(file);
+    json(
+        "diagnose",
+        &[
+            t.to_str().unwrap(),
+            "--from-mount",
+            "vers=3",
+            "--nfs-root",
+            "/mnt/nfs",
+        ],
+    )
+}
+
 fn arr<'a>(v: &'a Value, k: &str) -> &'a Vec<Value> {
     v[k].as_array()
         .unwrap_or_else(|| panic!("{k} is not an array: {v}"))
@@ -35,17 +50,7 @@ fn narrow(text: &str) {
 
 #[test]
 fn json_document_has_the_documented_fields() {
-    let t = lab("fpm_nooc-series.strace.gz");
-    let v = json(
-        "diagnose",
-        &[
-            t.to_str().unwrap(),
-            "--from-mount",
-            "vers=3",
-            "--nfs-root",
-            "/mnt/nfs",
-        ],
-    );
+    let v = lab_json("fpm_nooc-series.strace.gz");
     assert_eq!(v["schema"], "statstorm.diagnose/1");
     let f = arr(&v, "findings");
     assert!(!f.is_empty());
@@ -191,17 +196,7 @@ fn missing_file_and_bad_setting_exit_2_naming_them() {
 /// combined).
 #[test]
 fn a_change_that_helps_only_beside_another_is_a_plan() {
-    let t = lab("cli_inc_obd_rp0-warm.strace.gz");
-    let v = json(
-        "diagnose",
-        &[
-            t.to_str().unwrap(),
-            "--from-mount",
-            "vers=3",
-            "--nfs-root",
-            "/mnt/nfs",
-        ],
-    );
+    let v = lab_json("cli_inc_obd_rp0-warm.strace.gz");
     let keys = |changes: &Value| -> Vec<String> {
         changes
             .as_array()

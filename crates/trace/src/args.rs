@@ -687,61 +687,34 @@ pub(crate) fn split_args(s: &[u8], out: &mut ArgList, want: usize) {
     }
 }
 
-/// The settings a PHP command line states with `-d` (`php -d
-/// realpath_cache_size=0 -dopen_basedir=/srv x.php`): `argv` is execve's
-/// argument array as strace prints it (`["php", "-d", "k=v", "x.php"]`),
-/// the result `key=value` lines (`-d key` alone is `key=1`, as PHP's CLI
-/// reads it), or None without any. PHP's own options end at the script
-/// (the first argument that is not an option), at `--` and after `-f` or
-/// `-r` with their value; `-c` and the other options that take a value
-/// have it skipped. An argument strace cut short (`"..."...`) or an array
-/// it cut (`...`) ends the list (strace's `-s`, 32 bytes by default, cuts
-/// a long setting: it is left out, not taken short).
-pub(crate) fn php_cli_settings(argv: &[u8]) -> Option<Vec<u8>> {
-    let inner = argv.strip_prefix(b"[")?;
-    let mut args: Vec<Vec<u8>> = Vec::new();
+/// An `execve` argument array as strace prints it (`["php", "-d", "k=v",
+/// "x.php"]`): its strings, each followed by a NUL byte, appended to
+/// `out`. A string strace cut short (`"..."...`, at `-s`) or an array it
+/// cut (`...`) ends the list, the cut string left out. False when `argv`
+/// is not an array (`0x7ffd...`, a NULL argv).
+pub(crate) fn exec_argv(argv: &[u8], out: &mut Vec<u8>) -> bool {
+    let Some(inner) = argv.strip_prefix(b"[") else {
+        return false;
+    };
     let mut i = 0usize;
-    let mut scratch = Vec::new();
     while i < inner.len() {
         match inner[i] {
             b'"' => {
-                let end = skip_string(inner, i)?;
+                let Some(end) = skip_string(inner, i) else {
+                    break;
+                };
                 if inner[end..].starts_with(b"...") {
                     break;
                 }
-                unescape(&inner[i + 1..end - 1], &mut scratch);
-                args.push(std::mem::take(&mut scratch));
+                unescape(&inner[i + 1..end - 1], out);
+                out.push(0);
                 i = end;
             }
             b']' | b'.' => break,
             _ => i += 1,
         }
     }
-    let mut out = Vec::new();
-    let mut it = args.iter().skip(1);
-    while let Some(a) = it.next() {
-        let setting: Option<&[u8]> = match a.as_slice() {
-            b"-d" => it.next().map(|v| v.as_slice()),
-            [b'-', b'd', rest @ ..] => Some(rest),
-            b"--" | b"-f" | b"-r" => break,
-            b"-c" | b"-z" | b"-B" | b"-R" | b"-F" | b"-E" | b"-t" | b"-S" => {
-                it.next();
-                None
-            }
-            [b'-', ..] => None,
-            _ => break,
-        };
-        if let Some(kv) = setting.filter(|kv| !kv.is_empty() && kv[0] != b'=') {
-            if !out.is_empty() {
-                out.push(b'\n');
-            }
-            out.extend_from_slice(kv);
-            if !kv.contains(&b'=') {
-                out.extend_from_slice(b"=1");
-            }
-        }
-    }
-    (!out.is_empty()).then_some(out)
+    true
 }
 
 /// Decodes a quoted strace string argument (`"a\x62\"c"` or `"abc"...`) into
@@ -1923,30 +1896,24 @@ mod tests {
     }
 
     #[test]
-    fn php_cli_settings_of_argv() {
-        let f = |s: &str| php_cli_settings(s.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+    fn exec_argv_strings() {
+        let f = |s: &str| {
+            let mut out = Vec::new();
+            exec_argv(s.as_bytes(), &mut out).then(|| String::from_utf8(out).unwrap())
+        };
         assert_eq!(
-            f(r#"["php", "-d", "open_basedir=/mnt/nfs/site:/tmp", "-d", "realpath_cache_size=0", "/mnt/nfs/site/index.php"]"#).as_deref(),
-            Some("open_basedir=/mnt/nfs/site:/tmp\nrealpath_cache_size=0")
+            f(r#"["php", "-d", "open_basedir=/srv:/tmp", "/srv/index.php"]"#).as_deref(),
+            Some("php\0-d\0open_basedir=/srv:/tmp\0/srv/index.php\0")
         );
-        assert_eq!(f(r#"["php", "/x/index.php", "-d", "a=1"]"#), None);
+        assert_eq!(f(r#"["php", "k=a\"b"]"#).as_deref(), Some("php\0k=a\"b\0"));
         assert_eq!(
-            f(r#"["php8.2", "-n", "-dopcache.enable_cli", "-c", "/etc/x.ini", "-d", "k=a\"b", "-f", "x.php", "-d", "no=1"]"#).as_deref(),
-            Some("opcache.enable_cli=1\nk=a\"b")
+            f(r#"["php", "-d", "a=1"..., ...]"#).as_deref(),
+            Some("php\0-d\0")
         );
-        assert_eq!(
-            f(r#"["php", "-d", "a=1", "-d"..., ...]"#).as_deref(),
-            Some("a=1")
-        );
-        assert_eq!(
-            f(r#"["php", "-d", "a=1", "-d", "b=2"...]"#).as_deref(),
-            Some("a=1")
-        );
-        assert_eq!(f("[]"), None);
+        assert_eq!(f(r#"["php", "-d", ...]"#).as_deref(), Some("php\0-d\0"));
+        assert_eq!(f("[]").as_deref(), Some(""));
         assert_eq!(f("0x7ffd46b35860"), None);
-        assert_eq!(f(r#"["php", "-d"]"#), None);
-        assert_eq!(f(r#"["php", "-d", "=x"]"#), None);
-        assert_eq!(f(r#"["unterminated"#), None);
+        assert_eq!(f(r#"["unterminated"#).as_deref(), Some(""));
     }
 
     #[test]

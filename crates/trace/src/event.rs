@@ -904,9 +904,9 @@ pub struct Event {
     /// Second path argument (rename target; for `readlink`/`readlinkat`,
     /// the target returned, when strace printed it whole). For `dup2`/`dup3`, the path
     /// strace printed with `-y` for the target fd (`1</a/b>`): the file the
-    /// target fd referred to before the call. For `execve`/`execveat` of
-    /// a PHP CLI binary: the settings its command line states with `-d`,
-    /// `key=value` lines (the PHP model's per-process settings).
+    /// target fd referred to before the call. For `execve`/`execveat`: the
+    /// program's path and its arguments, each followed by a NUL byte (a
+    /// string strace cut at `-s` and those after it left out).
     pub path2: Option<PathId>,
     /// The fd argument: fd of fstat/read/close/getdents/fchdir/mmap/write,
     /// the dirfd of *at calls (unless AT_FDCWD), the listening fd of accept,

@@ -1365,11 +1365,10 @@ impl Decoder {
         }
     }
 
-    /// An `execve`/`execveat` of a PHP CLI binary (`php`, `php8.2`,
-    /// `php-cgi`; not php-fpm): the settings its command line states with
-    /// `-d`, as `key=value` lines in `Event::path2`
-    /// ([`args::php_cli_settings`]). The path itself is not kept (the
-    /// call makes no operation).
+    /// An `execve`/`execveat`: the program and its argument list in
+    /// `Event::path2` (the path, then each argument, each followed by a
+    /// NUL byte; [`args::exec_argv`]), for what a model reads from a
+    /// command line. The call makes no operation: `path` stays unset.
     fn decode_exec(&mut self, argtext: &[u8], at: bool, ev: &mut Event) {
         let first = usize::from(at);
         args::split_args(argtext, &mut self.argl, first + 2);
@@ -1382,12 +1381,10 @@ impl Decoder {
         let Some((path, _)) = args::decode_string_ref(path, &mut self.scratch) else {
             return;
         };
-        let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-        if !base.starts_with(b"php") || base.windows(3).any(|w| w == b"fpm") {
-            return;
-        }
-        if let Some(set) = args::php_cli_settings(argv) {
-            ev.path2 = Some(self.short.intern(&mut self.strings, &set));
+        let mut line = path.to_vec();
+        line.push(0);
+        if args::exec_argv(argv, &mut line) {
+            ev.path2 = Some(self.short.intern(&mut self.strings, &line));
         }
     }
     fn decode_ret(&mut self, r: &[u8], ev: &mut Event, name: &[u8]) {
