@@ -125,8 +125,8 @@ pub type CliSettings = Box<[(String, String)]>;
 /// as the trace parser keeps them (`Event::path2`: NUL-terminated
 /// strings, the path first): those the PHP model uses, with a value it
 /// reads (`date.timezone`, `memory_limit` change no file system call).
-/// None for a program that is not PHP's CLI ([`is_php_binary`]) or a
-/// command line that states none. PHP's own options end at the script
+/// None for a program that is not PHP's CLI (`php`, `php8.2`,
+/// `php-cgi`; not php-fpm) or a command line that states none. PHP's own options end at the script
 /// (the first argument that is not an option), at `--` and after `-f` or
 /// `-r` with their value; `-c` and the other options that take a value
 /// have it skipped (`sapi/cli/php_cli.c` `OPTIONS`).
