@@ -78,7 +78,7 @@ struct CliCount {
 pub type Mode = RequestMode;
 
 /// What marked the start of a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestKind {
     /// `accept` returned the connection fd (PHP's FastCGI SAPIs, php-fpm
@@ -250,6 +250,14 @@ pub struct RequestInfo {
     pub settings: Option<CliSettings>,
 }
 
+impl RequestInfo {
+    /// The requests' time order: start (requests without timestamps keep
+    /// input order), then first event; no two requests share it.
+    pub fn order(&self) -> (i64, u64) {
+        (self.start_us.unwrap_or(i64::MIN), self.first_event)
+    }
+}
+
 /// The outcome of a streaming split.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Plan {
@@ -262,9 +270,10 @@ pub struct Plan {
     pub unit_request: Vec<Option<u32>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Start {
     /// Events of a pid before its first boundary.
+    #[default]
     Head,
     /// From an `accept` that returned no connection (interrupted at
     /// shutdown, `= ? ERESTARTSYS`): the worker is idle, in no request.
@@ -275,7 +284,7 @@ enum Start {
     HeaderRead,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct Unit {
     pid: u32,
     start: Start,
@@ -283,6 +292,94 @@ struct Unit {
     end_us: Option<i64>,
     events: u64,
     first_event: u64,
+}
+
+impl Unit {
+    /// A unit that is a request by itself: a connection served (only
+    /// php-fpm's and an HTTP server's units start so, and one is proof of
+    /// a pool).
+    fn serves(&self) -> bool {
+        matches!(
+            self.start,
+            Start::Accept | Start::Accept4 | Start::HeaderRead
+        ) && self.events > 0
+    }
+
+    /// The request of a unit that [`Unit::serves`].
+    fn served(&self) -> RequestInfo {
+        RequestInfo {
+            pid: self.pid,
+            start_us: self.start_us,
+            end_us: self.end_us,
+            kind: match self.start {
+                Start::Accept => RequestKind::FpmAccept,
+                Start::Accept4 => RequestKind::HttpdAccept,
+                _ => RequestKind::FpmHeaderRead,
+            },
+            events: self.events,
+            first_event: self.first_event,
+            settings: None,
+        }
+    }
+}
+
+/// A streaming split's units of one pid that are no request by
+/// themselves (startup, idle, a php-cli process's pieces), folded as they
+/// close: what the end of the trace makes of them (a php-cli request with
+/// the other pids of its process tree, a pool's events outside requests,
+/// or part of the whole trace) needs only their sums.
+#[derive(Clone, Debug, Default)]
+struct Rest {
+    /// Over the units with events (a php-cli request's part).
+    with_events: Option<Unit>,
+    /// The span over every unit, events or not (the whole-trace request's).
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+}
+
+impl Rest {
+    fn add(&mut self, u: &Unit) {
+        self.start_us = min_opt(self.start_us, u.start_us);
+        self.end_us = max_opt(self.end_us, u.end_us);
+        if u.events == 0 {
+            return;
+        }
+        match &mut self.with_events {
+            None => self.with_events = Some(u.clone()),
+            Some(r) => {
+                r.events += u.events;
+                r.first_event = r.first_event.min(u.first_event);
+                r.start_us = min_opt(r.start_us, u.start_us);
+                r.end_us = max_opt(r.end_us, u.end_us);
+            }
+        }
+    }
+}
+
+/// A unit a streaming split ([`Splitter::streaming`]) let go: its pid
+/// moved on to another unit, or the trace ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Closed {
+    pub unit: UnitId,
+    /// The pid's slot ([`Splitter::push_slot`]).
+    pub slot: usize,
+    /// The request the unit is by itself (a connection a pool's worker
+    /// served); `None`: the unit is folded into its pid's other such units,
+    /// which [`StreamPlan::joined`] makes requests of at the end.
+    pub request: Option<RequestInfo>,
+}
+
+/// The end of a streaming split: the mode and the requests not given out
+/// as units closed ([`Closed::request`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamPlan {
+    pub mode: RequestMode,
+    pub note: String,
+    /// Requests in all: the units given out as requests and `joined`.
+    pub requests: usize,
+    /// The requests made of pids' other units (php-cli processes, the
+    /// whole trace), each with the slots of its pids.
+    pub joined: Vec<(RequestInfo, Vec<usize>)>,
 }
 
 /// What the process did with an fd, as far as the splitter cares.
@@ -372,6 +469,10 @@ impl FdTable {
 #[derive(Clone, Debug, Default)]
 struct PidState {
     unit: u32,
+    /// The current unit.
+    cur: Unit,
+    /// A streaming split's units of this pid that were no request.
+    rest: Rest,
     fds: FdTable,
     /// Process (thread group) this pid belongs to for the cli rule: the pid
     /// that created it, unless it exec'd.
@@ -444,7 +545,19 @@ pub struct Splitter {
     /// trace. (A previous-pid cache in front of it hit 6% of the events on
     /// a 200k-event fpm trace and cost more than it saved.)
     pid_cache: Box<[(u32, u32); PID_CACHE]>,
+    /// Every unit by id, each written when it closes (a pid's current unit
+    /// is in its state): kept for [`Splitter::finish`]'s plan. A streaming
+    /// split keeps none ([`Splitter::streaming`]).
     units: Vec<Unit>,
+    keep: bool,
+    /// Units made so far (the next one's id).
+    made: u32,
+    /// Units let go and not taken yet (streaming).
+    closed: Vec<Closed>,
+    /// Units that were requests by themselves, let go (streaming): in all,
+    /// and those of an HTTP server (accept4).
+    served: usize,
+    served_httpd: usize,
     names: Vec<NameClass>,
     /// Per path id: 0 not checked, 1 not a PHP path, 2 a PHP path.
     php_class: Vec<u8>,
@@ -498,6 +611,11 @@ impl Splitter {
             pid_index: HashMap::default(),
             pid_cache: Box::new(std::array::from_fn(|i| (i as u32 + 1, 0))),
             units: Vec::new(),
+            keep: true,
+            made: 0,
+            closed: Vec::new(),
+            served: 0,
+            served_httpd: 0,
             names: Vec::new(),
             php_class: Vec::new(),
             php_evidence: false,
@@ -539,17 +657,72 @@ impl Splitter {
         self.php_class[i] == 2
     }
 
-    fn new_unit(&mut self, pid: u32, start: Start, start_us: Option<i64>) -> u32 {
-        let id = self.units.len() as u32;
-        self.units.push(Unit {
+    /// A new unit of `pid`: its id and its record (the pid's current unit
+    /// from now on).
+    fn new_unit(&mut self, pid: u32, start: Start, start_us: Option<i64>) -> (u32, Unit) {
+        let id = self.made;
+        self.made += 1;
+        let u = Unit {
             pid,
             start,
             start_us,
             end_us: None,
             events: 0,
             first_event: self.events,
+        };
+        if self.keep {
+            self.units.push(u.clone());
+        }
+        (id, u)
+    }
+
+    /// The current unit of slot `si` ends: kept by id, or (streaming)
+    /// given out when a request and otherwise folded into its pid's rest.
+    fn close(&mut self, si: usize) {
+        let st = &mut self.pids[si];
+        if self.keep {
+            self.units[st.unit as usize] = st.cur.clone();
+            return;
+        }
+        let request = if st.cur.serves() {
+            self.served += 1;
+            if st.cur.start == Start::Accept4 {
+                self.served_httpd += 1;
+            }
+            Some(st.cur.served())
+        } else {
+            st.rest.add(&st.cur);
+            None
+        };
+        self.closed.push(Closed {
+            unit: UnitId(st.unit),
+            slot: si,
+            request,
         });
-        id
+    }
+
+    /// A split that keeps no unit once it closes: each is given out
+    /// ([`Splitter::take_closed`]) as its pid moves on, a request by
+    /// itself or folded into the pid's other units, and the end of the
+    /// trace ([`Splitter::finish_streaming`]) makes requests of those.
+    /// Memory follows the pids, not the requests.
+    pub fn streaming() -> Self {
+        Splitter {
+            keep: false,
+            ..Splitter::new()
+        }
+    }
+
+    /// The units let go since the last call (streaming; in the order they
+    /// closed: at most one per event pushed).
+    pub fn take_closed(&mut self) -> std::vec::Drain<'_, Closed> {
+        self.closed.drain(..)
+    }
+
+    /// One unit let go and not taken yet ([`Splitter::take_closed`]
+    /// without the borrow: one closes per event at most).
+    pub fn pop_closed(&mut self) -> Option<Closed> {
+        self.closed.pop()
     }
 
     /// Slot of `pid`, created (with a head unit) on first sight. The cache
@@ -570,10 +743,11 @@ impl Splitter {
         let i = match self.pid_index.get(&pid) {
             Some(&i) => i,
             None => {
-                let unit = self.new_unit(pid, Start::Head, ts_us);
+                let (unit, cur) = self.new_unit(pid, Start::Head, ts_us);
                 let i = self.pids.len();
                 self.pids.push(PidState {
                     unit,
+                    cur,
                     ..PidState::default()
                 });
                 self.pid_index.insert(pid, i);
@@ -707,24 +881,19 @@ impl Splitter {
             }
             _ => {}
         }
-        let st = &mut self.pids[si];
         if let Some((start, start_us)) = boundary {
+            self.close(si);
+            let (id, cur) = self.new_unit(pid, start, start_us);
+            let st = &mut self.pids[si];
             if start != Start::Idle {
                 st.boundaries += 1;
             }
-            let id = self.units.len() as u32;
             st.unit = id;
-            self.units.push(Unit {
-                pid,
-                start,
-                start_us,
-                end_us: None,
-                events: 0,
-                first_event: self.events,
-            });
+            st.cur = cur;
         }
+        let st = &mut self.pids[si];
         let unit_id = st.unit;
-        let u = &mut self.units[unit_id as usize];
+        let u = &mut st.cur;
         if u.events == 0 {
             u.first_event = self.events;
             if u.start_us.is_none() {
@@ -748,14 +917,17 @@ impl Splitter {
     /// and that runs PHP (by the exec'd binary when strace shows it, else
     /// by the PHP paths the tree touched; a tree with no exec seen counts
     /// as PHP in a php-cli trace, and only with PHP paths when
-    /// `need_php_paths`, as beside a pool). Returns the counts and the
-    /// events of trees left out.
+    /// `need_php_paths`, as beside a pool), made of the units `cands`
+    /// (unit index and record, events in each): each taken unit's request
+    /// is given to `assign`. Returns the counts and the events of trees
+    /// left out.
     fn cli_requests(
         &self,
         root_of: &dyn Fn(u32) -> u32,
         take: impl Fn(u32) -> bool,
         need_php_paths: bool,
-        unit_request: &mut [Option<u32>],
+        mut cands: Vec<(usize, &Unit)>,
+        assign: &mut dyn FnMut(usize, u32),
         reqs: &mut Vec<RequestInfo>,
     ) -> (CliCount, u64) {
         let mut root_req: HashMap<u32, u32> = HashMap::new();
@@ -770,12 +942,8 @@ impl Splitter {
         let mut other_events = 0u64;
         let first = reqs.len();
         // Units in first-event order so requests come out stable.
-        let mut order: Vec<usize> = (0..self.units.len())
-            .filter(|&i| self.units[i].events > 0 && unit_request[i].is_none())
-            .collect();
-        order.sort_by_key(|&i| self.units[i].first_event);
-        for i in order {
-            let u = &self.units[i];
+        cands.sort_by_key(|&(_, u)| u.first_event);
+        for (i, u) in cands {
             let root = root_of(u.pid);
             if !take(root) {
                 continue;
@@ -809,7 +977,7 @@ impl Splitter {
             ri.first_event = ri.first_event.min(u.first_event);
             ri.start_us = min_opt(ri.start_us, u.start_us);
             ri.end_us = max_opt(ri.end_us, u.end_us);
-            unit_request[i] = Some(r);
+            assign(i, r);
         }
         (
             CliCount {
@@ -820,138 +988,103 @@ impl Splitter {
         )
     }
 
+    /// The root of each pid's process tree (creation order guarantees no
+    /// cycle except through bad input, so the walk is bounded).
+    fn root_of(&self, mut p: u32) -> u32 {
+        for _ in 0..64 {
+            match self.pid_index.get(&p).and_then(|&i| self.pids[i].parent) {
+                Some(q) if q != p => p = q,
+                _ => break,
+            }
+        }
+        p
+    }
+
+    /// A tree holding a worker (a pid with a request boundary) is a pool:
+    /// its roots.
+    fn pools(&self) -> HashSet<u32> {
+        let mut pools: HashSet<u32> = HashSet::new();
+        for (&pid, &i) in &self.pid_index {
+            if self.pids[i].boundaries > 0 {
+                pools.insert(self.root_of(pid));
+            }
+        }
+        pools
+    }
+
+    fn workers(&self) -> usize {
+        self.pids.iter().filter(|st| st.boundaries > 0).count()
+    }
+
     /// Decides the mode and maps units to requests.
-    pub fn finish(self) -> Plan {
+    pub fn finish(mut self) -> Plan {
+        for si in 0..self.pids.len() {
+            self.close(si);
+        }
         let mut unit_request: Vec<Option<u32>> = vec![None; self.units.len()];
         let mut reqs: Vec<RequestInfo> = Vec::new();
-        let fpm = self
-            .units
-            .iter()
-            .any(|u| matches!(u.start, Start::Accept | Start::Accept4 | Start::HeaderRead));
+        let fpm = self.units.iter().any(Unit::serves);
+        let root_of = |p: u32| self.root_of(p);
         let mode;
         let note;
-        // Process trees: the root of each pid (creation order guarantees no
-        // cycle except through bad input, so the walk is bounded).
-        let root_of = |mut p: u32| -> u32 {
-            for _ in 0..64 {
-                match self.pid_index.get(&p).and_then(|&i| self.pids[i].parent) {
-                    Some(q) if q != p => p = q,
-                    _ => break,
-                }
-            }
-            p
-        };
         if fpm {
-            // A tree holding a worker (a pid with a request boundary) is a
-            // pool: its other events (master, startup, idle) belong to no
-            // request. Every other tree that runs PHP is a php-cli run on
-            // the same machine (a cron job, a deploy script, a lab block's
-            // cli runs): one request each, as in a php-cli trace.
-            let mut pools: HashSet<u32> = HashSet::new();
-            for (&pid, &i) in &self.pid_index {
-                if self.pids[i].boundaries > 0 {
-                    pools.insert(root_of(pid));
-                }
-            }
+            // A tree holding a worker is a pool: its other events (master,
+            // startup, idle) belong to no request. Every other tree that
+            // runs PHP is a php-cli run on the same machine (a cron job, a
+            // deploy script, a lab block's cli runs): one request each, as
+            // in a php-cli trace.
+            let pools = self.pools();
             let mut head_events = 0u64;
-            let mut workers = 0usize;
-            for st in &self.pids {
-                if st.boundaries > 0 {
-                    workers += 1;
-                }
-            }
             for (i, u) in self.units.iter().enumerate() {
-                if matches!(u.start, Start::Head | Start::Idle) || u.events == 0 {
+                if !u.serves() {
                     if pools.contains(&root_of(u.pid)) {
                         head_events += u.events;
                     }
                     continue;
                 }
                 unit_request[i] = Some(reqs.len() as u32);
-                reqs.push(RequestInfo {
-                    pid: u.pid,
-                    start_us: u.start_us,
-                    end_us: u.end_us,
-                    kind: match u.start {
-                        Start::Accept => RequestKind::FpmAccept,
-                        Start::Accept4 => RequestKind::HttpdAccept,
-                        _ => RequestKind::FpmHeaderRead,
-                    },
-                    events: u.events,
-                    first_event: u.first_event,
-                    settings: None,
-                });
+                reqs.push(u.served());
             }
-            let fpm_requests = reqs.len();
+            let served = reqs.len();
             let httpd = reqs
                 .iter()
                 .filter(|r| r.kind == RequestKind::HttpdAccept)
                 .count();
-            // who served the connections: php-fpm (FastCGI), an HTTP
-            // server running PHP in its processes, or both
-            let served = match httpd {
-                0 => format!(
-                    "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read)",
-                    plural(fpm_requests, "request"),
-                    plural(workers, "worker")
-                ),
-                n if n == fpm_requests => format!(
-                    "an HTTP server running PHP in its processes (Apache httpd with mod_php: accept4, where PHP's FastCGI calls accept): {} in {}, one per accepted connection",
-                    plural(fpm_requests, "request"),
-                    plural(workers, "process")
-                ),
-                n => format!(
-                    "php-fpm and an HTTP server running PHP (accept4: Apache httpd with mod_php): {} in {}, {} of them one per FastCGI connection, {n} one per accepted HTTP connection",
-                    plural(fpm_requests, "request"),
-                    plural(workers, "worker"),
-                    fpm_requests - n
-                ),
-            };
+            let cands = self
+                .units
+                .iter()
+                .enumerate()
+                .filter(|&(i, u)| u.events > 0 && unit_request[i].is_none())
+                .collect();
             let (cli, other) = self.cli_requests(
                 &root_of,
                 |root| !pools.contains(&root),
                 true,
-                &mut unit_request,
+                cands,
+                &mut |i, r| unit_request[i] = Some(r),
                 &mut reqs,
             );
-            if cli.requests == 0 {
-                mode = RequestMode::Fpm;
-                note = format!(
-                    "{served}; {} events outside requests (master, worker startup, idle at exit)",
-                    head_events + other
-                );
-            } else {
-                mode = RequestMode::Mixed;
-                note = format!(
-                    "php-fpm and php-cli: {} in {}, one per FastCGI connection, and {}, one per PHP process; {} events outside requests (master, worker startup, idle at exit, {} running another program)",
-                    plural(fpm_requests, "request"),
-                    plural(workers, "worker"),
-                    plural(cli.requests, "php-cli request"),
-                    head_events + other,
-                    plural(cli.non_php, "process"),
-                );
-            }
+            (mode, note) = fpm_note(served, httpd, self.workers(), &cli, head_events + other);
         } else if self.php_evidence {
-            mode = RequestMode::Cli;
-            let (cli, _) =
-                self.cli_requests(&root_of, |_| true, false, &mut unit_request, &mut reqs);
-            note = format!(
-                "php-cli: {}, one per PHP process (with its children that do not exec); {} processes running another program left out",
-                plural(cli.requests, "request"),
-                cli.non_php
+            let cands = self
+                .units
+                .iter()
+                .enumerate()
+                .filter(|(_, u)| u.events > 0)
+                .collect();
+            let (cli, _) = self.cli_requests(
+                &root_of,
+                |_| true,
+                false,
+                cands,
+                &mut |i, r| unit_request[i] = Some(r),
+                &mut reqs,
             );
+            (mode, note) = cli_note(&cli);
         } else {
             mode = RequestMode::Whole;
             if self.events > 0 {
-                let mut ri = RequestInfo {
-                    pid: self.first_pid.unwrap_or(0),
-                    start_us: None,
-                    end_us: None,
-                    kind: RequestKind::WholeTrace,
-                    events: 0,
-                    first_event: 0,
-                    settings: None,
-                };
+                let mut ri = self.whole();
                 for (i, u) in self.units.iter().enumerate() {
                     ri.events += u.events;
                     ri.start_us = min_opt(ri.start_us, u.start_us);
@@ -960,14 +1093,13 @@ impl Splitter {
                 }
                 reqs.push(ri);
             }
-            note = "neither php-fpm requests (no accept or FastCGI header read) nor php-cli processes (no php binary, script or php.ini seen): the whole trace is treated as one request".to_string();
+            note = WHOLE_NOTE.to_string();
         }
         // Time order: start (requests without timestamps keep input order).
         // The key is unique (no two requests share their first event), so
         // the requests are sorted in place, not copied in the new order.
-        let key = |r: &RequestInfo| (r.start_us.unwrap_or(i64::MIN), r.first_event);
         let mut idx: Vec<u32> = (0..reqs.len() as u32).collect();
-        idx.sort_unstable_by_key(|&i| key(&reqs[i as usize]));
+        idx.sort_unstable_by_key(|&i| reqs[i as usize].order());
         let mut new_pos = vec![0u32; reqs.len()];
         for (pos, &i) in idx.iter().enumerate() {
             new_pos[i as usize] = pos as u32;
@@ -976,7 +1108,7 @@ impl Splitter {
         for r in unit_request.iter_mut().flatten() {
             *r = new_pos[*r as usize];
         }
-        reqs.sort_unstable_by_key(key);
+        reqs.sort_unstable_by_key(RequestInfo::order);
         reqs.shrink_to_fit();
         Plan {
             mode,
@@ -985,6 +1117,163 @@ impl Splitter {
             unit_request,
         }
     }
+
+    /// The whole trace as one request, its counts not added yet.
+    fn whole(&self) -> RequestInfo {
+        RequestInfo {
+            pid: self.first_pid.unwrap_or(0),
+            start_us: None,
+            end_us: None,
+            kind: RequestKind::WholeTrace,
+            events: 0,
+            first_event: 0,
+            settings: None,
+        }
+    }
+
+    /// Ends a streaming split ([`Splitter::streaming`]): lets go every
+    /// pid's current unit (given with the plan, in slot order) and decides
+    /// as [`Splitter::finish`] does, of the units given out as requests
+    /// and of each pid's other units folded. The plan's requests of those
+    /// (`joined`) are in no particular order: [`RequestInfo::order`] sorts
+    /// them with the others.
+    pub fn finish_streaming(mut self) -> (StreamPlan, Vec<Closed>) {
+        for si in 0..self.pids.len() {
+            self.close(si);
+        }
+        let closed = std::mem::take(&mut self.closed);
+        let root_of = |p: u32| self.root_of(p);
+        // each pid's units with events, folded: the candidates of php-cli
+        // requests (index: the pid's slot)
+        let folded: Vec<(usize, &Unit)> = self
+            .pids
+            .iter()
+            .enumerate()
+            .filter_map(|(si, st)| st.rest.with_events.as_ref().map(|u| (si, u)))
+            .collect();
+        let mut slots_of: Vec<Vec<usize>> = Vec::new();
+        let mut reqs: Vec<RequestInfo> = Vec::new();
+        let mut assign = |si: usize, r: u32| {
+            let r = r as usize;
+            if slots_of.len() <= r {
+                slots_of.resize_with(r + 1, Vec::new);
+            }
+            slots_of[r].push(si);
+        };
+        let (mode, note);
+        if self.served > 0 {
+            let pools = self.pools();
+            let head_events: u64 = folded
+                .iter()
+                .filter(|(_, u)| pools.contains(&root_of(u.pid)))
+                .map(|(_, u)| u.events)
+                .sum();
+            let (cli, other) = self.cli_requests(
+                &root_of,
+                |root| !pools.contains(&root),
+                true,
+                folded,
+                &mut assign,
+                &mut reqs,
+            );
+            (mode, note) = fpm_note(
+                self.served,
+                self.served_httpd,
+                self.workers(),
+                &cli,
+                head_events + other,
+            );
+        } else if self.php_evidence {
+            let (cli, _) =
+                self.cli_requests(&root_of, |_| true, false, folded, &mut assign, &mut reqs);
+            (mode, note) = cli_note(&cli);
+        } else {
+            mode = RequestMode::Whole;
+            if self.events > 0 {
+                let mut ri = self.whole();
+                for (si, st) in self.pids.iter().enumerate() {
+                    ri.events += st.rest.with_events.as_ref().map_or(0, |u| u.events);
+                    ri.start_us = min_opt(ri.start_us, st.rest.start_us);
+                    ri.end_us = max_opt(ri.end_us, st.rest.end_us);
+                    assign(si, 0);
+                }
+                reqs.push(ri);
+            }
+            note = WHOLE_NOTE.to_string();
+        }
+        slots_of.resize_with(reqs.len(), Vec::new);
+        let plan = StreamPlan {
+            mode,
+            note,
+            requests: self.served + reqs.len(),
+            joined: reqs.into_iter().zip(slots_of).collect(),
+        };
+        (plan, closed)
+    }
+}
+
+const WHOLE_NOTE: &str = "neither php-fpm requests (no accept or FastCGI header read) nor php-cli processes (no php binary, script or php.ini seen): the whole trace is treated as one request";
+
+/// The mode and note of a split with a pool: `served` requests (`httpd`
+/// of them by an HTTP server) in `workers`, the php-cli requests `cli`,
+/// and `outside` events in no request.
+fn fpm_note(
+    served: usize,
+    httpd: usize,
+    workers: usize,
+    cli: &CliCount,
+    outside: u64,
+) -> (RequestMode, String) {
+    // who served the connections: php-fpm (FastCGI), an HTTP server
+    // running PHP in its processes, or both
+    let who = match httpd {
+        0 => format!(
+            "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read)",
+            plural(served, "request"),
+            plural(workers, "worker")
+        ),
+        n if n == served => format!(
+            "an HTTP server running PHP in its processes (Apache httpd with mod_php: accept4, where PHP's FastCGI calls accept): {} in {}, one per accepted connection",
+            plural(served, "request"),
+            plural(workers, "process")
+        ),
+        n => format!(
+            "php-fpm and an HTTP server running PHP (accept4: Apache httpd with mod_php): {} in {}, {} of them one per FastCGI connection, {n} one per accepted HTTP connection",
+            plural(served, "request"),
+            plural(workers, "worker"),
+            served - n
+        ),
+    };
+    if cli.requests == 0 {
+        (
+            RequestMode::Fpm,
+            format!(
+                "{who}; {outside} events outside requests (master, worker startup, idle at exit)"
+            ),
+        )
+    } else {
+        (
+            RequestMode::Mixed,
+            format!(
+                "php-fpm and php-cli: {} in {}, one per FastCGI connection, and {}, one per PHP process; {outside} events outside requests (master, worker startup, idle at exit, {} running another program)",
+                plural(served, "request"),
+                plural(workers, "worker"),
+                plural(cli.requests, "php-cli request"),
+                plural(cli.non_php, "process"),
+            ),
+        )
+    }
+}
+
+fn cli_note(cli: &CliCount) -> (RequestMode, String) {
+    (
+        RequestMode::Cli,
+        format!(
+            "php-cli: {}, one per PHP process (with its children that do not exec); {} processes running another program left out",
+            plural(cli.requests, "request"),
+            cli.non_php
+        ),
+    )
 }
 
 fn plural(n: usize, what: &str) -> String {
