@@ -75,4 +75,5 @@ pub mod nfs_setup;
 pub mod predict;
 pub mod settings;
 pub mod simulate;
+pub mod sorted;
 pub mod spill;
