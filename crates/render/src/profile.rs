@@ -220,25 +220,17 @@ fn sections(p: &Profile, top: usize) -> Vec<Section> {
 
     if !p.requests.is_empty() {
         let n = p.requests.len() as f64;
-        let md: Vec<u64> = p.requests.iter().map(|r| r.metadata_calls).collect();
-        let mean = md.iter().sum::<u64>() as f64 / n;
-        let max = md.iter().copied().max().unwrap_or(0);
-        let walks: u64 = p.requests.iter().map(|r| r.realpath_walks).sum();
+        let rs = &p.requests_summary;
         let mut b = vec![Block::Line(format!(
             "{} request{}: {:.1} metadata calls per request on average (max {}), {:.1} realpath walks and {:.1} repeated stats per request",
             p.requests.len(),
             if p.requests.len() == 1 { "" } else { "s" },
-            mean,
-            max,
-            walks as f64 / n,
-            p.requests.iter().map(|r| r.repeats).sum::<u64>() as f64 / n
+            rs.metadata_calls as f64 / n,
+            rs.max_metadata_calls,
+            rs.realpath_walks as f64 / n,
+            rs.repeats as f64 / n
         ))];
-        let mut reqs: Vec<_> = p.requests.iter().collect();
-        reqs.sort_by(|a, b| {
-            b.metadata_calls
-                .cmp(&a.metadata_calls)
-                .then(a.index.cmp(&b.index))
-        });
+        let reqs = &rs.top;
         let mut tb = Table::new(&[
             ("#", Align::Right),
             ("pid", Align::Right),

@@ -108,7 +108,7 @@ fn keep_top_candidates(rows: &mut Vec<(u32, u64)>, top: usize) {
 
 pub(super) fn build_profile(
     mut a: Analyzer,
-    mut plan: Plan,
+    plan: StreamPlan,
     strings: &Interner,
     input: InputInfo,
     top: usize,
@@ -298,75 +298,24 @@ pub(super) fn build_profile(
         })
         .collect();
 
-    // Requests: merge units. The plan's requests become the rows, and the
-    // units are let go once added up: at the end of a capture of many
-    // requests these are most of what analyze holds.
-    let n_requests = plan.requests.len();
-    let empty: Arc<BTreeMap<String, u64>> = Arc::default();
-    let mut requests: Vec<RequestRow> = std::mem::take(&mut plan.requests)
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| RequestRow {
-            index: i,
-            pid: r.pid,
-            kind: r.kind,
-            start_us: r.start_us,
-            end_us: r.end_us,
-            events: r.events,
-            metadata_calls: 0,
-            enoent: 0,
-            by_syscall: Arc::clone(&empty),
-            realpath_walks: 0,
-            walk_lstats: 0,
-            repeats: 0,
-            metadata_time_us: durations.then_some(0),
-        })
-        .collect();
-    let mut total_repeats = 0;
-    let mut rewalks = 0;
-    // each request's units' calls per name (`Tallies` ids), to make its
-    // calls per syscall at once
-    let mut of_request: Vec<(u32, u32)> = Vec::new();
-    for (ui, u) in std::mem::take(&mut a.units).into_iter().enumerate() {
-        if let Some(Some(r)) = plan.unit_request.get(ui) {
-            let row = &mut requests[*r as usize];
-            row.metadata_calls += u.metadata;
-            row.enoent += u.enoent;
-            row.realpath_walks += u.walks;
-            row.walk_lstats += u.walk_lstats;
-            row.repeats += u.repeats;
-            if let Some(t) = &mut row.metadata_time_us {
-                *t += u.metadata_time_us;
-            }
-            of_request.push((*r, u.names));
-        }
-        total_repeats += u.repeats;
-        rewalks += u.rewalks;
-    }
-    plan.unit_request = Vec::new();
-    // requests repeat their counts: one copy of each (a request of one
-    // unit found by its list's id, without making the map again)
-    of_request.sort_unstable();
-    let mut pool = statstorm_trace::share::Pool::default();
+    // Requests: the rows made as their units closed, in time order, and
+    // each list of calls per syscall they hold made a map once.
     let mut by_list: HashMap<u32, Arc<BTreeMap<String, u64>>> = HashMap::new();
-    for group in of_request.chunk_by(|x, y| x.0 == y.0) {
-        let shared = match group {
-            &[(_, list)] => Arc::clone(by_list.entry(list).or_insert_with(|| {
-                pool.share(names_map(a.tallies.names(list, &a.ix_name), strings))
-            })),
-            _ => {
-                let mut m: BTreeMap<String, u64> = BTreeMap::new();
-                for &(_, list) in group {
-                    for (k, v) in names_map(a.tallies.names(list, &a.ix_name), strings) {
-                        *m.entry(k).or_insert(0) += v;
-                    }
-                }
-                pool.share(m)
-            }
-        };
-        requests[group[0].0 as usize].by_syscall = shared;
+    for &list in &a.row_lists {
+        by_list.insert(
+            list,
+            Arc::new(names_map(a.tallies.names(list, &a.ix_name), strings)),
+        );
     }
-    drop(of_request);
+    let requests = Rows::new(std::mem::take(&mut a.rows).finish(), by_list, durations);
+    let summary = match RequestsSummary::of(&requests, top) {
+        Ok(s) => s,
+        Err(e) => {
+            a.rows_error.get_or_insert(e);
+            RequestsSummary::default()
+        }
+    };
+    let (total_repeats, rewalks) = (a.total_repeats, a.rewalks);
 
     // Realpath walks by file.
     let mut wf: Vec<(u32, u64, u64)> = a
@@ -385,7 +334,7 @@ pub(super) fn build_profile(
         lstats: walk_lstats,
         files,
         rewalks,
-        requests_with_walks: requests.iter().filter(|r| r.realpath_walks > 0).count() as u64,
+        requests_with_walks: summary.with_walks,
         deepest_first: a.walks_deepest_first,
         shallowest_first: a.walks_shallowest_first,
         by_file: wf
@@ -418,13 +367,7 @@ pub(super) fn build_profile(
         burst_period_s: period,
     };
 
-    let (mut req_wall, mut req_md) = (0u64, 0u64);
-    for r in &requests {
-        if let (Some(s), Some(e)) = (r.start_us, r.end_us) {
-            req_wall += (e - s).max(0) as u64;
-        }
-        req_md += r.metadata_time_us.unwrap_or(0);
-    }
+    let (req_wall, req_md) = (summary.wall_us, summary.metadata_time_us);
     let split = plan.mode != RequestMode::Whole && a.timestamps;
     let totals = Totals {
         events: a.events,
@@ -468,9 +411,11 @@ pub(super) fn build_profile(
         request_split: RequestsInfo {
             mode: plan.mode,
             note: plan.note.clone(),
-            count: n_requests,
+            count: plan.requests,
         },
         requests,
+        requests_summary: summary,
+        requests_error: a.rows_error.take().map(Arc::new),
         realpath,
         timeseries,
         bursts,

@@ -264,7 +264,7 @@ pub fn findings(p: &Profile) -> Vec<Finding> {
             traced_wall_us: t.traced_wall_us.unwrap_or(0),
         });
     } else if let (Some(share), Some(w)) = (t.metadata_share_of_requests, t.request_wall_us) {
-        let inside: u64 = p.requests.iter().filter_map(|r| r.metadata_time_us).sum();
+        let inside = p.requests_summary.metadata_time_us;
         out.push(Kind::TimeShare {
             of: TimeScope::Requests,
             share,

@@ -4,20 +4,25 @@
 //!
 //! [`Analyzer`] is a streaming sink: each event costs a few array and hash
 //! operations on interned ids, and memory is bounded by the number of
-//! distinct paths, names, pids and requests, never by the number of lines.
+//! distinct paths, names and pids, never by the number of lines or of
+//! requests: the split lets each request piece go as its process moves on
+//! (`Splitter::streaming`), and the requests' rows wait in a sorted spill
+//! (`crate::sorted`) until the report lists them.
 
 mod build;
 pub mod findings;
 pub mod pids;
 mod profile;
 pub mod read;
+mod rows;
 
 pub use build::find_bursts;
 pub use findings::Finding;
 pub use profile::*;
+pub use rows::{RequestsSummary, Rows};
 
 use rayon::prelude::*;
-use statstorm_php::request::{Plan, Splitter, UnitId};
+use statstorm_php::request::{Closed, Splitter, StreamPlan, UnitId};
 use statstorm_trace::event::FastHash;
 use statstorm_trace::{Event, Flags, Interner, Kind, PathId};
 use std::cmp::Ordering;
@@ -207,6 +212,14 @@ struct ProcAgg {
     seen: HashSet<PathId, FastHash>,
     /// ... and the files resolved by a walk in it.
     walked: HashSet<PathId, FastHash>,
+    /// The current unit's counts ...
+    cur: UnitAgg,
+    /// ... and those of the process's units that were no request by
+    /// themselves (startup, idle, a php-cli process), folded as they
+    /// closed (`names` unused: their calls per name index are in
+    /// `rest_names`): what the end of the trace makes a request of.
+    rest: UnitAgg,
+    rest_names: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -235,6 +248,19 @@ struct UnitAgg {
     metadata_time_us: u64,
     /// Walks of a file already walked in this unit.
     rewalks: u64,
+}
+
+impl UnitAgg {
+    /// Adds `o`'s counts (not its calls per name).
+    fn add(&mut self, o: &UnitAgg) {
+        self.metadata += o.metadata;
+        self.enoent += o.enoent;
+        self.walks += o.walks;
+        self.walk_lstats += o.walk_lstats;
+        self.repeats += o.repeats;
+        self.metadata_time_us += o.metadata_time_us;
+        self.rewalks += o.rewalks;
+    }
 }
 
 /// Metadata calls counted in the current second `s` of the time series
@@ -302,13 +328,21 @@ pub struct Analyzer {
     proc_order: Vec<u32>,
     /// ... and the slot of each pid, for `exit`.
     proc_index: HashMap<u32, usize, FastHash>,
-    /// Last `ProcAgg::seen_gen` handed out.
+    /// Generations handed out (`ProcAgg::seen_gen`: this count in the
+    /// high 32 bits, the process's slot in the low ones, so a generation
+    /// names its process without a table per generation).
     next_gen: u64,
-    /// The `procs` slot of each generation (index: the generation; 0
-    /// unused): whose `seen` set a path taken over from a generation goes
-    /// into, if that generation is still its process's current one.
-    gen_proc: Vec<u32>,
-    units: Vec<UnitAgg>,
+    /// The requests made so far, each as its unit closed
+    /// (`Splitter::streaming`): at most the spill's bound in memory.
+    rows: rows::RowSpill,
+    /// The list ids (`tallies`) the requests hold.
+    row_lists: HashSet<u32, FastHash>,
+    /// Writing the requests out failed: the first error (reported by
+    /// `read::Reading::finish`).
+    rows_error: Option<std::io::Error>,
+    /// Over every unit closed: repeats and walks of a file walked before.
+    total_repeats: u64,
+    rewalks: u64,
     /// The settled units' calls per name, each distinct list once
     /// (requests repeat their counts).
     tallies: Tallies,
@@ -508,7 +542,7 @@ pub fn dir_of(p: &[u8]) -> &[u8] {
 impl Analyzer {
     pub fn new() -> Self {
         Analyzer {
-            splitter: Splitter::new(),
+            splitter: Splitter::streaming(),
             kinds: Box::new(std::array::from_fn(|_| NameAgg::default())),
             other: Vec::new(),
             name_ix: Vec::new(),
@@ -522,8 +556,11 @@ impl Analyzer {
             proc_order: Vec::new(),
             proc_index: HashMap::default(),
             next_gen: 0,
-            gen_proc: vec![u32::MAX],
-            units: Vec::new(),
+            rows: rows::RowSpill::new(),
+            row_lists: HashSet::default(),
+            rows_error: None,
+            total_repeats: 0,
+            rewalks: 0,
             tallies: Tallies::default(),
             per_sec: HashMap::default(),
             cur_sec: CurSec::EMPTY,
@@ -643,6 +680,9 @@ impl ProcAgg {
             names: NameCounts::default(),
             seen: HashSet::default(),
             walked: HashSet::default(),
+            cur: UnitAgg::default(),
+            rest: UnitAgg::default(),
+            rest_names: Vec::new(),
         }
     }
 }
@@ -670,8 +710,10 @@ impl Analyzer {
         }
         self.walks[i].0 += 1;
         self.walks[i].1 += run.len as u64;
-        let again = !self.procs[pi].walked.insert(resolved);
-        if let Some(u) = self.units.get_mut(unit as usize) {
+        let pr = &mut self.procs[pi];
+        let again = !pr.walked.insert(resolved);
+        if unit != u32::MAX {
+            let u = &mut pr.cur;
             u.walks += 1;
             u.walk_lstats += run.len as u64;
             if again {
@@ -687,6 +729,10 @@ impl Analyzer {
     fn enter_unit(&mut self, pi: usize, unit: u32) {
         self.close_run(pi);
         self.settle_names(pi);
+        // the unit the splitter let go as this event began another
+        while let Some(c) = self.splitter.pop_closed() {
+            self.close_unit(c);
+        }
         let pr = &mut self.procs[pi];
         pr.seen = HashSet::default();
         pr.walked = HashSet::default();
@@ -698,9 +744,10 @@ impl Analyzer {
     /// unit's record (added to what it had, if anything).
     fn settle_names(&mut self, pi: usize) {
         let pr = &mut self.procs[pi];
-        let Some(u) = self.units.get_mut(pr.unit as usize) else {
+        if pr.unit == u32::MAX {
             return;
-        };
+        }
+        let u = &mut pr.cur;
         if pr.names.0.iter().all(|&c| c == 0) {
             return;
         }
@@ -722,9 +769,7 @@ impl Analyzer {
     /// emptied).
     fn new_gen(&mut self, pi: usize) {
         self.next_gen += 1;
-        self.procs[pi].seen_gen = self.next_gen;
-        debug_assert_eq!(self.gen_proc.len() as u64, self.next_gen);
-        self.gen_proc.push(pi as u32);
+        self.procs[pi].seen_gen = self.next_gen << 32 | pi as u64;
     }
 
     /// A path stat'ed under generation `old` is now stat'ed under another:
@@ -734,14 +779,12 @@ impl Analyzer {
     /// longer current had its set emptied; nothing is kept for it.
     #[inline(never)]
     fn take_over(&mut self, old: u64, p: PathId) {
-        let Some(&owner) = self.gen_proc.get(old as usize) else {
+        let owner = (old & u64::from(u32::MAX)) as usize;
+        let Some(pr) = self.procs.get_mut(owner) else {
             return;
         };
-        let Some(pr) = self.procs.get(owner as usize) else {
-            return;
-        };
-        if pr.seen_gen == old && (pr.unit as usize) < self.units.len() {
-            self.procs[owner as usize].seen.insert(p);
+        if pr.seen_gen == old && pr.unit != u32::MAX {
+            pr.seen.insert(p);
         }
     }
 
@@ -809,10 +852,6 @@ impl Analyzer {
     /// Adds one event (input order).
     pub fn push(&mut self, ev: &Event, strings: &Interner) {
         let (UnitId(unit), si) = self.splitter.push_slot(ev, strings);
-        let unit = unit as usize;
-        if unit >= self.units.len() {
-            self.units.resize_with(unit + 1, UnitAgg::default);
-        }
         self.events += 1;
         let metadata = ev.kind.is_metadata();
         let (errno, enoent) = self.errno_of(ev, strings);
@@ -851,8 +890,8 @@ impl Analyzer {
 
         // Process.
         let pi = self.proc_slot(ev.pid, si);
-        if self.procs[pi].unit != unit as u32 {
-            self.enter_unit(pi, unit as u32);
+        if self.procs[pi].unit != unit {
+            self.enter_unit(pi, unit);
         }
         // One borrow of the process record for the rest of the event (its
         // counters, generation and walk run), instead of re-indexing
@@ -887,7 +926,7 @@ impl Analyzer {
         let mut taken = None;
         {
             pr.names.bump(nix);
-            let u = &mut self.units[unit];
+            let u = &mut pr.cur;
             if metadata {
                 u.metadata += 1;
                 u.metadata_time_us += ev.dur_us.unwrap_or(0);
@@ -969,7 +1008,7 @@ impl Analyzer {
             }
             let seen = &self.procs[pi].seen;
             if !seen.is_empty() && seen.contains(&p) {
-                self.units[unit].repeats += 1;
+                self.procs[pi].cur.repeats += 1;
             }
         }
     }
@@ -1114,8 +1153,98 @@ impl Analyzer {
             self.settle_names(pi);
         }
         self.flush_sec();
-        let plan = std::mem::take(&mut self.splitter).finish();
+        let (plan, closed) = std::mem::take(&mut self.splitter).finish_streaming();
+        for c in closed {
+            self.close_unit(c);
+        }
+        self.join_requests(&plan);
         build::build_profile(self, plan, strings, input, top)
+    }
+
+    /// A unit the splitter let go: a request's row, or its counts folded
+    /// into its process's other units.
+    fn close_unit(&mut self, c: Closed) {
+        let Some(pr) = self.procs.get_mut(c.slot) else {
+            // a pid with no event (a forked child never seen): nothing
+            return;
+        };
+        let u = std::mem::take(&mut pr.cur);
+        self.total_repeats += u.repeats;
+        self.rewalks += u.rewalks;
+        match c.request {
+            Some(r) => {
+                let rec = rows::RowRec {
+                    pid: r.pid,
+                    kind: r.kind,
+                    start_us: r.start_us,
+                    end_us: r.end_us,
+                    events: r.events,
+                    first_event: r.first_event,
+                    metadata: u.metadata,
+                    enoent: u.enoent,
+                    names: u.names,
+                    walks: u.walks,
+                    walk_lstats: u.walk_lstats,
+                    repeats: u.repeats,
+                    metadata_time_us: u.metadata_time_us,
+                };
+                self.push_row(rec);
+            }
+            None => {
+                pr.rest.add(&u);
+                for (ix, n) in self.tallies.get(u.names) {
+                    let ix = ix as usize;
+                    if pr.rest_names.len() <= ix {
+                        pr.rest_names.resize(ix + 1, 0);
+                    }
+                    pr.rest_names[ix] += n;
+                }
+            }
+        }
+    }
+
+    fn push_row(&mut self, rec: rows::RowRec) {
+        self.row_lists.insert(rec.names);
+        if let Err(e) = self.rows.push(rec) {
+            self.rows_error.get_or_insert(e);
+        }
+    }
+
+    /// The requests made of several processes' units (php-cli process
+    /// trees, the whole trace): their rows.
+    fn join_requests(&mut self, plan: &StreamPlan) {
+        for (r, slots) in &plan.joined {
+            let mut u = UnitAgg::default();
+            let mut names: Vec<u64> = Vec::new();
+            for &si in slots {
+                let Some(pr) = self.procs.get(si) else {
+                    continue;
+                };
+                u.add(&pr.rest);
+                if names.len() < pr.rest_names.len() {
+                    names.resize(pr.rest_names.len(), 0);
+                }
+                for (x, &n) in names.iter_mut().zip(&pr.rest_names) {
+                    *x += n;
+                }
+            }
+            let rec = rows::RowRec {
+                pid: r.pid,
+                kind: r.kind,
+                start_us: r.start_us,
+                end_us: r.end_us,
+                events: r.events,
+                first_event: r.first_event,
+                metadata: u.metadata,
+                enoent: u.enoent,
+                names: self.tallies.add(&names),
+                walks: u.walks,
+                walk_lstats: u.walk_lstats,
+                repeats: u.repeats,
+                metadata_time_us: u.metadata_time_us,
+            };
+            self.push_row(rec);
+        }
     }
 }
 
@@ -1219,11 +1348,67 @@ mod tests {
             a.finish(&self.s, InputInfo::default(), 1000)
         }
         pub fn profile_top(&self, top: usize) -> Profile {
+            self.profile_rows_held(top, rows::RowSpill::HELD)
+        }
+        /// The profile when at most `held` requests stay in memory (the
+        /// others in sorted runs in a temporary file).
+        pub fn profile_rows_held(&self, top: usize, held: usize) -> Profile {
             let mut a = Analyzer::new();
+            a.rows = rows::RowSpill::with_cap(held);
             for e in &self.ev {
                 a.push(e, &self.s);
             }
             a.finish(&self.s, InputInfo::default(), top)
+        }
+    }
+
+    /// Requests written out in sorted runs and merged give the profile
+    /// that holds them all: the same JSON and the same text, on pool
+    /// workers beside php-cli processes (rows made as units close, and
+    /// at the end), with few requests held and with many.
+    #[test]
+    fn requests_in_runs_give_the_same_profile() {
+        let mut b = B::new();
+        let mut rng = 7u64;
+        for i in 0..4000u32 {
+            lcg(&mut rng);
+            let pid = 200 + (rng >> 60) as u32 % 6;
+            if (rng >> 20) % 9 == 0 {
+                b.push(pid, "accept", None, 0, None);
+                continue;
+            }
+            // a php-cli process now and then, with a child
+            if i % 500 == 0 {
+                b.push(900 + i, "execve", Some("/usr/bin/php8.2"), 0, None);
+                b.push(900 + i, "newfstatat", Some("/srv/cron.php"), 0, None);
+            }
+            let path = format!("/srv/{}.php", (rng >> 40) % 30);
+            let err = ((rng >> 45) % 5 == 0).then_some("ENOENT");
+            b.push(
+                pid,
+                ["newfstatat", "lstat", "openat", "access"][(rng >> 50) as usize % 4],
+                Some(&path),
+                0,
+                err,
+            );
+        }
+        let whole = b.profile_top(5);
+        assert!(whole.requests.len() > 300, "{}", whole.requests.len());
+        assert_eq!(whole.requests.spilled_runs(), 0);
+        let json = |p: &Profile| serde_json::to_string(p).unwrap();
+        for held in [1, 2, 5, 64] {
+            let p = b.profile_rows_held(5, held);
+            assert!(p.requests.spilled_runs() > 0);
+            assert_eq!(json(&p), json(&whole), "held {held}");
+            let top = |p: &Profile| {
+                p.requests_summary
+                    .top
+                    .iter()
+                    .map(|r| (r.index, r.metadata_calls))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(top(&p), top(&whole), "held {held}");
+            assert_eq!(p.requests_summary.top.len(), 5);
         }
     }
 
@@ -1393,7 +1578,7 @@ mod tests {
         let total: u64 = unit_repeats.iter().sum();
         assert!(total > 100 && want.len() > 50, "{total} {}", want.len());
         assert_eq!(p.totals.repeats, total);
-        let got: Vec<u64> = p.requests.iter().map(|r| r.repeats).collect();
+        let got: Vec<u64> = p.requests.iter().map(|r| r.unwrap().repeats).collect();
         assert_eq!(got, want);
 
         // Path counters and totals by decoded kind.
@@ -1468,7 +1653,7 @@ mod tests {
         for ev in &b.ev {
             *total.entry(b.s.str(ev.name).into_owned()).or_default() += 1;
         }
-        for (row, q) in p.requests.iter().zip(&r.requests) {
+        for (row, q) in p.requests.to_vec().unwrap().iter().zip(&r.requests) {
             let mut want: BTreeMap<String, u64> = BTreeMap::new();
             for &i in &q.events {
                 *want
@@ -1765,7 +1950,7 @@ mod tests {
         let p = b.profile();
         assert_eq!(p.request_split.mode, RequestMode::Cli);
         assert_eq!(p.requests.len(), 1);
-        let r = &p.requests[0];
+        let r = &p.requests.to_vec().unwrap()[0];
         assert_eq!(r.realpath_walks, 2);
         assert_eq!(r.walk_lstats, 7);
         assert_eq!(r.repeats, 1);
@@ -1872,14 +2057,14 @@ mod tests {
         b.push(7, "stat", Some("/data/x"), 0, None);
         let p = b.profile();
         assert_eq!(p.request_split.mode, RequestMode::Whole);
-        assert_eq!(p.requests[0].repeats, 1);
+        assert_eq!(p.requests.to_vec().unwrap()[0].repeats, 1);
         // Another process stat'ing the same path in between neither is a
         // repeat itself nor hides the first process's repeat.
         b.push(8, "stat", Some("/data/x"), 0, None);
         b.push(7, "stat", Some("/data/x"), 0, None);
         b.push(8, "stat", Some("/data/y"), 0, None);
         let p = b.profile();
-        assert_eq!(p.requests[0].repeats, 2);
+        assert_eq!(p.requests.to_vec().unwrap()[0].repeats, 2);
         let e = B::new().profile();
         assert_eq!(e.totals.events, 0);
         assert!(e.requests.is_empty());

@@ -270,7 +270,16 @@ pub struct Profile {
     pub dirs: Vec<DirRow>,
     pub processes: Vec<ProcessRow>,
     pub request_split: RequestsInfo,
-    pub requests: Vec<RequestRow>,
+    /// Every request, by start (read back as listed: [`super::Rows`]).
+    pub requests: super::Rows,
+    /// The requests as a whole, and those with the most metadata calls
+    /// (not part of the JSON).
+    #[serde(skip)]
+    pub requests_summary: super::RequestsSummary,
+    /// Keeping the requests failed (their temporary file): `requests`
+    /// lacks some (reported as an input error by `read::Reading::finish`).
+    #[serde(skip)]
+    pub requests_error: Option<std::sync::Arc<std::io::Error>>,
     pub realpath: Realpath,
     pub timeseries: TimeSeries,
     pub bursts: Vec<Burst>,

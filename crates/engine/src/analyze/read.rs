@@ -72,6 +72,12 @@ pub enum InputError {
     Empty { file: String },
     #[error("{file}: a counts capture without counts ({lines} lines)")]
     NoCounts { file: String, lines: u64 },
+    /// The requests' table could not be kept (its temporary file): the
+    /// profile lists only some.
+    #[error("the request table is incomplete: its temporary file failed: {source}")]
+    Requests {
+        source: std::sync::Arc<std::io::Error>,
+    },
 }
 
 /// Why the inputs are not analyzed together: nothing more is read.
@@ -231,13 +237,16 @@ impl Reading {
             strings,
             mut info,
             summary,
-            errors,
+            mut errors,
             ..
         } = self;
         if let Some(s) = &summary {
             info.summary_rows = s.rows.len() as u64;
         }
         let mut profile = analyzer.finish(&strings, info, top);
+        if let Some(source) = profile.requests_error.take() {
+            errors.push(InputError::Requests { source });
+        }
         if let Some(s) = &summary {
             super::fold_summary(&mut profile, s);
         }

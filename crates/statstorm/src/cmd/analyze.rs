@@ -179,7 +179,7 @@ pub fn run(args: Args) -> Result<i32> {
     let read_errors = analysis
         .errors
         .iter()
-        .filter(|e| matches!(e, InputError::Read { .. }))
+        .filter(|e| matches!(e, InputError::Read { .. } | InputError::Requests { .. }))
         .count();
     for e in &analysis.errors {
         errln!("statstorm: error: {e}");

@@ -99,3 +99,59 @@ pub fn run_with(
     }
     run_cmd(&mut c)
 }
+
+/// [`run_with`] without stdin, stdout written to `out`.
+pub fn run_with_into(
+    dir: &Path,
+    mib: Option<u64>,
+    env: &[(&str, &str)],
+    out: std::fs::File,
+    args: &[&str],
+) -> Run {
+    let mut c = Command::new("timeout");
+    c.arg(HANG_S.to_string());
+    if let Some(mib) = mib {
+        c.arg("prlimit")
+            .arg(format!("--as={}", mib << 20))
+            .arg("--");
+    }
+    c.arg(env!("CARGO_BIN_EXE_statstorm"));
+    c.args(args)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdout(out);
+    run_cmd(&mut c)
+}
+
+/// Writes `path`: a gzipped `strace -f -tt -T -y` log of `n` php-fpm
+/// requests on 4 workers, each an accept, one stat and a close (120 bytes
+/// of text a call).
+pub fn many_requests_gz(path: &Path, n: usize) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let f = std::fs::File::create(path).unwrap();
+    let mut z =
+        flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+    let mut t_us = 1_795_229_198_000_000i64;
+    let mut line = String::new();
+    for i in 0..n {
+        let pid = 500 + i % 4;
+        line.clear();
+        for call in [
+            "accept(9<socket:[1]>, {sa_family=AF_INET, sin_port=htons(40652), sin_addr=inet_addr(\"127.0.0.1\")}, [112 => 16]) = 4<socket:[2]> <0.000019>",
+            "newfstatat(AT_FDCWD, \"/srv/www/index.php\", {st_mode=S_IFREG|0644, st_size=209, ...}, 0) = 0 <0.000011>",
+            "close(4<socket:[2]>) = 0 <0.000005>",
+        ] {
+            writeln!(
+                line,
+                "{pid} {}.{:06} {call}",
+                t_us / 1_000_000,
+                t_us % 1_000_000
+            )
+            .unwrap();
+            t_us += 60;
+        }
+        z.write_all(line.as_bytes()).unwrap();
+    }
+    z.finish().unwrap().flush().unwrap();
+}

@@ -1,6 +1,6 @@
 //! Hostile input to the simulator and the NFS model (issue 24: 1-4).
 
-use crate::common::{run, run_capped, run_capped_into};
+use crate::common::{many_requests_gz, run, run_capped, run_capped_into};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -68,34 +68,9 @@ fn simulate_replays_more_than_2_pow_20_requests() {
 /// is predicted whole within 1.5 GiB of address space.
 #[test]
 fn predict_of_more_than_2_pow_20_requests_fits_in_1536_mib() {
-    use std::io::Write as _;
     let d = tempfile::tempdir().unwrap();
     let n = (1usize << 20) + 1;
-    let f = std::fs::File::create(d.path().join("many.strace.gz")).unwrap();
-    let mut z =
-        flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
-    let mut t_us = 1_795_229_198_000_000i64;
-    let mut line = String::new();
-    for i in 0..n {
-        let pid = 500 + i % 4;
-        line.clear();
-        for call in [
-            "accept(9<socket:[1]>, {sa_family=AF_INET, sin_port=htons(40652), sin_addr=inet_addr(\"127.0.0.1\")}, [112 => 16]) = 4<socket:[2]> <0.000019>",
-            "newfstatat(AT_FDCWD, \"/srv/www/index.php\", {st_mode=S_IFREG|0644, st_size=209, ...}, 0) = 0 <0.000011>",
-            "close(4<socket:[2]>) = 0 <0.000005>",
-        ] {
-            writeln!(
-                line,
-                "{pid} {}.{:06} {call}",
-                t_us / 1_000_000,
-                t_us % 1_000_000
-            )
-            .unwrap();
-            t_us += 60;
-        }
-        z.write_all(line.as_bytes()).unwrap();
-    }
-    z.finish().unwrap().flush().unwrap();
+    many_requests_gz(&d.path().join("many.strace.gz"), n);
     let out = std::fs::File::create(d.path().join("out.txt")).unwrap();
     let r = run_capped_into(
         d.path(),
