@@ -1168,6 +1168,8 @@ impl Analyzer {
             // a pid with no event (a forked child never seen): nothing
             return;
         };
+        // the process's counts are those of the unit the split let go
+        debug_assert!(pr.unit == c.unit.0 || pr.unit == u32::MAX);
         let u = std::mem::take(&mut pr.cur);
         self.total_repeats += u.repeats;
         self.rewalks += u.rewalks;
