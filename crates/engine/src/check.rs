@@ -34,6 +34,25 @@ pub struct BeforeCheck {
     pub gaps: Vec<Gap>,
     /// Settings that change the calls that missed, most likely first.
     pub suspects: Vec<&'static str>,
+    /// Single changes of the suspects that give back the recorded calls
+    /// of requests that missed, tried on the capture's first requests
+    /// (`predict::gap_trials`), the most given back first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explained: Vec<Explained>,
+}
+
+/// One suspect changed: `setting=value` over the recorded settings, on the
+/// capture's first `requests` requests, of which `missed` missed their
+/// recorded calls: `fixed` of those then match, and `broken` requests that
+/// matched no longer do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Explained {
+    pub setting: String,
+    pub value: String,
+    pub requests: usize,
+    pub missed: usize,
+    pub fixed: usize,
+    pub broken: usize,
 }
 
 /// Gaps listed in [`BeforeCheck::gaps`].
@@ -59,7 +78,8 @@ fn suspects_of(syscall: &str) -> &'static [&'static str] {
     }
 }
 
-fn within(modelled: u64, recorded: u64) -> bool {
+/// Whether `modelled` is within the tolerance of `recorded`.
+pub(crate) fn within(modelled: u64, recorded: u64) -> bool {
     let tol = ((recorded as f64 * TOL_PCT / 100.0).floor() as u64).max(TOL_ABS);
     modelled.abs_diff(recorded) <= tol
 }

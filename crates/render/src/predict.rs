@@ -90,6 +90,34 @@ fn check_warning(out: &mut impl Write, c: &statstorm_engine::check::BeforeCheck)
             c.suspects.join(", ")
         }
     )?;
+    if let Some(first) = c.explained.first() {
+        let tried: Vec<String> = c
+            .explained
+            .iter()
+            .map(|e| {
+                let value = if e.value.is_empty() {
+                    "(unset)"
+                } else {
+                    &e.value
+                };
+                format!(
+                    "{}={value} gives back {} of the {} that missed, {} that matched then miss",
+                    e.setting, e.fixed, e.missed, e.broken
+                )
+            })
+            .collect();
+        let why = if first.fixed == first.missed && first.broken == 0 {
+            format!("the recorded {} is likely wrong", first.setting)
+        } else {
+            "the requests may have run under different settings (several pools, php-cli beside a pool, a .user.ini): predict their traces apart, or state the settings most of them ran under".to_string()
+        };
+        writeln!(
+            out,
+            "note: one setting changed over the recorded ones, on the first {} requests: {}; {why}",
+            first.requests,
+            tried.join("; ")
+        )?;
+    }
     Ok(())
 }
 

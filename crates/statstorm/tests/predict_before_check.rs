@@ -100,6 +100,53 @@ fn a_wrong_stated_setting_shows_the_gap_and_warns() {
         line.contains("modelled") && line.contains("recorded") && line.contains("opcache.enable"),
         "{line}"
     );
+    // the one change that gives the capture back: OPcache on
+    let e = &c["explained"][0];
+    assert_eq!(e["setting"], "opcache.enable", "{c}");
+    assert_eq!(e["value"], "1", "{c}");
+    assert_eq!(e["fixed"], e["missed"], "{c}");
+    assert_eq!(e["broken"], 0, "{c}");
+    assert!(
+        text.contains("opcache.enable=1 gives back")
+            && text.contains("the recorded opcache.enable is likely wrong"),
+        "{text}"
+    );
+}
+
+/// A capture of processes under different settings, nothing stated: one
+/// lab block's traces in one predict (php-fpm pools without and with
+/// open_basedir, without the realpath cache, OPcache on and off, php-cli
+/// runs). The settings inferred for all (open_basedir from the pools that
+/// had it) miss most requests; the warning's trials name what the others
+/// ran without (open_basedir unset gives back most of those that missed
+/// among the first requests, none that matched breaks) and say the
+/// requests may have run under different settings.
+#[test]
+fn mixed_settings_name_the_change_that_gives_requests_back() {
+    let block = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/nfs-lab/strace/3/defaults");
+    let mut traces: Vec<String> = std::fs::read_dir(&block)
+        .unwrap_or_else(|e| panic!("lab fixtures missing at {}: {e}", block.display()))
+        .map(|f| f.unwrap().path().display().to_string())
+        .collect();
+    traces.sort();
+    let mut args = traces.clone();
+    args.extend(["--format".to_string(), "json".to_string()]);
+    let p: Value = serde_json::from_str(&common::run("predict", &args)).unwrap();
+    let c = &p["before_check"];
+    assert!(c["requests_beyond"].as_u64().unwrap() > 30, "{c}");
+    let e = &c["explained"][0];
+    assert_eq!(e["setting"], "open_basedir", "{c}");
+    assert_eq!(e["value"], "", "{c}");
+    let (fixed, missed) = (e["fixed"].as_u64().unwrap(), e["missed"].as_u64().unwrap());
+    assert!(fixed * 3 >= missed * 2 && fixed < missed, "{c}");
+    assert_eq!(e["broken"], 0, "{c}");
+    let text = common::run("predict", &traces);
+    assert!(
+        text.contains("open_basedir=(unset) gives back")
+            && text.contains("the requests may have run under different settings"),
+        "{text}"
+    );
 }
 
 /// Every capture of the harness with nothing stated: the settings the

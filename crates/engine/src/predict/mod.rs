@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub mod call_latency;
+pub mod gap_trials;
 pub mod latency;
 mod notes;
 mod side;
@@ -1168,7 +1169,7 @@ fn build(
         totals.recorded.add(&r.recorded);
         requests.push(r);
     }
-    let before_check = crate::check::before_vs_recorded(
+    let mut before_check = crate::check::before_vs_recorded(
         &requests
             .iter()
             .map(|r| &r.before.by_syscall)
@@ -1179,6 +1180,10 @@ fn build(
             .collect::<Vec<_>>(),
         CHECKED,
     );
+    if before_check.requests_beyond > 0 {
+        before_check.explained =
+            gap_trials::explain(w, rec.counts(), &recorded, &before_check.suspects);
+    }
     let changes = recorded
         .diff(&proposed)
         .into_iter()
