@@ -548,6 +548,10 @@ pub struct Capture {
     nfs: NfsOptions,
     /// What every prediction on the capture shares, once computed.
     fixed: std::sync::Mutex<Option<std::sync::Arc<Fixed>>>,
+    /// The before-check's trials (`gap_trials`): the recorded side is
+    /// every prediction's, so they are made once (diagnose predicts many
+    /// changes on one capture).
+    explained: std::sync::OnceLock<Vec<crate::check::Explained>>,
     /// How the requests were split.
     mode: statstorm_php::request::RequestMode,
     format: InputFormat,
@@ -775,6 +779,7 @@ impl Capture {
             mode: split.mode,
             format,
             fixed: std::sync::Mutex::new(None),
+            explained: std::sync::OnceLock::new(),
         })
     }
 
@@ -1181,8 +1186,10 @@ fn build(
         CHECKED,
     );
     if before_check.requests_beyond > 0 {
-        before_check.explained =
-            gap_trials::explain(w, rec.counts(), &recorded, &before_check.suspects);
+        before_check.explained = cap
+            .explained
+            .get_or_init(|| gap_trials::explain(w, rec.counts(), &recorded, &before_check.suspects))
+            .clone();
     }
     let changes = recorded
         .diff(&proposed)
