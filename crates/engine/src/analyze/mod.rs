@@ -250,6 +250,26 @@ struct UnitAgg {
     rewalks: u64,
 }
 
+/// The row of request `r` whose units' counts are `u`, its calls per name
+/// the list `names` (`Tallies`).
+fn row_of(r: &statstorm_php::request::RequestInfo, u: &UnitAgg, names: u32) -> rows::RowRec {
+    rows::RowRec {
+        pid: r.pid,
+        kind: r.kind,
+        start_us: r.start_us,
+        end_us: r.end_us,
+        events: r.events,
+        first_event: r.first_event,
+        metadata: u.metadata,
+        enoent: u.enoent,
+        names,
+        walks: u.walks,
+        walk_lstats: u.walk_lstats,
+        repeats: u.repeats,
+        metadata_time_us: u.metadata_time_us,
+    }
+}
+
 impl UnitAgg {
     /// Adds `o`'s counts (not its calls per name).
     fn add(&mut self, o: &UnitAgg) {
@@ -1175,21 +1195,7 @@ impl Analyzer {
         self.rewalks += u.rewalks;
         match c.request {
             Some(r) => {
-                let rec = rows::RowRec {
-                    pid: r.pid,
-                    kind: r.kind,
-                    start_us: r.start_us,
-                    end_us: r.end_us,
-                    events: r.events,
-                    first_event: r.first_event,
-                    metadata: u.metadata,
-                    enoent: u.enoent,
-                    names: u.names,
-                    walks: u.walks,
-                    walk_lstats: u.walk_lstats,
-                    repeats: u.repeats,
-                    metadata_time_us: u.metadata_time_us,
-                };
+                let rec = row_of(&r, &u, u.names);
                 self.push_row(rec);
             }
             None => {
@@ -1230,21 +1236,8 @@ impl Analyzer {
                     *x += n;
                 }
             }
-            let rec = rows::RowRec {
-                pid: r.pid,
-                kind: r.kind,
-                start_us: r.start_us,
-                end_us: r.end_us,
-                events: r.events,
-                first_event: r.first_event,
-                metadata: u.metadata,
-                enoent: u.enoent,
-                names: self.tallies.add(&names),
-                walks: u.walks,
-                walk_lstats: u.walk_lstats,
-                repeats: u.repeats,
-                metadata_time_us: u.metadata_time_us,
-            };
+            let list = self.tallies.add(&names);
+            let rec = row_of(r, &u, list);
             self.push_row(rec);
         }
     }

@@ -85,15 +85,7 @@ pub fn run_with(
     stdin: Option<std::fs::File>,
     args: &[&str],
 ) -> Run {
-    let mut c = Command::new("timeout");
-    c.arg(HANG_S.to_string());
-    if let Some(mib) = mib {
-        c.arg("prlimit")
-            .arg(format!("--as={}", mib << 20))
-            .arg("--");
-    }
-    c.arg(env!("CARGO_BIN_EXE_statstorm"));
-    c.args(args).current_dir(dir).envs(env.iter().copied());
+    let mut c = with(dir, mib, env, args);
     if let Some(f) = stdin {
         c.stdin(f);
     }
@@ -108,6 +100,10 @@ pub fn run_with_into(
     out: std::fs::File,
     args: &[&str],
 ) -> Run {
+    run_cmd(with(dir, mib, env, args).stdout(out))
+}
+
+fn with(dir: &Path, mib: Option<u64>, env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut c = Command::new("timeout");
     c.arg(HANG_S.to_string());
     if let Some(mib) = mib {
@@ -116,11 +112,8 @@ pub fn run_with_into(
             .arg("--");
     }
     c.arg(env!("CARGO_BIN_EXE_statstorm"));
-    c.args(args)
-        .current_dir(dir)
-        .envs(env.iter().copied())
-        .stdout(out);
-    run_cmd(&mut c)
+    c.args(args).current_dir(dir).envs(env.iter().copied());
+    c
 }
 
 /// Writes `path`: a gzipped `strace -f -tt -T -y` log of `n` php-fpm
