@@ -81,18 +81,18 @@ impl<T: Keyed + Serialize + DeserializeOwned> SortedSpill<T> {
             Some(f) => f,
             None => self.file.insert(AppendFile::new()?),
         };
-        let offset = file.len();
-        let mut buf = Vec::new();
+        // the run encoded whole (a few MB at the bound), then appended
+        let mut run = Vec::new();
         for t in self.held.drain(..) {
-            buf.clear();
-            buf.extend_from_slice(&[0; 4]);
-            let mut buf2 = postcard::to_extend(&t, buf).map_err(io::Error::other)?;
-            let n = u32::try_from(buf2.len() - 4)
+            let at = run.len();
+            run.extend_from_slice(&[0; 4]);
+            run = postcard::to_extend(&t, run).map_err(io::Error::other)?;
+            let n = u32::try_from(run.len() - at - 4)
                 .map_err(|_| io::Error::other("a record past 4 GiB"))?;
-            buf2[..4].copy_from_slice(&n.to_le_bytes());
-            file.append(&buf2)?;
-            buf = buf2;
+            run[at..at + 4].copy_from_slice(&n.to_le_bytes());
         }
+        let offset = file.len();
+        file.append(&run)?;
         self.runs.push(Run {
             offset,
             end: file.len(),

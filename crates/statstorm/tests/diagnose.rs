@@ -20,17 +20,13 @@ fn lab(file: &str) -> PathBuf {
 /// The JSON diagnosis of a lab capture (NFSv3 under /mnt/nfs).
 fn lab_json(file: &str) -> Value {
     let t = lab(file);
-    json(
-        "diagnose",
-        &[
-            t.to_str().unwrap(),
-            "--from-mount",
-            "vers=3",
-            "--nfs-root",
-            "/mnt/nfs",
-        ],
-    )
+    let mut args = vec![t.to_str().unwrap()];
+    args.extend(LAB_NFS);
+    json("diagnose", &args)
 }
+
+/// The lab's mount: NFSv3 under /mnt/nfs.
+const LAB_NFS: [&str; 4] = ["--from-mount", "vers=3", "--nfs-root", "/mnt/nfs"];
 
 fn arr<'a>(v: &'a Value, k: &str) -> &'a Vec<Value> {
     v[k].as_array()
@@ -105,14 +101,11 @@ fn text_fits_80_columns_and_o_writes_the_file() {
     let stdout = run(
         "diagnose",
         &[
-            t.to_str().unwrap(),
-            "--from-mount",
-            "vers=3",
-            "--nfs-root",
-            "/mnt/nfs",
-            "-o",
-            out.to_str().unwrap(),
-        ],
+            &[t.to_str().unwrap()][..],
+            &LAB_NFS,
+            &["-o", out.to_str().unwrap()],
+        ]
+        .concat(),
     );
     assert!(stdout.is_empty());
     let text = std::fs::read_to_string(&out).unwrap();

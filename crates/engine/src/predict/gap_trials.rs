@@ -67,6 +67,9 @@ pub fn explain(
         return Vec::new();
     };
     let recorded = &recorded[..n];
+    // the baseline lowered as the trials are (the first requests alone),
+    // not read from the whole capture's lowering: a request's state from
+    // requests that overlap it after the prefix would differ
     let base = matches(&lower(&sub, cfg), recorded);
     let missed = base.iter().filter(|m| !**m).count();
     if missed == 0 {
