@@ -91,24 +91,53 @@ pub fn before_vs_recorded(
     recorded: &[&Tally],
     syscalls: &[&str],
 ) -> BeforeCheck {
-    let mut c = BeforeCheck {
-        requests: modelled.len().min(recorded.len()),
-        ..BeforeCheck::default()
-    };
-    // in the order first named (the tables list the likeliest first)
-    let mut weight: Vec<(&'static str, u64)> = Vec::new();
-    let mut gaps = Vec::new();
-    for (i, (m, r)) in modelled.iter().zip(recorded).enumerate() {
+    let mut f = CheckFold::new(syscalls);
+    for (m, r) in modelled.iter().zip(recorded) {
+        f.push(m, r);
+    }
+    f.finish()
+}
+
+/// [`before_vs_recorded`] request by request (in the report's order):
+/// what it holds is bounded by the syscalls checked and [`MAX_GAPS`], not
+/// by the requests.
+pub struct CheckFold<'a> {
+    syscalls: &'a [&'a str],
+    requests: usize,
+    beyond: usize,
+    /// Per suspect, the calls it may explain, in the order first named
+    /// (the tables list the likeliest first).
+    weight: Vec<(&'static str, u64)>,
+    /// The largest gaps so far, in the order listed, at most
+    /// [`MAX_GAPS`].
+    gaps: Vec<Gap>,
+}
+
+impl<'a> CheckFold<'a> {
+    pub fn new(syscalls: &'a [&'a str]) -> Self {
+        CheckFold {
+            syscalls,
+            requests: 0,
+            beyond: 0,
+            weight: Vec::new(),
+            gaps: Vec::new(),
+        }
+    }
+
+    /// The next request's modelled and recorded counts.
+    pub fn push(&mut self, m: &Tally, r: &Tally) {
+        let i = self.requests;
+        self.requests += 1;
         let mut worst: Option<Gap> = None;
-        for &k in syscalls {
+        for &k in self.syscalls {
             let (mv, rv) = (m.of(k), r.of(k));
             if within(mv, rv) {
                 continue;
             }
             for &s in suspects_of(k) {
-                match weight.iter_mut().find(|(n, _)| *n == s) {
+                match self.weight.iter_mut().find(|(n, _)| *n == s) {
                     Some((_, w)) => *w += mv.abs_diff(rv),
-                    None => weight.push((s, mv.abs_diff(rv))),
+                    None => self.weight.push((s, mv.abs_diff(rv))),
                 }
             }
             if worst
@@ -124,21 +153,32 @@ pub fn before_vs_recorded(
             }
         }
         if let Some(g) = worst {
-            c.requests_beyond += 1;
-            gaps.push(g);
+            self.beyond += 1;
+            // largest first, then earliest: a later gap goes after equals
+            let key = |g: &Gap| {
+                (
+                    std::cmp::Reverse(g.modelled.abs_diff(g.recorded)),
+                    g.request,
+                )
+            };
+            let at = self.gaps.partition_point(|h| key(h) <= key(&g));
+            if at < MAX_GAPS {
+                self.gaps.insert(at, g);
+                self.gaps.truncate(MAX_GAPS);
+            }
         }
     }
-    gaps.sort_by_key(|g| {
-        (
-            std::cmp::Reverse(g.modelled.abs_diff(g.recorded)),
-            g.request,
-        )
-    });
-    gaps.truncate(MAX_GAPS);
-    c.gaps = gaps;
-    weight.sort_by_key(|&(_, w)| std::cmp::Reverse(w));
-    c.suspects = weight.into_iter().map(|(k, _)| k).collect();
-    c
+
+    pub fn finish(mut self) -> BeforeCheck {
+        self.weight.sort_by_key(|&(_, w)| std::cmp::Reverse(w));
+        BeforeCheck {
+            requests: self.requests,
+            requests_beyond: self.beyond,
+            gaps: self.gaps,
+            suspects: self.weight.into_iter().map(|(k, _)| k).collect(),
+            explained: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -171,6 +211,33 @@ mod tests {
         );
         assert_eq!(c.suspects[0], "realpath_cache_size");
         assert!(c.suspects.contains(&"open_basedir"));
+    }
+
+    #[test]
+    fn the_fold_keeps_the_largest_gaps_of_many_requests() {
+        // gaps of every size, some equal: the fold keeps what sorting
+        // every gap and keeping the first MAX_GAPS gives
+        let n = 200u64;
+        let rec: Vec<Tally> = (0..n).map(|_| m(&[("newfstatat", 1000)])).collect();
+        let before: Vec<Tally> = (0..n)
+            .map(|i| m(&[("newfstatat", 1000 + (i * 37) % 101)]))
+            .collect();
+        let c = before_vs_recorded(
+            &before.iter().collect::<Vec<_>>(),
+            &rec.iter().collect::<Vec<_>>(),
+            &["newfstatat"],
+        );
+        let mut all: Vec<(u64, usize)> = before
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.of("newfstatat") - 1000, i))
+            .filter(|&(d, _)| d > 50)
+            .collect();
+        assert_eq!(c.requests_beyond, all.len());
+        all.sort_by_key(|&(d, i)| (std::cmp::Reverse(d), i));
+        let want: Vec<usize> = all.iter().take(MAX_GAPS).map(|&(_, i)| i).collect();
+        let got: Vec<usize> = c.gaps.iter().map(|g| g.request).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -74,6 +74,15 @@ impl<T: Keyed + Serialize + DeserializeOwned> SortedSpill<T> {
         Ok(())
     }
 
+    /// Records pushed so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     fn write_run(&mut self) -> io::Result<()> {
         // stable: equal keys keep the order they were pushed in
         self.held.sort_by_key(Keyed::key);

@@ -42,6 +42,7 @@ fn the_simulation_sends_the_rpcs_the_columns_count() {
             r.requests
                 .iter()
                 .map(|q| {
+                    let q = q.expect("rows read back");
                     let s = if after { &q.after } else { &q.before };
                     s.rpc.as_ref().map_or(0, |m| m.total())
                 })

@@ -202,6 +202,7 @@ fn render_rpcs(out: &mut impl Write, r: &Report, n: &NfsOut) -> Result<()> {
 /// layout every predict table shares).
 fn side_rows(out: &mut impl Write, r: &Report, row: impl Fn(&Side) -> String) -> Result<()> {
     for (i, q) in r.requests.iter().enumerate() {
+        let q = q?;
         writeln!(
             out,
             "{:>4} {:>8} {:>17.6} |        {} |       {}",

@@ -268,8 +268,11 @@ pub fn simulate_replay_each(
     if let Some(err) = e.error.take() {
         return Err(err);
     }
-    let each = outcomes(&e.per_spec);
-    Ok((e.report(seed), each))
+    // the engine's per-request tables let go before the outcomes are made
+    let report = e.report(seed);
+    let per_spec = std::mem::take(&mut e.per_spec);
+    drop(e);
+    Ok((report, outcomes(&per_spec)))
 }
 
 /// Each shape's outcome from its (served, dropped, TTFB sum, max).

@@ -153,46 +153,42 @@ fn percentiles(mut v: Vec<f64>) -> Vec<f64> {
 }
 
 impl Predicted {
-    /// The report's totals, latency and plotted requests.
-    pub fn of(r: &Report) -> Predicted {
+    /// The report's totals, latency and plotted requests (its rows read
+    /// once; an error reading them back).
+    pub fn of(r: &Report) -> std::io::Result<Predicted> {
         let lat = r.latency.as_ref();
         let calls = |s: &Side| CHECKED.iter().map(|k| s.get(k)).sum::<u64>();
         let rpcs = |s: &Side| s.rpc.as_ref().map(Tally::total);
         let step = r.requests.len().div_ceil(MAX_POINTS).max(1);
-        let points = r
-            .requests
-            .iter()
-            .step_by(step)
-            .map(|q| RequestPoint {
-                start_s: q.start,
-                calls_before: calls(&q.before),
-                calls_after: calls(&q.after),
-                rpcs_before: rpcs(&q.before),
-                rpcs_after: rpcs(&q.after),
-                ttfb_before_ms: q.before.latency_ms,
-                ttfb_after_ms: q.after.latency_ms,
-            })
-            .collect();
-        let before: Vec<f64> = r
-            .requests
-            .iter()
-            .filter_map(|q| q.before.latency_ms)
-            .collect();
-        let after: Vec<f64> = r
-            .requests
-            .iter()
-            .filter_map(|q| q.after.latency_ms)
-            .collect();
+        let mut points = Vec::new();
+        let mut before: Vec<f64> = Vec::new();
+        let mut after: Vec<f64> = Vec::new();
+        for (k, q) in r.requests.iter().enumerate() {
+            let q = q?;
+            before.extend(q.before.latency_ms);
+            after.extend(q.after.latency_ms);
+            if k % step == 0 {
+                points.push(RequestPoint {
+                    start_s: q.start,
+                    calls_before: calls(&q.before),
+                    calls_after: calls(&q.after),
+                    rpcs_before: rpcs(&q.before),
+                    rpcs_after: rpcs(&q.after),
+                    ttfb_before_ms: q.before.latency_ms,
+                    ttfb_after_ms: q.after.latency_ms,
+                });
+            }
+        }
         let ttfb = (!before.is_empty() || !after.is_empty()).then(|| Distribution {
             before_ms: percentiles(before),
             after_ms: percentiles(after),
         });
-        Predicted {
+        Ok(Predicted {
             before: Figures::of(&r.totals.before, lat.and_then(|l| l.before.as_ref())),
             after: Figures::of(&r.totals.after, lat.and_then(|l| l.after.as_ref())),
             ttfb,
             points,
-        }
+        })
     }
 
     /// The figures of the calls the capture recorded (the NFS model's

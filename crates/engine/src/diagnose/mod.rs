@@ -381,10 +381,10 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         &mut |_| {},
     )?;
     let requests = base.requests.len();
-    let bp = Predicted::of(&base);
+    let bp = Predicted::of(&base).map_err(crate::predict::Error::spill)?;
     // the baseline's rows end in its figures: let go before the
     // candidates' predictions (each makes rows of its own)
-    base.requests = Vec::new();
+    base.requests = Default::default();
     let mount = match &base.nfs {
         Some(n) => Some((
             n.nfs_root.clone(),
@@ -708,7 +708,7 @@ fn predict_settings(
         .map(Setting::assignment)
         .collect();
     let r: Report = cap.predict(&ch, &mut |_| {})?;
-    Ok(Predicted::of(&r))
+    Predicted::of(&r).map_err(crate::predict::Error::spill)
 }
 
 fn risk_of(c: &[&Candidate]) -> Risk {

@@ -17,7 +17,6 @@
 //! A child module of `predict` so it can fill the report's fields; the
 //! report's structs stay in `predict/mod.rs`.
 
-use super::Report;
 use super::{Error, Result};
 use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
 use serde::Serialize;
@@ -710,16 +709,4 @@ pub fn compute(
             assumptions,
         },
     })
-}
-
-/// Puts the latencies on the report's requests (ordered by start, then
-/// index, as `build` orders them) and the summary on the report.
-pub fn attach(r: &mut Report, preds_start_us: &[i64], c: Computed) {
-    let mut order: Vec<usize> = (0..preds_start_us.len()).collect();
-    order.sort_by_key(|&i| (preds_start_us[i], i));
-    for (q, &i) in r.requests.iter_mut().zip(&order) {
-        q.before.latency_ms = c.before.get(i).copied().flatten();
-        q.after.latency_ms = c.after.get(i).copied().flatten();
-    }
-    r.latency = Some(c.out);
 }

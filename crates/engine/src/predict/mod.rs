@@ -24,6 +24,7 @@ pub mod call_latency;
 pub mod gap_trials;
 pub mod latency;
 mod notes;
+pub mod rows;
 mod side;
 
 pub use latency::SimOptions;
@@ -219,12 +220,6 @@ impl Side {
             latency_ms: None,
         }
     }
-    fn add(&mut self, o: &Side) {
-        self.by_syscall.merge(&o.by_syscall);
-        if let Some(r) = &o.rpc {
-            self.rpc.get_or_insert_with(Tally::new).merge(r);
-        }
-    }
     /// Calls of syscall `k`.
     pub fn get(&self, k: &str) -> u64 {
         self.by_syscall.of(k)
@@ -302,7 +297,8 @@ pub struct Report {
     pub changes: Vec<SettingChange>,
     pub evidence: Vec<String>,
     pub notes: Vec<String>,
-    pub requests: Vec<RequestOut>,
+    /// One row per request, by start (read back when listed).
+    pub requests: rows::Rows,
     pub totals: Totals,
     /// Activity outside PHP requests, per process.
     pub background: Vec<BackgroundOut>,
@@ -1066,7 +1062,6 @@ impl Capture {
             }
             None => None,
         };
-        let starts: Vec<i64> = preds.iter().map(|p| p.start_us).collect();
         let mut from_reference = vec![false; preds.len()];
         if let Some((_, _, used)) = &cap.reference {
             for &i in &used.completed {
@@ -1078,10 +1073,15 @@ impl Capture {
             recorded,
             proposed,
             preds,
-            [&before.counts, &after.counts],
-            &from_reference,
+            PerRequest {
+                counts: [&before.counts, &after.counts],
+                from_reference: &from_reference,
+                rpcs: rpcs.as_ref(),
+                latency: lat.as_ref().map(|c| [&c.before[..], &c.after[..]]),
+            },
             notes,
-        );
+        )
+        .map_err(Error::spill)?;
         report.call_latency_us = call_latency_us;
         report.reference = cap
             .reference
@@ -1100,7 +1100,7 @@ impl Capture {
             attach_rpcs(&mut report, n, r);
         }
         match lat {
-            Some(c) => latency::attach(&mut report, &starts, c),
+            Some(c) => report.latency = Some(c.out),
             None => {
                 let mut o = latency::not_simulated(&change.sim);
                 if nfs.as_ref().is_some_and(|n| n.mounts.len() > 1) {
@@ -1116,17 +1116,28 @@ impl Capture {
     }
 }
 
-/// The report of `preds`, whose calls per syscall before and after are
-/// `counts`.
+/// Per request of `preds` (in their order; the RPCs in the report's),
+/// what the report's rows show besides the request itself.
+struct PerRequest<'a> {
+    /// Calls per syscall, before and after.
+    counts: [&'a [Tally]; 2],
+    from_reference: &'a [bool],
+    rpcs: Option<&'a NfsRpcs>,
+    /// Simulated TTFB, before and after, ms.
+    latency: Option<[&'a [Option<f64>]; 2]>,
+}
+
+/// The report of `preds`: its rows written in order (start, then index;
+/// `rows::Rows`), the totals and the before-vs-recorded check folded as
+/// they are written.
 fn build(
     cap: &Capture,
     recorded: PhpConfig,
     proposed: PhpConfig,
     preds: &[WorkRequest],
-    counts: [&[Tally]; 2],
-    from_reference: &[bool],
+    per: PerRequest<'_>,
     notes: Vec<String>,
-) -> Report {
+) -> std::io::Result<Report> {
     let (w, rec, source, provenance) = (
         &cap.w,
         &cap.rec,
@@ -1140,51 +1151,43 @@ fn build(
         after: Side::default(),
         recorded: Side::default(),
     };
-    let mut requests = Vec::with_capacity(order.len());
-    // a row per request, and requests repeat their scripts
-    let mut scripts: statstorm_trace::event::FastSet<statstorm_trace::op::Name> =
-        Default::default();
-    for i in order {
+    let mut rows = rows::RowsMaker::new();
+    let mut check = crate::check::CheckFold::new(CHECKED);
+    // requests repeat their RPC counts: one copy of each
+    let mut pool = statstorm_trace::TallyPool::new();
+    let none = Tally::new();
+    let recorded_counts = rec.counts();
+    for (k, &i) in order.iter().enumerate() {
         let p = &preds[i];
-        let script = p.script.as_deref().map(|s| match scripts.get(s) {
-            Some(n) => n.clone(),
-            None => {
-                let n: statstorm_trace::op::Name = s.into();
-                scripts.insert(n.clone());
-                n
-            }
-        });
-        let r = RequestOut {
-            pid: p.pid,
-            start: secs(p.start_us),
-            end: secs(p.end_us),
-            script,
-            from_template: p.from_template,
-            from_reference: from_reference.get(i).copied().unwrap_or(false),
-            before: Side::counted(counts[0][i].clone()),
-            after: Side::counted(counts[1][i].clone()),
-            recorded: cap
-                .rec
-                .counts()
-                .get(i)
-                .map_or_else(Side::default, |c| Side::counted(c.clone())),
+        let calls = [
+            per.counts[0].get(i).unwrap_or(&none),
+            per.counts[1].get(i).unwrap_or(&none),
+            recorded_counts.get(i).unwrap_or(&none),
+        ];
+        let rpc: [Option<Tally>; 3] = match per.rpcs {
+            Some(c) => [&c.before, &c.after, &c.recorded]
+                .map(|v| v.get(k).map(|r| pool.share(crate::nfs_setup::rpc_map(r)))),
+            None => [None, None, None],
         };
-        totals.before.add(&r.before);
-        totals.after.add(&r.after);
-        totals.recorded.add(&r.recorded);
-        requests.push(r);
+        totals.before.by_syscall.merge(calls[0]);
+        totals.after.by_syscall.merge(calls[1]);
+        totals.recorded.by_syscall.merge(calls[2]);
+        check.push(calls[0], calls[2]);
+        rows.push(rows::Row {
+            pid: p.pid,
+            start_us: p.start_us,
+            end_us: p.end_us,
+            script: p.script.as_deref(),
+            from_template: p.from_template,
+            from_reference: per.from_reference.get(i).copied().unwrap_or(false),
+            calls,
+            rpc: [rpc[0].as_ref(), rpc[1].as_ref(), rpc[2].as_ref()],
+            latency_ms: per
+                .latency
+                .map_or([None, None], |l| l.map(|v| v.get(i).copied().flatten())),
+        })?;
     }
-    let mut before_check = crate::check::before_vs_recorded(
-        &requests
-            .iter()
-            .map(|r| &r.before.by_syscall)
-            .collect::<Vec<_>>(),
-        &requests
-            .iter()
-            .map(|r| &r.recorded.by_syscall)
-            .collect::<Vec<_>>(),
-        CHECKED,
-    );
+    let mut before_check = check.finish();
     if before_check.requests_beyond > 0 {
         before_check.explained = cap
             .explained
@@ -1196,7 +1199,7 @@ fn build(
         .into_iter()
         .map(|(key, from, to)| SettingChange { key, from, to })
         .collect();
-    Report {
+    Ok(Report {
         schema: "statstorm.predict/1",
         inputs: cap.inputs.clone(),
         split: cap.split_note.clone(),
@@ -1216,7 +1219,7 @@ fn build(
         changes,
         evidence: w.evidence.notes.clone(),
         notes,
-        requests,
+        requests: rows.finish(),
         totals,
         before_check,
         background: rec
@@ -1234,7 +1237,7 @@ fn build(
         latency: None,
         reference: None,
         call_latency_us: BTreeMap::new(),
-    }
+    })
 }
 
 /// RPCs per request (in the order `build` put the requests in: by start,
@@ -1246,21 +1249,16 @@ struct NfsRpcs {
     background: Vec<RpcCounts>,
 }
 
-/// Adds the NFS RPC counts to the requests and background rows of `r`.
+/// Adds the NFS RPC totals and the background rows' RPCs to `r` (the
+/// requests' rows took theirs in `build`).
 fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
     let mut tb = statstorm_nfs::RpcCounts::default();
     let mut ta = statstorm_nfs::RpcCounts::default();
     let mut tr = statstorm_nfs::RpcCounts::default();
-    // requests repeat their counts: one copy of each
-    let mut pool = statstorm_trace::TallyPool::new();
-    let mut map = |c: &statstorm_nfs::RpcCounts| Some(pool.share(crate::nfs_setup::rpc_map(c)));
-    for (i, q) in r.requests.iter_mut().enumerate() {
-        q.before.rpc = map(&c.before[i]);
-        q.after.rpc = map(&c.after[i]);
-        q.recorded.rpc = map(&c.recorded[i]);
-        tb.merge(&c.before[i]);
-        ta.merge(&c.after[i]);
-        tr.merge(&c.recorded[i]);
+    for ((b, a), rc) in c.before.iter().zip(&c.after).zip(&c.recorded) {
+        tb.merge(b);
+        ta.merge(a);
+        tr.merge(rc);
     }
     for (b, rpc) in r.background.iter_mut().zip(&c.background) {
         b.recorded.rpc = Some(crate::nfs_setup::rpc_map(rpc));

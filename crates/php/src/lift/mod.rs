@@ -1191,7 +1191,9 @@ pub fn lift_parts_stored(
     let mut checks_seen = permission::ChecksSeen::default();
     let mut entry = evidence::EntrySeen::default();
     let mut startup = false;
-    let mut meta: Vec<WorkRequest> = Vec::new();
+    // one per request of the split, held through the prediction: sized
+    // once (grown by doubling it held up to twice its requests)
+    let mut meta: Vec<WorkRequest> = Vec::with_capacity(requests.requests.len());
     let each = lift_each::<std::io::Error>(requests, real, &mut |i, r| {
         checks_seen.see(&r);
         entry.see(i, &r);
