@@ -15,8 +15,11 @@
 //! (the fold is the reading's critical path; its parse workers wait on
 //! it).
 
+use crate::sorted::{Keyed, SortedSpill};
 use crate::spill::{Chunk, Spill};
+use serde::{Deserialize, Serialize};
 use statstorm_php::lift::{CallSource, CallsSummary, FactsBuilder, TraceFacts};
+use statstorm_php::request::RequestInfo;
 use statstorm_php::request::{Requests, Splitter};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Event, Interner, Tally, Trace};
@@ -40,7 +43,7 @@ pub struct Background {
 
 /// The time a request's calls spent in the kernel (`-T`): the sum of the
 /// durations shown, and how many calls had one and how many did not.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FsTime {
     pub us: u64,
     pub timed: u64,
@@ -55,18 +58,99 @@ impl FsTime {
     }
 }
 
-/// One split unit's calls still in memory (those written out are placed
-/// by the spill's writer),
-/// each with its event's position in the capture.
+/// Calls folded into one owner (a unit taking calls, a request given
+/// out, a process's calls outside its requests): their count by kind,
+/// their kernel time, the earliest start, and those still in memory
+/// (those written out are placed by the spill's writer), each with its
+/// event's position in the capture.
 #[derive(Default)]
-struct UnitCalls {
-    /// The process of the unit (set with its first call).
-    pid: u32,
-    /// The time its calls spent in the kernel, as `-T` showed it.
+struct Acc {
     fs: FsTime,
-    /// The start of its earliest call.
     first_us: Option<i64>,
-    open: Vec<(u64, Op)>,
+    /// Calls by kind (`OpKind as usize`).
+    by_kind: [u64; OpKind::ALL.len()],
+    held: Vec<(u64, Op)>,
+    /// Some of its calls were written out under its unit's label
+    /// ([`Owner::Unit`]).
+    written: bool,
+}
+
+impl Acc {
+    fn calls(&self) -> u64 {
+        self.fs.timed + self.fs.untimed
+    }
+
+    fn add(&mut self, o: &Acc) {
+        self.fs.add(&o.fs);
+        self.first_us = match (self.first_us, o.first_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for (x, y) in self.by_kind.iter_mut().zip(&o.by_kind) {
+            *x += y;
+        }
+    }
+
+    /// Its calls per syscall name.
+    fn tally(&self) -> Tally {
+        let mut t = Tally::new();
+        for (k, &n) in OpKind::ALL.iter().zip(&self.by_kind) {
+            if n > 0 {
+                t.add(k.syscall_name(statstorm_trace::Flags::default()), n);
+            }
+        }
+        t.shrunk()
+    }
+}
+
+/// Whose calls a batch written out holds: a request given out (its place
+/// among those given out), a process's calls outside the requests given
+/// out (its slot: a php-cli request's, or background activity's, decided
+/// at the end), or a unit still taking calls (its id; its owner is known
+/// once it closes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Owner {
+    Request(u32),
+    Rest(u32),
+    Unit(u32),
+}
+
+/// A process of the split (by its slot): the unit taking its calls and
+/// what it folded of its other units.
+struct SlotCalls {
+    pid: u32,
+    /// The current unit's id (`u32::MAX`: none yet).
+    unit: u32,
+    cur: Acc,
+    rest: Acc,
+}
+
+/// A request the split gave out as its unit closed (or, at the end, made
+/// of processes' other units), held in the order of time
+/// ([`RequestInfo::order`]).
+#[derive(Clone, Serialize, Deserialize)]
+struct Given {
+    /// Its place among the requests given out (then those made at the
+    /// end), as its calls are labelled ([`Owner::Request`]).
+    k: u32,
+    pid: u32,
+    kind: statstorm_php::request::RequestKind,
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+    first_event: u64,
+    settings: Option<statstorm_php::request::CliSettings>,
+    fs: FsTime,
+    first_us: Option<i64>,
+    /// Its calls per syscall (an id in [`Fold`]'s `tally_list`).
+    counts: u32,
+}
+
+impl Keyed for Given {
+    type Key = (i64, u64);
+    /// [`RequestInfo::order`].
+    fn key(&self) -> (i64, u64) {
+        (self.start_us.unwrap_or(i64::MIN), self.first_event)
+    }
 }
 
 /// The capture's calls, split as the requests were.
@@ -225,18 +309,24 @@ pub struct Fold {
     split: Splitter,
     norm: Normalizer,
     facts: FactsBuilder,
-    units: Vec<UnitCalls>,
-    /// Per unit, its calls per syscall name: a unit's own while it takes
-    /// calls, the pool's copy of an equal tally once its process moved on
-    /// to another unit (units repeat their counts: a pointer each).
-    counts: Vec<Tally>,
-    tallies: statstorm_trace::TallyPool,
-    /// Per process, the unit of its last call and that unit's calls by
-    /// kind so far (an array bump per call; the unit's tally is made
-    /// when its process moves on, or at the end).
-    current: statstorm_trace::event::FastMap<u32, Active>,
-    /// Units with calls in memory, and how many calls that is.
-    open: Vec<u32>,
+    /// Per slot of the split (a process), its calls.
+    slots: Vec<SlotCalls>,
+    /// The requests given out so far (in a sorted spill: a capture of
+    /// many requests holds its bound, not every request).
+    given: SortedSpill<Given>,
+    /// The distinct lists of calls per syscall of the requests.
+    tally_ids: statstorm_trace::event::FastMap<Tally, u32>,
+    tally_list: Vec<Tally>,
+    /// The calls of requests given out still in memory, with their
+    /// place among those given out.
+    given_held: Vec<(u32, Vec<(u64, Op)>)>,
+    /// Units that closed after some of their calls were written out under
+    /// their id: whose the calls became.
+    unit_owner: statstorm_trace::event::FastMap<u32, Owner>,
+    /// Units and processes with calls in memory (a unit's entry goes
+    /// stale once the unit closes: its calls move to their owner; the
+    /// requests' are `given_held`), and how many calls are held.
+    open: Vec<(Owner, u32)>,
     held: usize,
     /// Calls held before they are written out ([`HELD`]).
     limit: usize,
@@ -249,11 +339,12 @@ pub struct Fold {
     summary: CallsSummary,
 }
 
-/// A batch of held calls: each unit's, in the order they were held.
-type Batch = Vec<(u32, Vec<(u64, Op)>)>;
+/// A batch of held calls: each owner's, in the order they were held.
+type Batch = Vec<(Owner, Vec<(u64, Op)>)>;
 
-/// The spill and where each unit's chunks lie in it, in the order written.
-type Written = (Spill, Vec<(u32, Chunk)>);
+/// The spill and where each owner's chunks lie in it, in the order
+/// written.
+type Written = (Spill, Vec<(Owner, Chunk)>);
 
 /// The spill written on a thread of its own: [`Fold::write_out`] hands it
 /// a batch and reads on. At most two batches are held (one being written,
@@ -333,27 +424,6 @@ impl Default for Fold {
     }
 }
 
-/// A process's unit taking calls ([`Fold`]'s `current`).
-struct Active {
-    unit: u32,
-    /// Calls by kind (`OpKind as usize`) since the unit's tally was last
-    /// settled.
-    by_kind: [u64; OpKind::ALL.len()],
-}
-
-impl Active {
-    /// Adds the calls counted by kind to `t` (by syscall name) and starts
-    /// the count again.
-    fn settle(&mut self, t: &mut Tally) {
-        for (k, n) in OpKind::ALL.iter().zip(&mut self.by_kind) {
-            if *n > 0 {
-                t.add(k.syscall_name(statstorm_trace::Flags::default()), *n);
-                *n = 0;
-            }
-        }
-    }
-}
-
 impl Fold {
     pub fn new() -> Fold {
         Fold::holding(HELD)
@@ -362,14 +432,22 @@ impl Fold {
     /// A fold that writes the calls out once more than `limit` wait in
     /// memory (0: every call is written out).
     pub fn holding(limit: usize) -> Fold {
+        Fold::with_bounds(limit, SortedSpill::<Given>::HELD)
+    }
+
+    /// [`Fold::holding`] `limit` calls, and at most `requests` requests
+    /// held in memory before they wait in a temporary file.
+    pub fn with_bounds(limit: usize, requests: usize) -> Fold {
         Fold {
-            split: Splitter::new(),
+            split: Splitter::streaming(),
             norm: Normalizer::new(),
             facts: FactsBuilder::default(),
-            units: Vec::new(),
-            counts: Vec::new(),
-            tallies: statstorm_trace::TallyPool::new(),
-            current: Default::default(),
+            slots: Vec::new(),
+            given: SortedSpill::with_cap(requests),
+            tally_ids: Default::default(),
+            tally_list: Vec::new(),
+            given_held: Vec::new(),
+            unit_owner: Default::default(),
             open: Vec::new(),
             held: 0,
             limit,
@@ -383,7 +461,11 @@ impl Fold {
 
     /// Folds the next event.
     pub fn push(&mut self, e: &Event, strings: &Interner) {
-        let unit = self.split.push(e, strings).0 as usize;
+        let (unit, slot) = self.split.push_slot(e, strings);
+        // the unit the split let go as this event began another
+        while let Some(c) = self.split.pop_closed() {
+            self.close(c);
+        }
         self.facts.push(e, strings);
         if let Some(op) = self.norm.push(e, strings) {
             self.timeline.push(&op);
@@ -394,37 +476,40 @@ impl Fold {
             {
                 self.summary.file_cache_calls = true;
             }
-            if unit >= self.units.len() {
-                self.units.resize_with(unit + 1, UnitCalls::default);
-                self.counts.resize_with(unit + 1, Tally::new);
+            if slot >= self.slots.len() {
+                self.slots.resize_with(slot + 1, || SlotCalls {
+                    pid: 0,
+                    unit: u32::MAX,
+                    cur: Acc::default(),
+                    rest: Acc::default(),
+                });
             }
-            let a = self.current.entry(op.pid).or_insert_with(|| Active {
-                unit: unit as u32,
-                by_kind: [0; OpKind::ALL.len()],
-            });
-            if a.unit as usize != unit {
-                // the process's unit before is done
-                let prev = a.unit as usize;
-                let mut c = std::mem::take(&mut self.counts[prev]);
-                a.settle(&mut c);
-                self.counts[prev] = self.tallies.share(c.shrunk());
-                a.unit = unit as u32;
+            let sc = &mut self.slots[slot];
+            sc.pid = op.pid;
+            if sc.unit != unit.0 {
+                // a unit's first call (the unit before, if any, closed:
+                // a process has one unit at a time)
+                debug_assert!(
+                    sc.unit == u32::MAX,
+                    "unit {} of slot {slot} not closed",
+                    sc.unit
+                );
+                sc.unit = unit.0;
             }
+            let a = &mut sc.cur;
             a.by_kind[op.kind as usize] += 1;
-            let uc = &mut self.units[unit];
-            uc.pid = op.pid;
             match op.dur_us {
                 Some(d) => {
-                    uc.fs.us += d;
-                    uc.fs.timed += 1;
+                    a.fs.us += d;
+                    a.fs.timed += 1;
                 }
-                None => uc.fs.untimed += 1,
+                None => a.fs.untimed += 1,
             }
-            uc.first_us = Some(uc.first_us.map_or(op.t_us, |f| f.min(op.t_us)));
-            if uc.open.is_empty() {
-                self.open.push(unit as u32);
+            a.first_us = Some(a.first_us.map_or(op.t_us, |f| f.min(op.t_us)));
+            if a.held.is_empty() {
+                self.open.push((Owner::Unit(unit.0), slot as u32));
             }
-            uc.open.push((self.seen, op));
+            a.held.push((self.seen, op));
             self.held += 1;
             if self.held > self.limit {
                 self.write_out();
@@ -433,7 +518,77 @@ impl Fold {
         self.seen += 1;
     }
 
-    /// Hands every unit's calls held in memory to the spill's writer.
+    /// A unit the split let go: a request given out, or its calls folded
+    /// into its process's other units.
+    fn close(&mut self, c: statstorm_php::request::Closed) {
+        let cur = match self.slots.get_mut(c.slot) {
+            // the unit had calls: they are the process's current ones
+            Some(sc) if sc.unit == c.unit.0 => {
+                sc.unit = u32::MAX;
+                std::mem::take(&mut sc.cur)
+            }
+            // no call (or no call at all from this process)
+            _ => Acc::default(),
+        };
+        let owner = match c.request {
+            Some(info) => {
+                let k = self.given.len() as u32;
+                self.give(k, info, &cur);
+                if !cur.held.is_empty() {
+                    self.given_held.push((k, cur.held));
+                }
+                Owner::Request(k)
+            }
+            None => {
+                let Some(sc) = self.slots.get_mut(c.slot) else {
+                    return;
+                };
+                sc.rest.add(&cur);
+                if !cur.held.is_empty() {
+                    if sc.rest.held.is_empty() {
+                        self.open.push((Owner::Rest(c.slot as u32), 0));
+                    }
+                    let mut h = cur.held;
+                    sc.rest.held.append(&mut h);
+                }
+                Owner::Rest(c.slot as u32)
+            }
+        };
+        if cur.written {
+            self.unit_owner.insert(c.unit.0, owner);
+        }
+    }
+
+    /// Holds request `k`, its calls those of `acc`.
+    fn give(&mut self, k: u32, info: RequestInfo, acc: &Acc) {
+        let t = acc.tally();
+        let counts = match self.tally_ids.get(&t) {
+            Some(&id) => id,
+            None => {
+                let id = self.tally_list.len() as u32;
+                self.tally_list.push(t.clone());
+                self.tally_ids.insert(t, id);
+                id
+            }
+        };
+        let g = Given {
+            k,
+            pid: info.pid,
+            kind: info.kind,
+            start_us: info.start_us,
+            end_us: info.end_us,
+            first_event: info.first_event,
+            settings: info.settings,
+            fs: acc.fs,
+            first_us: acc.first_us,
+            counts,
+        };
+        if let Err(e) = self.given.push(g) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Hands every owner's calls held in memory to the spill's writer.
     fn write_out(&mut self) {
         if self.error.is_some() {
             return;
@@ -450,10 +605,30 @@ impl Fold {
         let Some(writer) = self.writer.as_ref() else {
             return;
         };
-        let batch: Batch = std::mem::take(&mut self.open)
-            .into_iter()
-            .map(|u| (u, std::mem::take(&mut self.units[u as usize].open)))
+        let mut batch: Batch = self
+            .given_held
+            .drain(..)
+            .map(|(k, h)| (Owner::Request(k), h))
             .collect();
+        for (o, slot) in std::mem::take(&mut self.open) {
+            let calls = match o {
+                Owner::Unit(u) => match self.slots.get_mut(slot as usize) {
+                    // stale once the unit closed (its calls moved on)
+                    Some(sc) if sc.unit == u && !sc.cur.held.is_empty() => {
+                        sc.cur.written = true;
+                        std::mem::take(&mut sc.cur.held)
+                    }
+                    _ => continue,
+                },
+                // (taken above: `given_held`)
+                Owner::Request(_) => continue,
+                Owner::Rest(s) => match self.slots.get_mut(s as usize) {
+                    Some(sc) if !sc.rest.held.is_empty() => std::mem::take(&mut sc.rest.held),
+                    _ => continue,
+                },
+            };
+            batch.push((o, calls));
+        }
         self.held = 0;
         if writer.tx.send(batch).is_err() {
             // the writer stopped at an error: its error is the fold's
@@ -469,6 +644,11 @@ impl Fold {
     /// The requests, their calls and the activity outside them, and the
     /// lift's facts; an error when the spill could not be written.
     pub fn finish(mut self) -> io::Result<(Requests, Recorded, TraceFacts)> {
+        // every process's current unit let go, and the plan of the rest
+        let (plan, closed) = std::mem::take(&mut self.split).finish_streaming();
+        for c in closed {
+            self.close(c);
+        }
         // a capture already written out writes out the rest: the calls
         // held (up to HELD, in vectors sized by doubling) would stay in
         // memory through the whole prediction
@@ -485,20 +665,74 @@ impl Fold {
             }
             None => (None, Vec::new()),
         };
-        // the units still taking calls: their tallies
-        for (_, mut a) in std::mem::take(&mut self.current) {
-            if let Some(c) = self.counts.get_mut(a.unit as usize) {
-                a.settle(c);
+        // the requests given out and those made of processes' other units
+        // (php-cli process trees, the whole trace), in time order
+        let n_given = self.given.len();
+        let mut joined_of_slot: statstorm_trace::event::FastMap<u32, u32> = Default::default();
+        for (j, (info, slots)) in plan.joined.into_iter().enumerate() {
+            let mut acc = Acc::default();
+            for &si in &slots {
+                joined_of_slot.insert(si as u32, j as u32);
+                if let Some(sc) = self.slots.get(si) {
+                    acc.add(&sc.rest);
+                }
             }
+            self.give((n_given + j) as u32, info, &acc);
         }
-        let plan = self.split.finish();
-        let n = plan.requests.len();
-        let request_of = |u: usize| plan.unit_request.get(u).copied().flatten();
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        let given = std::mem::take(&mut self.given).finish();
+        let n = given.len();
+        // each request's place in time order, and its figures in it
+        let mut pos = vec![0u32; n];
+        let mut counts: Vec<Tally> = Vec::with_capacity(n);
+        let mut fs = Vec::with_capacity(n);
+        let mut first_us: Vec<Option<i64>> = Vec::with_capacity(n);
+        let mut requests = Vec::with_capacity(n);
+        for (p, g) in given.iter().enumerate() {
+            let g = g?;
+            if let Some(x) = pos.get_mut(g.k as usize) {
+                *x = p as u32;
+            }
+            counts.push(
+                self.tally_list
+                    .get(g.counts as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            fs.push(g.fs);
+            first_us.push(g.first_us);
+            requests.push(statstorm_php::request::Request {
+                pid: g.pid,
+                start_us: g.start_us,
+                end_us: g.end_us,
+                events: Vec::new(),
+                kind: g.kind,
+                settings: g.settings,
+            });
+        }
+        drop(given);
+        let unit_owner = std::mem::take(&mut self.unit_owner);
+        let owner_of = |o: Owner| match o {
+            Owner::Unit(u) => unit_owner.get(&u).copied(),
+            o => Some(o),
+        };
+        // the request an owner's calls are (None: background activity)
+        let request_of = |o: Owner| -> Option<u32> {
+            match owner_of(o)? {
+                Owner::Request(k) => pos.get(k as usize).copied(),
+                Owner::Rest(s) => joined_of_slot
+                    .get(&s)
+                    .and_then(|&j| pos.get(n_given + j as usize).copied()),
+                Owner::Unit(_) => None,
+            }
+        };
         // each request's chunks, in the order written: counted, then
-        // placed (no list of chunks per unit)
+        // placed (no list of chunks per owner)
         let mut at = vec![0usize; n + 1];
-        for &(u, _) in &placed {
-            if let Some(r) = request_of(u as usize) {
+        for &(o, _) in &placed {
+            if let Some(r) = request_of(o) {
                 at[r as usize + 1] += 1;
             }
         }
@@ -508,57 +742,55 @@ impl Fold {
         let mut chunks = vec![Chunk::default(); at[n]];
         let mut next = at.clone();
         let mut outside: statstorm_trace::event::FastMap<u32, Vec<Chunk>> = Default::default();
-        for (u, c) in placed {
-            match request_of(u as usize) {
+        for (o, c) in placed {
+            match request_of(o) {
                 Some(r) => {
                     chunks[next[r as usize]] = c;
                     next[r as usize] += 1;
                 }
-                None => outside.entry(u).or_default().push(c),
+                None => {
+                    if let Some(Owner::Rest(s)) = owner_of(o) {
+                        outside.entry(s).or_default().push(c);
+                    }
+                }
             }
         }
         drop(next);
-        let mut counts: Vec<Tally> = vec![Tally::new(); n];
-        let mut fs = vec![FsTime::default(); n];
-        let mut first_us: Vec<Option<i64>> = vec![None; n];
-        let mut background: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        // the calls still held: the requests' (no spill) and the
+        // processes' outside them
         let mut open: Vec<Vec<(u64, Op)>> = Vec::new();
-        for (u, uc) in self.units.iter_mut().enumerate() {
-            if uc.fs.timed + uc.fs.untimed == 0 {
-                // no call
-                continue;
-            }
-            let pid = uc.pid;
-            match request_of(u) {
-                Some(r) => {
-                    let r = r as usize;
-                    if !uc.open.is_empty() {
-                        open.resize_with(n, Vec::new);
-                        open[r].append(&mut uc.open);
-                    }
-                    let c = &mut counts[r];
-                    if c.is_empty() {
-                        c.clone_from(&self.counts[u]);
-                    } else {
-                        c.merge(&self.counts[u]);
-                    }
-                    fs[r].add(&uc.fs);
-                    let f = &mut first_us[r];
-                    *f = match (*f, uc.first_us) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                }
-                None => background.entry(pid).or_default().push(u as u32),
+        for (k, h) in std::mem::take(&mut self.given_held) {
+            if let Some(&p) = pos.get(k as usize) {
+                open.resize_with(n, Vec::new);
+                open[p as usize] = h;
             }
         }
+        for (si, sc) in self.slots.iter_mut().enumerate() {
+            if sc.rest.held.is_empty() {
+                continue;
+            }
+            if let Some(&j) = joined_of_slot.get(&(si as u32)) {
+                if let Some(&p) = pos.get(n_given + j as usize) {
+                    open.resize_with(n, Vec::new);
+                    open[p as usize].append(&mut sc.rest.held);
+                }
+            }
+        }
+        drop(pos);
+        // each process's calls outside the requests, by pid
         let mut summary = self.summary;
+        let mut background: BTreeMap<u32, usize> = BTreeMap::new();
+        for (si, sc) in self.slots.iter().enumerate() {
+            if sc.rest.calls() > 0 && !joined_of_slot.contains_key(&(si as u32)) {
+                background.insert(sc.pid, si);
+            }
+        }
         let mut bg = Vec::new();
-        for (pid, units) in background {
+        for (pid, si) in background {
             let ops = gather(
                 spill.as_ref(),
-                units.iter().flat_map(|u| outside.get(u)).flatten(),
-                units.iter().flat_map(|&u| &self.units[u as usize].open),
+                outside.get(&(si as u32)).into_iter().flatten(),
+                self.slots[si].rest.held.iter(),
             )?;
             for o in &ops {
                 summary.latencies.remove(o);
@@ -572,16 +804,13 @@ impl Fold {
                 ops,
             });
         }
-        // the units let go before the requests are made from the plan
-        // (the peak of a capture of many small requests)
-        drop(std::mem::take(&mut self.units));
-        drop(std::mem::take(&mut self.counts));
-        let split = Requests::of_plan(&plan);
-        drop(plan);
+        drop(std::mem::take(&mut self.slots));
+        let split = Requests {
+            mode: plan.mode,
+            requests,
+            note: plan.note,
+        };
         let facts = self.facts.finish(&split);
-        // requests repeat their counts: one copy of each
-        let mut pool = statstorm_trace::TallyPool::new();
-        let counts = counts.into_iter().map(|c| pool.share(c.shrunk())).collect();
         let rec = Recorded {
             spill,
             chunks,

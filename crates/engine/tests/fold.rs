@@ -56,8 +56,9 @@ fn check(name: &str, paths: &[PathBuf]) {
     let calls = request_ops(&trace, &split);
     let facts = TraceFacts::of(&trace, &split);
     let bg = background(&trace);
-    for limit in [0, 7, HELD] {
-        let mut f = Fold::holding(limit);
+    // calls and requests written out at once, a few at a time, or held
+    for (limit, reqs) in [(0, 1), (7, 3), (HELD, 1 << 16)] {
+        let mut f = Fold::with_bounds(limit, reqs);
         for e in &trace.events {
             f.push(e, &trace.strings);
         }
