@@ -21,7 +21,7 @@ fn the_stored_lift_is_the_lift_in_memory() {
         let (mem, mem_first) = statstorm_php::lift::lift_parts_from(&facts, &reqs, &real);
         let mut stores = 0;
         let (stored, first) =
-            statstorm_php::lift::lift_parts_stored(&facts, &reqs, &real, &mut || {
+            statstorm_php::lift::lift_parts_stored(&facts, reqs.clone(), &real, &mut || {
                 stores += 1;
                 Ok(Box::new(MemoryStore::default()) as Box<dyn RequestStore>)
             })

@@ -99,7 +99,14 @@ struct Engine<'a> {
     op_ids: BTreeMap<String, u16>,
     op_service: Vec<CDist>,
     /// Makes request shape `i` when it arrives ([`simulate_replay_each`]).
+    /// Its shape then takes a free slot of the tables above (`slot_req`
+    /// names the request in each), given back once the request is done,
+    /// whose mean TTFB goes to `each`: the tables hold the requests in
+    /// flight.
     make: Option<Box<dyn FnMut(usize) -> RequestSpec + 'a>>,
+    slot_free: Vec<u32>,
+    slot_req: Vec<u32>,
+    each: Vec<Option<f64>>,
     /// Why a shape made on demand could not be compiled (the run stops).
     error: Option<String>,
     /// Validation stamps per key (1 with the pool's scope, else the
@@ -189,7 +196,8 @@ struct Engine<'a> {
     skipped: u64,
     max_validating: u64,
     slow: Vec<SlowReq>,
-    /// Per request shape: (served, dropped, TTFB sum ns, TTFB max ns).
+    /// Per request shape (per slot, made on demand): (served, dropped,
+    /// TTFB sum ns, TTFB max ns).
     per_spec: Vec<(u64, u64, u128, u64)>,
     stall_ns: u64,
     step_ns: u64,
@@ -252,13 +260,15 @@ pub fn simulate_requests_each<R: Borrow<RequestSpec>>(
 /// request's steps are compiled then and dropped once it is served or
 /// refused, so memory holds the requests in flight, not every request
 /// (a capture's millions of calls). `params.arrivals` must be
-/// [`Arrivals::Replay`]; each request is made exactly once.
+/// [`Arrivals::Replay`]; each request is made exactly once. Gives each
+/// request's TTFB, ms (`None`: refused or not served by the end; the
+/// `mean_ttfb_ms` of [`simulate_requests_each`]'s outcomes).
 pub fn simulate_replay_each(
     starts: &[u64],
     make: impl FnMut(usize) -> RequestSpec,
     params: &Params,
     seed: u64,
-) -> Result<(Report, Vec<RequestOutcome>), String> {
+) -> Result<(Report, Vec<Option<f64>>), String> {
     params.validate()?;
     if starts.is_empty() {
         return Err("no requests to simulate".into());
@@ -268,11 +278,8 @@ pub fn simulate_replay_each(
     if let Some(err) = e.error.take() {
         return Err(err);
     }
-    // the engine's per-request tables let go before the outcomes are made
-    let report = e.report(seed);
-    let per_spec = std::mem::take(&mut e.per_spec);
-    drop(e);
-    Ok((report, outcomes(&per_spec)))
+    let each = std::mem::take(&mut e.each);
+    Ok((e.report(seed), each))
 }
 
 /// Each shape's outcome from its (served, dropped, TTFB sum, max).
@@ -326,8 +333,9 @@ impl<'a> Engine<'a> {
         if p.arrivals != Arrivals::Replay {
             return Err("requests made on demand need arrivals = replay".into());
         }
-        let mut e = Engine::empty(starts.len(), p, seed)?;
+        let mut e = Engine::empty(0, p, seed)?;
         e.make = Some(make);
+        e.each = vec![None; starts.len()];
         let starts: Vec<Option<u64>> = starts.iter().map(|&t| Some(t)).collect();
         e.arrivals(&starts)?;
         Ok(e)
@@ -360,6 +368,9 @@ impl<'a> Engine<'a> {
             op_ids: BTreeMap::new(),
             op_service: Vec::new(),
             make: None,
+            slot_free: Vec::new(),
+            slot_req: Vec::new(),
+            each: Vec::new(),
             error: None,
             workers_for_stamps,
             init_stamp: init,
@@ -478,8 +489,13 @@ impl<'a> Engine<'a> {
 
     /// Compiles request shape `i` into the simulator's own steps.
     fn compile(&mut self, i: usize, r: &RequestSpec) -> Result<(), String> {
+        self.compile_as(i, i, r)
+    }
+
+    /// Compiles request `name`'s shape `r` as shape `i`.
+    fn compile_as(&mut self, i: usize, name: usize, r: &RequestSpec) -> Result<(), String> {
         if r.cpu_ns() > 1_000_000_000_000_000_000 {
-            return Err(format!("request {i} has more than 1e9 s of CPU time"));
+            return Err(format!("request {name} has more than 1e9 s of CPU time"));
         }
         let mut steps = Vec::with_capacity(r.steps.len());
         let mut rpc_ops: Vec<u16> = Vec::new();
@@ -710,15 +726,31 @@ impl<'a> Engine<'a> {
             }
             spec
         };
-        if let Some(make) = self.make.as_mut() {
-            // a replayed request made as it arrives (each arrives once)
-            let r = make(spec as usize);
-            if let Err(e) = self.compile(spec as usize, &r) {
-                self.error = Some(e);
-                self.heap.clear();
-                return;
+        let spec = match self.make.as_mut() {
+            Some(make) => {
+                // a replayed request made as it arrives (each arrives
+                // once), its shape in a free slot
+                let r = make(spec as usize);
+                let slot = match self.slot_free.pop() {
+                    Some(s) => s,
+                    None => {
+                        self.spec_steps.push(Box::default());
+                        self.spec_rpcs.push(Box::default());
+                        self.per_spec.push((0, 0, 0, 0));
+                        self.slot_req.push(0);
+                        (self.spec_steps.len() - 1) as u32
+                    }
+                };
+                self.slot_req[slot as usize] = spec;
+                if let Err(e) = self.compile_as(slot as usize, spec as usize, &r) {
+                    self.error = Some(e);
+                    self.heap.clear();
+                    return;
+                }
+                slot
             }
-        }
+            None => spec,
+        };
         if let Some(w) = self.idle.pop_front() {
             self.n_sys += 1;
             self.start(w, t, t, spec);
@@ -734,11 +766,18 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// A shape made on demand is done: its steps are dropped.
+    /// A shape made on demand is done: its outcome kept, its steps
+    /// dropped and its slot given back.
     fn let_go(&mut self, spec: u32) {
         if self.make.is_some() {
-            self.spec_steps[spec as usize] = Box::default();
-            self.spec_rpcs[spec as usize] = Box::default();
+            let s = spec as usize;
+            let (served, _, sum, _) = std::mem::take(&mut self.per_spec[s]);
+            if let Some(o) = self.each.get_mut(self.slot_req[s] as usize) {
+                *o = (served > 0).then(|| round3(sum as f64 / served as f64 / 1e6));
+            }
+            self.spec_steps[s] = Box::default();
+            self.spec_rpcs[s] = Box::default();
+            self.slot_free.push(spec);
         }
     }
 

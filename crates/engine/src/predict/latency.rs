@@ -640,7 +640,7 @@ pub fn compute(
         };
         let mut params = base.clone();
         params.transport = t;
-        let (r, each) = if params.arrivals == Arrivals::Replay {
+        let (r, per): (_, Vec<Option<f64>>) = if params.arrivals == Arrivals::Replay {
             // each request made as it arrives and dropped once done: the
             // requests in flight in memory, not the capture's calls
             let starts: Vec<u64> = preds
@@ -650,7 +650,15 @@ pub fn compute(
             simulate_replay_each(&starts, &mut make, &params, SEED)
         } else {
             // (synthetic arrivals take the requests in turn: all compiled)
-            simulate_requests_each((0..preds.len()).map(&mut make), &params, SEED)
+            simulate_requests_each((0..preds.len()).map(&mut make), &params, SEED).map(
+                |(r, each)| {
+                    let per = each
+                        .iter()
+                        .map(|o: &RequestOutcome| o.mean_ttfb_ms)
+                        .collect();
+                    (r, per)
+                },
+            )
         }
         .map_err(Error::Sim)?;
         if let Some(e) = failed {
@@ -670,10 +678,6 @@ pub fn compute(
             mean_slot_wait_ms: r.slots.mean_wait_ms,
             server_utilisation: r.server.utilisation,
         };
-        let per: Vec<Option<f64>> = each
-            .iter()
-            .map(|o: &RequestOutcome| o.mean_ttfb_ms)
-            .collect();
         sides.push((side, per));
     }
     let recorded: Vec<f64> = preds

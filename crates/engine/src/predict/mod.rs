@@ -688,6 +688,7 @@ impl Capture {
         }
         stage("splitting requests");
         let (split, mut rec, facts) = fold.finish().map_err(Error::spill)?;
+        let (split_note, mode) = (split.note.clone(), split.mode);
         let background_counts: Vec<Tally> = rec
             .background
             .iter()
@@ -706,7 +707,7 @@ impl Capture {
             // each lifted request on disk, read back as each pass and each
             // side needs it: memory is the distinct paths and the requests
             // in flight, not the capture's length
-            statstorm_php::lift_stored(&facts, &split, &rec, &mut || {
+            statstorm_php::lift_stored(&facts, split, &rec, &mut || {
                 Ok(Box::new(crate::lifted::LiftedSpill::new()?))
             })
             .map_err(Error::spill)?
@@ -761,7 +762,7 @@ impl Capture {
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect(),
-            split_note: split.note.clone(),
+            split_note,
             rec,
             traced,
             background_counts,
@@ -772,7 +773,7 @@ impl Capture {
             source,
             notes,
             nfs: args.nfs.clone(),
-            mode: split.mode,
+            mode,
             format,
             fixed: std::sync::Mutex::new(None),
             explained: std::sync::OnceLock::new(),

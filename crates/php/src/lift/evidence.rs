@@ -1,7 +1,8 @@
 //! What the requests say about the settings they ran under
 //! ([`Evidence`]), folded one request at a time ([`EvidenceSeen::see`]):
 //! counts and sets bounded by the capture's distinct scripts, and for
-//! PHP's request times one small record per php-fpm request.
+//! PHP's request times the php-fpm requests whose place in that order is
+//! not settled yet (those in flight: [`GapSeen`]).
 
 use super::facts::{AppStatsSeen, FreshSeen, RecompilesSeen};
 use super::*;
@@ -60,7 +61,8 @@ impl Validations {
 const SETTLE_AT: usize = 1 << 20;
 
 /// One php-fpm request, for the longest time without a validation of
-/// the entry script ([`unvalidated_gap_s`]).
+/// the entry script ([`GapSeen`]).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Timed {
     request_time_us: i64,
     index: usize,
@@ -115,7 +117,7 @@ pub(super) struct EvidenceSeen<'m> {
     repeated_chain_in_request: u32,
     reval_times: HashMap<Name, Validations>,
     held: usize,
-    order: Vec<Timed>,
+    gap: GapSeen,
     fresh: FreshSeen<'m>,
     recompiles: RecompilesSeen,
     requests: usize,
@@ -140,7 +142,7 @@ impl<'m> EvidenceSeen<'m> {
             repeated_chain_in_request: 0,
             reval_times: HashMap::default(),
             held: 0,
-            order: Vec::new(),
+            gap: GapSeen::default(),
             fresh: FreshSeen::new(mtimes),
             recompiles: RecompilesSeen::default(),
             requests: 0,
@@ -243,8 +245,9 @@ impl<'m> EvidenceSeen<'m> {
         {
             self.cli_opcache += 1;
         }
+        self.gap.settle(r.start_us);
         if !r.cli {
-            self.order.push(Timed {
+            self.gap.push(Timed {
                 request_time_us: r.request_time_us,
                 index: i,
                 compiles,
@@ -270,7 +273,11 @@ impl<'m> EvidenceSeen<'m> {
         let app_stats = self.app.finish();
         let compiles_total = self.compiles_total;
         let repeated_chain_in_request = self.repeated_chain_in_request;
-        let unvalidated_s = unvalidated_gap_s(self.order, self.entry.as_ref(), &app_stats);
+        let entry_app_stat = self
+            .entry
+            .as_ref()
+            .is_some_and(|e| app_stats.contains(e.as_ref()));
+        let unvalidated_s = self.gap.finish(entry_app_stat);
         let fresh = self.fresh.finish();
         let rc = self.recompiles.finish(&fresh);
         ev.scripts_recompiled = rc.opcache_off();
@@ -454,40 +461,77 @@ impl<'m> EvidenceSeen<'m> {
     }
 }
 
-/// The longest time, whole seconds of PHP's request_time, from the last
-/// compile or validation of the pool's first compiled script (the first
-/// request's entry script, which every request of the application runs)
-/// to a php-fpm request that ran PHP (made some call) but neither
-/// validated nor compiled it: OPcache skips a script's validation while
-/// `request_time <= validated_at + revalidate_freq`
-/// (ZendAccelerator.c validate_timestamp_and_record: `revalidate >=
-/// ZCG(request_time)`), so revalidate_freq is at least this. `None`
-/// without such a request. php-cli processes have an OPcache each and are
-/// left out.
-fn unvalidated_gap_s(
-    mut order: Vec<Timed>,
-    entry: Option<&Name>,
-    app_stats: &HashSet<String>,
-) -> Option<i64> {
-    let entry_app_stat = entry.is_some_and(|e| app_stats.contains(e.as_ref()));
-    order.sort_by_key(|r| (r.request_time_us, r.index));
-    let mut started = false;
-    let mut last: Option<i64> = None;
-    let mut gap: Option<i64> = None;
-    for r in order {
+/// The longest time, in whole seconds of PHP's request time, between a
+/// request that validated (or compiled) the entry script and a later
+/// non-empty request that did not, once some request compiled: folded
+/// over the php-fpm requests in order of request time (then index).
+/// Requests are seen in start order and a request's time is never before
+/// its start (its first call, or its start), so a request whose time is
+/// before the current start has its place settled: it is folded then and
+/// let go (the requests in flight are held, not every request). Whether
+/// the entry script is also one the application stats (its validations
+/// then count only as compiles) is known at the end: both answers are
+/// folded.
+#[derive(Default)]
+struct GapSeen {
+    pending: std::collections::BinaryHeap<std::cmp::Reverse<Timed>>,
+    /// Folds without and with the entry script among the application's
+    /// stats.
+    folds: [GapFold; 2],
+}
+
+#[derive(Clone, Copy, Default)]
+struct GapFold {
+    started: bool,
+    last: Option<i64>,
+    gap: Option<i64>,
+}
+
+impl GapFold {
+    fn see(&mut self, r: &Timed, entry_app_stat: bool) {
         let sec = r.request_time_us.div_euclid(1_000_000);
-        started |= r.compiles;
-        if !started {
-            continue;
+        self.started |= r.compiles;
+        if !self.started {
+            return;
         }
         let validated = r.compiled_entry || (r.validated_entry && !entry_app_stat);
         if validated {
-            last = Some(sec);
-        } else if let (Some(l), false) = (last, r.empty) {
-            gap = gap.max(Some(sec - l));
+            self.last = Some(sec);
+        } else if let (Some(l), false) = (self.last, r.empty) {
+            self.gap = self.gap.max(Some(sec - l));
         }
     }
-    gap
+}
+
+impl GapSeen {
+    fn push(&mut self, t: Timed) {
+        self.pending.push(std::cmp::Reverse(t));
+    }
+
+    /// Folds the requests whose time is before `start_us` (the start of
+    /// the request seen next: none to come can be before them).
+    fn settle(&mut self, start_us: i64) {
+        while let Some(std::cmp::Reverse(t)) = self.pending.peek() {
+            if t.request_time_us >= start_us {
+                break;
+            }
+            let t = *t;
+            self.pending.pop();
+            self.fold(&t);
+        }
+    }
+
+    fn fold(&mut self, t: &Timed) {
+        self.folds[0].see(t, false);
+        self.folds[1].see(t, true);
+    }
+
+    fn finish(mut self, entry_app_stat: bool) -> Option<i64> {
+        while let Some(std::cmp::Reverse(t)) = self.pending.pop() {
+            self.fold(&t);
+        }
+        self.folds[usize::from(entry_app_stat)].gap
+    }
 }
 
 /// [`EvidenceSeen`] over `reqs`.

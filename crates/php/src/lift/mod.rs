@@ -1179,10 +1179,11 @@ pub fn lift_parts_from(
 /// distinct paths, and the templates' operations), and the workload's
 /// requests go to a second store; the workload's `requests` hold them
 /// without their operations ([`Workload::request`] reads them back).
-/// Gives the same workload as [`lift_parts_from`].
+/// Gives the same workload as [`lift_parts_from`]. The split is let go
+/// once every request is lifted (its requests are the workload's).
 pub fn lift_parts_stored(
     facts: &TraceFacts,
-    requests: &Requests,
+    requests: Requests,
     real: &dyn CallSource,
     make: &mut dyn FnMut() -> std::io::Result<Box<dyn RequestStore>>,
 ) -> std::io::Result<(Workload, Vec<Vec<Op>>)> {
@@ -1194,7 +1195,7 @@ pub fn lift_parts_stored(
     // one per request of the split, held through the prediction: sized
     // once (grown by doubling it held up to twice its requests)
     let mut meta: Vec<WorkRequest> = Vec::with_capacity(requests.requests.len());
-    let each = lift_each::<std::io::Error>(requests, real, &mut |i, r| {
+    let each = lift_each::<std::io::Error>(&requests, real, &mut |i, r| {
         checks_seen.see(&r);
         entry.see(i, &r);
         startup |= starts_opcache(&r);
@@ -1205,6 +1206,7 @@ pub fn lift_parts_stored(
         });
         Ok(())
     })?;
+    drop(requests);
     let checks = checks_seen.finish();
     let n = meta.len();
     // the evidence and the script facts, requests in start order
