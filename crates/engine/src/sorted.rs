@@ -316,6 +316,22 @@ impl<T: Keyed + Clone + DeserializeOwned> Iterator for SortedIter<'_, T> {
     }
 }
 
+/// Serializes records read back one at a time as a sequence of `len`
+/// (a listing that streams: JSON of a million rows holds one); a read
+/// that fails ends it with the read's error.
+pub fn serialize_listed<S: serde::Serializer, T: Serialize>(
+    s: S,
+    len: usize,
+    items: impl Iterator<Item = io::Result<T>>,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error, SerializeSeq};
+    let mut seq = s.serialize_seq(Some(len))?;
+    for r in items {
+        seq.serialize_element(&r.map_err(S::Error::custom)?)?;
+    }
+    seq.end()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,12 +118,7 @@ impl Rows {
 
 impl Serialize for Rows {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let mut seq = s.serialize_seq(Some(self.len()))?;
-        for r in self.iter() {
-            seq.serialize_element(&r.map_err(S::Error::custom)?)?;
-        }
-        seq.end()
+        crate::sorted::serialize_listed(s, self.len(), self.iter())
     }
 }
 
