@@ -13,7 +13,10 @@
 //! memory can be read. The spill is written on a thread of its own
 //! (`Writer`): the reading goes on while a batch is encoded and written
 //! (the fold is the reading's critical path; its parse workers wait on
-//! it).
+//! it). The requests themselves (their times, counts and kernel time)
+//! wait in a sorted spill by time order ([`crate::sorted`]) until the
+//! end, so a capture of a million small requests holds that spill's
+//! bound, not every request.
 
 use crate::sorted::{Keyed, SortedSpill};
 use crate::spill::{Chunk, Spill};
@@ -299,12 +302,15 @@ fn gather<'a>(
 }
 
 /// The capture folded event by event, in the trace's order (streamed,
-/// never held whole): the request split, each event normalized once into
-/// a call (fds followed per process) kept with its split unit, and the
-/// lift's facts. [`Fold::finish`] hands each unit's calls to its request,
-/// or to its process's background activity, once the split is decided.
-/// The requests' calls are those of `statstorm_php::lift::request_ops`,
-/// so the lift takes them from here (`statstorm_php::lift_from`).
+/// never held whole): the request split (`Splitter::streaming`), each
+/// event normalized once into a call (fds followed per process) kept with
+/// its process's current unit, and the lift's facts. A unit the split
+/// gives out as a request (a connection a worker served) is held as a
+/// request at once; one it folds joins its process's other calls, which
+/// [`Fold::finish`] gives to a php-cli request, or to the process's
+/// background activity, once the split is decided. The requests' calls
+/// are those of `statstorm_php::lift::request_ops`, so the lift takes
+/// them from here (`statstorm_php::lift_from`).
 pub struct Fold {
     split: Splitter,
     norm: Normalizer,
