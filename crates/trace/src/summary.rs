@@ -210,13 +210,15 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Adds another table's rows (several inputs).
+    /// Adds another table's rows (several inputs). Counts saturate: two
+    /// tables of counts near 2^64 (hostile input, found by fuzzing) give
+    /// u64::MAX, not an overflow.
     pub fn merge(&mut self, other: &Summary) {
         for r in &other.rows {
             match self.rows.iter_mut().find(|x| x.name == r.name) {
                 Some(x) => {
-                    x.calls += r.calls;
-                    x.errors += r.errors;
+                    x.calls = x.calls.saturating_add(r.calls);
+                    x.errors = x.errors.saturating_add(r.errors);
                     x.seconds = add_secs(x.seconds, r.seconds);
                 }
                 None => self.rows.push(r.clone()),
@@ -224,8 +226,8 @@ impl Summary {
         }
         match (&mut self.total, &other.total) {
             (Some(t), Some(o)) => {
-                t.calls += o.calls;
-                t.errors += o.errors;
+                t.calls = t.calls.saturating_add(o.calls);
+                t.errors = t.errors.saturating_add(o.errors);
                 t.seconds = add_secs(t.seconds, o.seconds);
             }
             (None, Some(o)) => self.total = Some(o.clone()),
@@ -239,5 +241,43 @@ fn add_secs(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (None, None) => None,
         _ => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, calls: u64, errors: u64) -> SummaryRow {
+        SummaryRow {
+            name: name.into(),
+            calls,
+            errors,
+            seconds: None,
+        }
+    }
+
+    /// Two inputs' tables of counts near 2^64 (found by fuzzing: the merge
+    /// overflowed) add up to u64::MAX.
+    #[test]
+    fn merged_counts_saturate() {
+        let big = u64::MAX - 5;
+        let t = Summary {
+            rows: vec![row("stat", big, big)],
+            total: Some(row("total", big, 1)),
+        };
+        let mut m = t.clone();
+        m.merge(&t);
+        assert_eq!(m.rows, vec![row("stat", u64::MAX, u64::MAX)]);
+        assert_eq!(m.total, Some(row("total", u64::MAX, 2)));
+        let mut small = Summary {
+            rows: vec![row("stat", 3, 1)],
+            total: None,
+        };
+        small.merge(&Summary {
+            rows: vec![row("stat", 4, 0), row("open", 1, 1)],
+            total: None,
+        });
+        assert_eq!(small.rows, vec![row("stat", 7, 1), row("open", 1, 1)]);
     }
 }

@@ -304,27 +304,29 @@ pub fn fold_summary(p: &mut Profile, s: &statstorm_trace::Summary) {
     for r in &s.rows {
         let metadata = Kind::from_name(r.name.as_bytes()).is_metadata();
         let t = p.totals.by_syscall.entry(r.name.clone()).or_default();
-        t.calls += r.calls;
-        t.errors += r.errors;
+        // (counts saturate: a table's rows may sum past 2^64)
+        t.calls = t.calls.saturating_add(r.calls);
+        t.errors = t.errors.saturating_add(r.errors);
         t.metadata = metadata;
-        p.totals.errors += r.errors;
+        p.totals.errors = p.totals.errors.saturating_add(r.errors);
         if metadata {
-            p.totals.metadata_calls += r.calls;
+            p.totals.metadata_calls = p.totals.metadata_calls.saturating_add(r.calls);
         }
         // A table without times (`strace -c -U name,calls`) gives counts only.
         let Some(secs) = r.seconds else {
             continue;
         };
         let us = (secs * 1e6).round() as u64;
-        t.time_us = Some(t.time_us.unwrap_or(0) + us);
+        t.time_us = Some(t.time_us.unwrap_or(0).saturating_add(us));
         t.mean_us = (t.calls > 0).then(|| t.time_us.unwrap_or(0) as f64 / t.calls as f64);
-        time = Some(time.unwrap_or(0) + us);
+        time = Some(time.unwrap_or(0).saturating_add(us));
         if metadata {
-            p.totals.metadata_time_us = Some(p.totals.metadata_time_us.unwrap_or(0) + us);
+            p.totals.metadata_time_us =
+                Some(p.totals.metadata_time_us.unwrap_or(0).saturating_add(us));
         }
     }
     if let Some(time) = time {
-        p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0) + time);
+        p.totals.syscall_time_us = Some(p.totals.syscall_time_us.unwrap_or(0).saturating_add(time));
         p.has_durations = true;
     }
     p.findings = findings::findings(p);
