@@ -15,15 +15,18 @@
 //! (the fold is the reading's critical path; its parse workers wait on
 //! it). The requests themselves (their times, counts and kernel time)
 //! wait in a sorted spill by time order ([`crate::sorted`]) until the
-//! end, so a capture of a million small requests holds that spill's
-//! bound, not every request.
+//! end, and then stay on disk as one fixed-size record each
+//! ([`crate::column`]), so a capture of a million small requests holds
+//! those files' bounds, not every request.
 
+use crate::column::{put_opt_i64, Bytes, Column, Fixed};
 use crate::sorted::{Keyed, SortedSpill};
 use crate::spill::{Chunk, Spill};
 use serde::{Deserialize, Serialize};
 use statstorm_php::lift::{CallSource, CallsSummary, FactsBuilder, TraceFacts};
-use statstorm_php::request::RequestInfo;
-use statstorm_php::request::{Requests, Splitter};
+use statstorm_php::request::{
+    CliSettings, Request, RequestInfo, RequestKind, RequestList, RequestMode, Requests, Splitter,
+};
 use statstorm_trace::op::{Normalizer, Op, OpKind};
 use statstorm_trace::{Event, Interner, Tally, Trace};
 use std::collections::BTreeMap;
@@ -106,16 +109,43 @@ impl Acc {
     }
 }
 
-/// Whose calls a batch written out holds: a request given out (its place
-/// among those given out), a process's calls outside the requests given
+/// A request's place in time order ([`RequestInfo::order`]: its start,
+/// then its first event's position), which no other request shares.
+type Key = (i64, u64);
+
+fn key_of(info: &RequestInfo) -> Key {
+    (info.start_us.unwrap_or(i64::MIN), info.first_event)
+}
+
+/// Whose calls a batch written out holds: a request given out (by its
+/// place in time order), a process's calls outside the requests given
 /// out (its slot: a php-cli request's, or background activity's, decided
 /// at the end), or a unit still taking calls (its id; its owner is known
 /// once it closes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Owner {
-    Request(u32),
+    Request(Key),
     Rest(u32),
     Unit(u32),
+}
+
+/// A chunk of a request's calls, as the spill's writer placed it: sorted
+/// by the request's place in time order, so that the end reads them in
+/// the order it reads the requests (no list of chunks per request held).
+#[derive(Clone, Serialize, Deserialize)]
+struct Placed {
+    start: i64,
+    first_event: u64,
+    /// The order it was written in.
+    seq: u64,
+    chunk: Chunk,
+}
+
+impl Keyed for Placed {
+    type Key = (i64, u64, u64);
+    fn key(&self) -> (i64, u64, u64) {
+        (self.start, self.first_event, self.seq)
+    }
 }
 
 /// A process of the split (by its slot): the unit taking its calls and
@@ -133,9 +163,6 @@ struct SlotCalls {
 /// ([`RequestInfo::order`]).
 #[derive(Clone, Serialize, Deserialize)]
 struct Given {
-    /// Its place among the requests given out (then those made at the
-    /// end), as its calls are labelled ([`Owner::Request`]).
-    k: u32,
     pid: u32,
     kind: statstorm_php::request::RequestKind,
     start_us: Option<i64>,
@@ -159,19 +186,20 @@ impl Keyed for Given {
 /// The capture's calls, split as the requests were.
 pub struct Recorded {
     spill: Option<Spill>,
-    /// Per request of the split (same order), where its calls are: its
-    /// chunks in the spill are `chunks[at[i]..at[i + 1]]`.
-    chunks: Vec<Chunk>,
-    at: Vec<usize>,
-    /// Per request, its calls held in memory (a capture never written
-    /// out); empty when every call is in the spill.
-    open: Vec<Vec<(u64, Op)>>,
-    /// Per request, its calls per syscall.
-    counts: Vec<Tally>,
-    /// Per request, the time its calls spent in the kernel.
-    fs: Vec<FsTime>,
-    /// Per request, the start of its earliest call.
-    first_us: Vec<Option<i64>>,
+    /// Per request of the split, in time order: the request and its
+    /// figures, and where its calls are (on disk past a megabyte: a
+    /// capture of millions of requests holds none of them in memory).
+    figs: Column<Fig>,
+    /// The requests' chunks in the spill, request after request
+    /// (`Fig::chunks`).
+    chunks: Column<Chunk>,
+    /// The distinct calls-per-syscall lists and command-line settings the
+    /// requests have (`Fig::counts`, `Fig::settings`).
+    tallies: Vec<Tally>,
+    settings: Vec<CliSettings>,
+    /// By request, its calls held in memory (a capture never written
+    /// out: at most [`HELD`] calls).
+    open: statstorm_trace::event::FastMap<u32, Vec<(u64, Op)>>,
     /// Per process with calls outside requests, by pid (in memory).
     pub background: Vec<Background>,
     /// The first error reading the spill back through [`CallSource`].
@@ -196,9 +224,70 @@ impl std::fmt::Debug for Recorded {
     }
 }
 
+/// A request of the split and its recorded figures, as [`Recorded`]
+/// keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Fig {
+    pid: u32,
+    kind: u8,
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+    /// An index into `Recorded::settings` (`u32::MAX`: none).
+    settings: u32,
+    fs: FsTime,
+    first_us: Option<i64>,
+    /// An index into `Recorded::tallies`.
+    counts: u32,
+    /// Its chunks: `Recorded::chunks[from..to]`.
+    chunks: (u64, u64),
+}
+
+impl Fixed for Fig {
+    const SIZE: usize = 4 + 1 + 9 + 9 + 4 + 24 + 9 + 4 + 16;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.pid.to_le_bytes());
+        out.push(self.kind);
+        put_opt_i64(out, self.start_us);
+        put_opt_i64(out, self.end_us);
+        out.extend_from_slice(&self.settings.to_le_bytes());
+        for v in [self.fs.us, self.fs.timed, self.fs.untimed] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        put_opt_i64(out, self.first_us);
+        out.extend_from_slice(&self.counts.to_le_bytes());
+        out.extend_from_slice(&self.chunks.0.to_le_bytes());
+        out.extend_from_slice(&self.chunks.1.to_le_bytes());
+    }
+    fn take(b: &mut Bytes<'_>) -> Fig {
+        Fig {
+            pid: b.u32(),
+            kind: b.u8(),
+            start_us: b.opt_i64(),
+            end_us: b.opt_i64(),
+            settings: b.u32(),
+            fs: FsTime {
+                us: b.u64(),
+                timed: b.u64(),
+                untimed: b.u64(),
+            },
+            first_us: b.opt_i64(),
+            counts: b.u32(),
+            chunks: (b.u64(), b.u64()),
+        }
+    }
+}
+
+/// How the capture was split into requests.
+#[derive(Clone, Debug)]
+pub struct Split {
+    pub mode: RequestMode,
+    /// One sentence saying how the split was made and what was left out.
+    pub note: String,
+}
+
 impl Recorded {
     /// [`Fold`] over the events of a trace read whole.
-    pub fn of(trace: &Trace) -> io::Result<(Requests, Recorded, TraceFacts)> {
+    pub fn of(trace: &Trace) -> io::Result<(Split, Recorded, TraceFacts)> {
         let mut f = Fold::new();
         for e in &trace.events {
             f.push(e, &trace.strings);
@@ -208,7 +297,11 @@ impl Recorded {
 
     /// Number of requests.
     pub fn len(&self) -> usize {
-        self.at.len().saturating_sub(1)
+        self.figs.len()
+    }
+
+    fn fig(&self, i: usize) -> io::Result<Fig> {
+        self.figs.get(i)
     }
 
     /// True without requests.
@@ -216,21 +309,64 @@ impl Recorded {
         self.len() == 0
     }
 
-    /// Per request, its recorded calls per syscall
+    /// Request `i`'s recorded calls per syscall
     /// (`statstorm_php::count_by_syscall` of [`Recorded::calls`]).
-    pub fn counts(&self) -> &[Tally] {
-        &self.counts
+    pub fn count(&self, i: usize) -> io::Result<Tally> {
+        let f = self.fig(i)?;
+        self.tallies
+            .get(f.counts as usize)
+            .cloned()
+            .ok_or_else(|| io::Error::other("a request's counts were never stored"))
     }
 
-    /// Per request, the time its recorded calls spent in the kernel.
-    pub fn fs_times(&self) -> &[FsTime] {
-        &self.fs
+    /// The recorded calls per syscall of the first `n` requests (fewer
+    /// when there are fewer).
+    pub fn first_counts(&self, n: usize) -> io::Result<Vec<Tally>> {
+        (0..n.min(self.len())).map(|i| self.count(i)).collect()
     }
 
-    /// Per request, the start of its earliest recorded call (`None`: no
+    /// The time request `i`'s recorded calls spent in the kernel.
+    pub fn fs_time(&self, i: usize) -> io::Result<FsTime> {
+        Ok(self.fig(i)?.fs)
+    }
+
+    /// The start of request `i`'s earliest recorded call (`None`: no
     /// call).
-    pub fn first_calls(&self) -> &[Option<i64>] {
-        &self.first_us
+    pub fn first_call(&self, i: usize) -> io::Result<Option<i64>> {
+        Ok(self.fig(i)?.first_us)
+    }
+
+    /// The split's requests held in memory (each without its event
+    /// list): for the passes that take a split whole (a reference
+    /// capture's).
+    pub fn requests(&self, split: &Split) -> io::Result<Requests> {
+        Ok(Requests {
+            mode: split.mode,
+            requests: (0..self.len())
+                .map(|i| self.fig(i).map(|f| self.request_of(&f)))
+                .collect::<io::Result<_>>()?,
+            note: split.note.clone(),
+        })
+    }
+
+    fn request_of(&self, f: &Fig) -> Request {
+        Request {
+            pid: f.pid,
+            start_us: f.start_us,
+            end_us: f.end_us,
+            events: Vec::new(),
+            kind: RequestKind::ALL
+                .get(f.kind as usize)
+                .copied()
+                .unwrap_or(RequestKind::WholeTrace),
+            settings: self.settings.get(f.settings as usize).cloned(),
+        }
+    }
+
+    fn keep_error(&self, e: io::Error) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(e);
+        }
     }
 
     /// Bytes written to the temporary file (0: all held in memory).
@@ -241,12 +377,11 @@ impl Recorded {
     /// Request `i`'s calls, in time order; calls that started in the same
     /// microsecond in the capture's order.
     pub fn calls(&self, i: usize) -> io::Result<Vec<Op>> {
-        let cs = self
-            .at
-            .get(i..i + 2)
-            .and_then(|w| self.chunks.get(w[0]..w[1]))
-            .unwrap_or(&[]);
-        let held = self.open.get(i).map_or(&[][..], Vec::as_slice);
+        let (from, to) = self.fig(i)?.chunks;
+        let cs = (from..to)
+            .map(|c| self.chunks.get(c as usize))
+            .collect::<io::Result<Vec<Chunk>>>()?;
+        let held = self.open.get(&(i as u32)).map_or(&[][..], Vec::as_slice);
         gather(self.spill.as_ref(), cs.iter(), held.iter())
     }
 
@@ -270,15 +405,32 @@ impl CallSource for Recorded {
         match Recorded::calls(self, i) {
             Ok(v) => std::borrow::Cow::Owned(v),
             Err(e) => {
-                if let Ok(mut slot) = self.error.lock() {
-                    slot.get_or_insert(e);
-                }
+                self.keep_error(e);
                 std::borrow::Cow::Owned(Vec::new())
             }
         }
     }
     fn summary(&self) -> Option<CallsSummary> {
         Some(self.summary.clone())
+    }
+}
+
+/// The split's requests read back one at a time (a request that could
+/// not be read back comes as an empty one of the whole trace, and the
+/// error is kept for [`Recorded::take_error`]).
+impl RequestList for Recorded {
+    fn len(&self) -> usize {
+        Recorded::len(self)
+    }
+    fn request(&self, i: usize) -> std::borrow::Cow<'_, Request> {
+        let f = self.fig(i).unwrap_or_else(|e| {
+            self.keep_error(e);
+            Fig {
+                kind: (RequestKind::ALL.len() - 1) as u8,
+                ..Fig::default()
+            }
+        });
+        std::borrow::Cow::Owned(self.request_of(&f))
     }
 }
 
@@ -324,8 +476,8 @@ pub struct Fold {
     tally_ids: statstorm_trace::event::FastMap<Tally, u32>,
     tally_list: Vec<Tally>,
     /// The calls of requests given out still in memory, with their
-    /// place among those given out.
-    given_held: Vec<(u32, Vec<(u64, Op)>)>,
+    /// place in time order.
+    given_held: Vec<(Key, Vec<(u64, Op)>)>,
     /// Units that closed after some of their calls were written out under
     /// their id: whose the calls became.
     unit_owner: statstorm_trace::event::FastMap<u32, Owner>,
@@ -348,9 +500,11 @@ pub struct Fold {
 /// A batch of held calls: each owner's, in the order they were held.
 type Batch = Vec<(Owner, Vec<(u64, Op)>)>;
 
-/// The spill and where each owner's chunks lie in it, in the order
+/// The spill and where each owner's chunks lie in it: the requests' by
+/// their place in time order, the others' (processes' calls outside the
+/// requests given out, units still open when written) in the order
 /// written.
-type Written = (Spill, Vec<(Owner, Chunk)>);
+type Written = (Spill, SortedSpill<Placed>, Vec<(Owner, Chunk)>);
 
 /// The spill written on a thread of its own: [`Fold::write_out`] hands it
 /// a batch and reads on. At most two batches are held (one being written,
@@ -367,13 +521,25 @@ impl Writer {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(0);
         let done = std::thread::Builder::new().name("spill".into()).spawn(
             move || -> io::Result<Written> {
-                let mut placed = Vec::new();
+                let mut placed = SortedSpill::new();
+                let mut others = Vec::new();
+                let mut seq = 0;
                 for batch in rx {
                     for (u, calls) in batch {
-                        placed.push((u, spill.put(&calls)?));
+                        let chunk = spill.put(&calls)?;
+                        match u {
+                            Owner::Request((start, first_event)) => placed.push(Placed {
+                                start,
+                                first_event,
+                                seq,
+                                chunk,
+                            })?,
+                            o => others.push((o, chunk)),
+                        }
+                        seq += 1;
                     }
                 }
-                Ok((spill, placed))
+                Ok((spill, placed, others))
             },
         )?;
         Ok(Writer { tx, done })
@@ -538,8 +704,8 @@ impl Fold {
         };
         let owner = match c.request {
             Some(info) => {
-                let k = self.given.len() as u32;
-                self.give(k, info, &cur);
+                let k = key_of(&info);
+                self.give(info, &cur);
                 if !cur.held.is_empty() {
                     self.given_held.push((k, cur.held));
                 }
@@ -565,8 +731,8 @@ impl Fold {
         }
     }
 
-    /// Holds request `k`, its calls those of `acc`.
-    fn give(&mut self, k: u32, info: RequestInfo, acc: &Acc) {
+    /// Holds request `info`, its calls those of `acc`.
+    fn give(&mut self, info: RequestInfo, acc: &Acc) {
         let t = acc.tally();
         let counts = match self.tally_ids.get(&t) {
             Some(&id) => id,
@@ -578,7 +744,6 @@ impl Fold {
             }
         };
         let g = Given {
-            k,
             pid: info.pid,
             kind: info.kind,
             start_us: info.start_us,
@@ -649,7 +814,7 @@ impl Fold {
 
     /// The requests, their calls and the activity outside them, and the
     /// lift's facts; an error when the spill could not be written.
-    pub fn finish(mut self) -> io::Result<(Requests, Recorded, TraceFacts)> {
+    pub fn finish(mut self) -> io::Result<(Split, Recorded, TraceFacts)> {
         // every process's current unit let go, and the plan of the rest
         let (plan, closed) = std::mem::take(&mut self.split).finish_streaming();
         for c in closed {
@@ -664,125 +829,133 @@ impl Fold {
         if let Some(e) = self.error {
             return Err(e);
         }
-        let (spill, placed) = match self.writer.take() {
+        let (spill, mut placed, others) = match self.writer.take() {
             Some(w) => {
-                let (spill, placed) = w.finish()?;
-                (Some(spill), placed)
+                let (spill, placed, others) = w.finish()?;
+                (Some(spill), placed, others)
             }
-            None => (None, Vec::new()),
+            None => (None, SortedSpill::new(), Vec::new()),
         };
-        // the requests given out and those made of processes' other units
-        // (php-cli process trees, the whole trace), in time order
-        let n_given = self.given.len();
-        let mut joined_of_slot: statstorm_trace::event::FastMap<u32, u32> = Default::default();
-        for (j, (info, slots)) in plan.joined.into_iter().enumerate() {
+        // the requests made of processes' other units (php-cli process
+        // trees, the whole trace), held with those given out
+        let mut joined_of_slot: statstorm_trace::event::FastMap<u32, Key> = Default::default();
+        for (info, slots) in plan.joined {
+            let k = key_of(&info);
             let mut acc = Acc::default();
             for &si in &slots {
-                joined_of_slot.insert(si as u32, j as u32);
+                joined_of_slot.insert(si as u32, k);
                 if let Some(sc) = self.slots.get(si) {
                     acc.add(&sc.rest);
                 }
             }
-            self.give((n_given + j) as u32, info, &acc);
+            self.give(info, &acc);
         }
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        let given = std::mem::take(&mut self.given).finish();
-        let n = given.len();
-        // each request's place in time order, and its figures in it
-        let mut pos = vec![0u32; n];
-        let mut counts: Vec<Tally> = Vec::with_capacity(n);
-        let mut fs = Vec::with_capacity(n);
-        let mut first_us: Vec<Option<i64>> = Vec::with_capacity(n);
-        let mut requests = Vec::with_capacity(n);
-        for (p, g) in given.iter().enumerate() {
-            let g = g?;
-            if let Some(x) = pos.get_mut(g.k as usize) {
-                *x = p as u32;
-            }
-            counts.push(
-                self.tally_list
-                    .get(g.counts as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-            );
-            fs.push(g.fs);
-            first_us.push(g.first_us);
-            requests.push(statstorm_php::request::Request {
-                pid: g.pid,
-                start_us: g.start_us,
-                end_us: g.end_us,
-                events: Vec::new(),
-                kind: g.kind,
-                settings: g.settings,
-            });
-        }
-        drop(given);
+        // the chunks not written under a request's label: a unit's (its
+        // owner known now) and the processes' other calls (a php-cli
+        // request's, or background activity's)
         let unit_owner = std::mem::take(&mut self.unit_owner);
-        let owner_of = |o: Owner| match o {
-            Owner::Unit(u) => unit_owner.get(&u).copied(),
-            o => Some(o),
-        };
-        // the request an owner's calls are (None: background activity)
-        let request_of = |o: Owner| -> Option<u32> {
-            match owner_of(o)? {
-                Owner::Request(k) => pos.get(k as usize).copied(),
-                Owner::Rest(s) => joined_of_slot
-                    .get(&s)
-                    .and_then(|&j| pos.get(n_given + j as usize).copied()),
-                Owner::Unit(_) => None,
-            }
-        };
-        // each request's chunks, in the order written: counted, then
-        // placed (no list of chunks per owner)
-        let mut at = vec![0usize; n + 1];
-        for &(o, _) in &placed {
-            if let Some(r) = request_of(o) {
-                at[r as usize + 1] += 1;
-            }
-        }
-        for r in 0..n {
-            at[r + 1] += at[r];
-        }
-        let mut chunks = vec![Chunk::default(); at[n]];
-        let mut next = at.clone();
         let mut outside: statstorm_trace::event::FastMap<u32, Vec<Chunk>> = Default::default();
-        for (o, c) in placed {
-            match request_of(o) {
-                Some(r) => {
-                    chunks[next[r as usize]] = c;
-                    next[r as usize] += 1;
-                }
-                None => {
-                    if let Some(Owner::Rest(s)) = owner_of(o) {
-                        outside.entry(s).or_default().push(c);
-                    }
-                }
+        for (seq, (o, chunk)) in others.into_iter().enumerate() {
+            let o = match o {
+                Owner::Unit(u) => match unit_owner.get(&u) {
+                    Some(&o) => o,
+                    None => continue,
+                },
+                o => o,
+            };
+            let of_request = match o {
+                Owner::Request(k) => Some(k),
+                Owner::Rest(s) => joined_of_slot.get(&s).copied(),
+                Owner::Unit(_) => None,
+            };
+            match (of_request, o) {
+                (Some((start, first_event)), _) => placed.push(Placed {
+                    start,
+                    first_event,
+                    // (a request's calls are put in time order as they are
+                    // read back: the order of its chunks does not matter)
+                    seq: seq as u64,
+                    chunk,
+                })?,
+                (None, Owner::Rest(s)) => outside.entry(s).or_default().push(chunk),
+                _ => {}
             }
         }
-        drop(next);
         // the calls still held: the requests' (no spill) and the
         // processes' outside them
-        let mut open: Vec<Vec<(u64, Op)>> = Vec::new();
+        let mut held: statstorm_trace::event::FastMap<Key, Vec<(u64, Op)>> = Default::default();
         for (k, h) in std::mem::take(&mut self.given_held) {
-            if let Some(&p) = pos.get(k as usize) {
-                open.resize_with(n, Vec::new);
-                open[p as usize] = h;
-            }
+            held.entry(k).or_default().extend(h);
         }
         for (si, sc) in self.slots.iter_mut().enumerate() {
             if sc.rest.held.is_empty() {
                 continue;
             }
-            if let Some(&j) = joined_of_slot.get(&(si as u32)) {
-                if let Some(&p) = pos.get(n_given + j as usize) {
-                    open.resize_with(n, Vec::new);
-                    open[p as usize].append(&mut sc.rest.held);
-                }
+            if let Some(&k) = joined_of_slot.get(&(si as u32)) {
+                held.entry(k).or_default().append(&mut sc.rest.held);
             }
         }
-        drop(pos);
+        // the requests in time order, each with its chunks (both read in
+        // that order)
+        let given = std::mem::take(&mut self.given).finish();
+        let placed = placed.finish();
+        let mut chunks_of = placed.iter();
+        let mut next_chunk = chunks_of.next().transpose()?;
+        let mut figs = Column::new();
+        let mut chunks = Column::new();
+        let mut settings: Vec<CliSettings> = Vec::new();
+        let mut settings_ids: std::collections::HashMap<CliSettings, u32> = Default::default();
+        let mut open: statstorm_trace::event::FastMap<u32, Vec<(u64, Op)>> = Default::default();
+        for (p, g) in given.iter().enumerate() {
+            let g = g?;
+            let k = g.key();
+            let from = chunks.len() as u64;
+            while let Some(c) = next_chunk.take() {
+                if (c.start, c.first_event) > k {
+                    next_chunk = Some(c);
+                    break;
+                }
+                // (a chunk of no request given out: none is written so)
+                if (c.start, c.first_event) == k {
+                    chunks.push(&c.chunk)?;
+                }
+                next_chunk = chunks_of.next().transpose()?;
+            }
+            if let Some(h) = held.remove(&k) {
+                open.insert(p as u32, h);
+            }
+            let settings = match g.settings {
+                None => u32::MAX,
+                Some(s) => match settings_ids.get(&s) {
+                    Some(&id) => id,
+                    None => {
+                        let id = settings.len() as u32;
+                        settings.push(s.clone());
+                        settings_ids.insert(s, id);
+                        id
+                    }
+                },
+            };
+            figs.push(&Fig {
+                pid: g.pid,
+                kind: RequestKind::ALL
+                    .iter()
+                    .position(|&x| x == g.kind)
+                    .unwrap_or(RequestKind::ALL.len() - 1) as u8,
+                start_us: g.start_us,
+                end_us: g.end_us,
+                settings,
+                fs: g.fs,
+                first_us: g.first_us,
+                counts: g.counts,
+                chunks: (from, chunks.len() as u64),
+            })?;
+        }
+        drop(chunks_of);
+        drop(given);
         // each process's calls outside the requests, by pid
         let mut summary = self.summary;
         let mut background: BTreeMap<u32, usize> = BTreeMap::new();
@@ -811,24 +984,22 @@ impl Fold {
             });
         }
         drop(std::mem::take(&mut self.slots));
-        let split = Requests {
-            mode: plan.mode,
-            requests,
-            note: plan.note,
-        };
-        let facts = self.facts.finish(&split);
         let rec = Recorded {
             spill,
+            figs,
             chunks,
-            at,
+            tallies: std::mem::take(&mut self.tally_list),
+            settings,
             open,
-            counts,
-            fs,
-            first_us,
             background: bg,
             error: std::sync::Mutex::new(None),
             timeline: self.timeline,
             summary,
+        };
+        let facts = self.facts.finish(&rec);
+        let split = Split {
+            mode: plan.mode,
+            note: plan.note,
         };
         Ok((split, rec, facts))
     }

@@ -69,6 +69,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod check;
+pub mod column;
 pub mod diagnose;
 pub mod evidence;
 pub mod lifted;

@@ -10,22 +10,66 @@
 //! (its JSON form flattens the kind into the operation, which postcard
 //! cannot read back): `OpRec` mirrors it with numbers for names.
 
+use crate::column::{Bytes, Column, Fixed};
 use crate::spill::{Blobs, CallRec, Names};
 use serde::{Deserialize, Serialize};
 use statstorm_php::workload::{PhpOp, PhpOpKind, RequestStore, Via, WorkRequest};
 use std::io;
 
+/// A request's operations as written (the rest of the request is its
+/// [`Entry`]).
 #[derive(Serialize, Deserialize)]
 struct ReqRec {
+    ops: Vec<OpRec>,
+}
+
+/// Where a request's operations lie, and the request without them (what
+/// [`RequestStore::meta`] reads): one fixed-size record per request in a
+/// [`Column`], on disk past a megabyte.
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    offset: u64,
+    len: u32,
     pid: u32,
     start_us: i64,
     end_us: i64,
     request_time_us: i64,
     cli: bool,
-    script: Option<String>,
     from_template: bool,
-    settings: Option<Vec<(String, String)>>,
-    ops: Vec<OpRec>,
+    /// A number into the names (`u32::MAX`: none).
+    script: u32,
+    /// A number into the distinct settings (`u32::MAX`: none).
+    settings: u32,
+}
+
+impl Fixed for Entry {
+    const SIZE: usize = 8 + 4 + 4 + 8 + 8 + 8 + 1 + 1 + 4 + 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.pid.to_le_bytes());
+        out.extend_from_slice(&self.start_us.to_le_bytes());
+        out.extend_from_slice(&self.end_us.to_le_bytes());
+        out.extend_from_slice(&self.request_time_us.to_le_bytes());
+        out.push(self.cli as u8);
+        out.push(self.from_template as u8);
+        out.extend_from_slice(&self.script.to_le_bytes());
+        out.extend_from_slice(&self.settings.to_le_bytes());
+    }
+    fn take(b: &mut Bytes<'_>) -> Entry {
+        Entry {
+            offset: b.u64(),
+            len: b.u32(),
+            pid: b.u32(),
+            start_us: b.i64(),
+            end_us: b.i64(),
+            request_time_us: b.i64(),
+            cli: b.u8() != 0,
+            from_template: b.u8() != 0,
+            script: b.u32(),
+            settings: b.u32(),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -265,9 +309,13 @@ impl KindRec {
 /// Lifted requests on disk; see the module docs.
 pub struct LiftedSpill {
     blobs: Blobs,
-    /// Where each request lies: offset, length.
-    at: Vec<(u64, u32)>,
+    /// Per request, where its operations lie and the request without
+    /// them.
+    at: Column<Entry>,
     names: Names,
+    /// The distinct command-line settings of the requests.
+    settings: Vec<statstorm_php::request::CliSettings>,
+    settings_ids: std::collections::HashMap<statstorm_php::request::CliSettings, u32>,
     buf: Vec<u8>,
 }
 
@@ -277,8 +325,10 @@ impl LiftedSpill {
     pub fn new() -> io::Result<LiftedSpill> {
         Ok(LiftedSpill {
             blobs: Blobs::new(),
-            at: Vec::new(),
+            at: Column::new(),
             names: Names::by_text(),
+            settings: Vec::new(),
+            settings_ids: Default::default(),
             buf: Vec::new(),
         })
     }
@@ -292,19 +342,43 @@ impl LiftedSpill {
     pub fn on_disk(&self) -> bool {
         self.blobs.on_disk()
     }
+
+    fn entry(&self, i: usize) -> io::Result<Entry> {
+        if i >= self.at.len() {
+            return Err(io::Error::other(format!("no lifted request {i} stored")));
+        }
+        self.at.get(i)
+    }
+
+    /// Request `e` without its operations.
+    fn request_of(&self, e: &Entry) -> io::Result<WorkRequest> {
+        Ok(WorkRequest {
+            pid: e.pid,
+            start_us: e.start_us,
+            end_us: e.end_us,
+            request_time_us: e.request_time_us,
+            cli: e.cli,
+            script: match e.script {
+                u32::MAX => None,
+                id => Some(self.names.get(id)?.to_string()),
+            },
+            from_template: e.from_template,
+            settings: match e.settings {
+                u32::MAX => None,
+                id => {
+                    Some(self.settings.get(id as usize).cloned().ok_or_else(|| {
+                        io::Error::other("a request's settings were never stored")
+                    })?)
+                }
+            },
+            ops: Vec::new(),
+        })
+    }
 }
 
 impl RequestStore for LiftedSpill {
     fn push(&mut self, r: &WorkRequest) -> io::Result<()> {
         let rec = ReqRec {
-            pid: r.pid,
-            start_us: r.start_us,
-            end_us: r.end_us,
-            request_time_us: r.request_time_us,
-            cli: r.cli,
-            script: r.script.clone(),
-            from_template: r.from_template,
-            settings: r.settings.as_ref().map(|s| s.to_vec()),
             ops: r
                 .ops
                 .iter()
@@ -326,36 +400,60 @@ impl RequestStore for LiftedSpill {
         }
         let placed = self.blobs.put(&buf);
         self.buf = buf;
-        self.at.push(placed?);
-        Ok(())
+        let (offset, len) = placed?;
+        let script = match &r.script {
+            None => u32::MAX,
+            Some(s) => self.names.id(&statstorm_trace::op::Name::from(s.as_str())),
+        };
+        let settings = match &r.settings {
+            None => u32::MAX,
+            Some(s) => match self.settings_ids.get(s) {
+                Some(&id) => id,
+                None => {
+                    let id = self.settings.len() as u32;
+                    self.settings.push(s.clone());
+                    self.settings_ids.insert(s.clone(), id);
+                    id
+                }
+            },
+        };
+        self.at.push(&Entry {
+            offset,
+            len,
+            pid: r.pid,
+            start_us: r.start_us,
+            end_us: r.end_us,
+            request_time_us: r.request_time_us,
+            cli: r.cli,
+            from_template: r.from_template,
+            script,
+            settings,
+        })
     }
 
     fn get(&self, i: usize) -> io::Result<WorkRequest> {
-        let &(offset, len) = self
-            .at
-            .get(i)
-            .ok_or_else(|| io::Error::other(format!("no lifted request {i} stored")))?;
-        let buf = self.blobs.get(offset, len)?;
+        let e = self.entry(i)?;
+        let buf = self.blobs.get(e.offset, e.len)?;
         let rec: ReqRec = postcard::from_bytes(&buf).map_err(io::Error::other)?;
-        let mut ops = Vec::with_capacity(rec.ops.len());
+        let mut r = self.request_of(&e)?;
+        r.ops.reserve_exact(rec.ops.len());
         for o in rec.ops {
-            ops.push(PhpOp {
+            r.ops.push(PhpOp {
                 t_off_us: o.t_off_us,
                 stat_us: o.stat_us,
                 kind: o.kind.kind(&self.names)?,
             });
         }
-        Ok(WorkRequest {
-            pid: rec.pid,
-            start_us: rec.start_us,
-            end_us: rec.end_us,
-            request_time_us: rec.request_time_us,
-            cli: rec.cli,
-            script: rec.script,
-            from_template: rec.from_template,
-            settings: rec.settings.map(Vec::into_boxed_slice),
-            ops,
-        })
+        Ok(r)
+    }
+
+    fn meta(&self, i: usize) -> io::Result<WorkRequest> {
+        self.request_of(&self.entry(i)?)
+    }
+
+    fn times(&self, i: usize) -> io::Result<(i64, i64)> {
+        let e = self.entry(i)?;
+        Ok((e.start_us, e.end_us))
     }
 
     fn len(&self) -> usize {
@@ -456,6 +554,7 @@ mod tests {
         let mut empty = r.clone();
         empty.ops.clear();
         empty.script = None;
+        empty.settings = Some(vec![("opcache.enable_cli".to_string(), "1".to_string())].into());
         let mut s = LiftedSpill::new().unwrap();
         s.push(&r).unwrap();
         s.push(&empty).unwrap();
@@ -464,5 +563,39 @@ mod tests {
         assert_eq!(s.get(0).unwrap(), r);
         assert!(s.get(2).is_err());
         assert!(s.bytes() > 0);
+        // the request without its operations
+        let mut bare = r.clone();
+        bare.ops.clear();
+        assert_eq!(s.meta(0).unwrap(), bare);
+        assert_eq!(s.meta(1).unwrap(), empty);
+        assert!(s.meta(2).is_err());
+    }
+
+    /// Past a megabyte of requests the entries go to a file and still
+    /// read back, with their scripts and settings shared.
+    #[test]
+    fn many_requests_read_back() {
+        let mut s = LiftedSpill::new().unwrap();
+        let r = |i: usize| WorkRequest {
+            pid: i as u32 % 5,
+            start_us: i as i64 * 10,
+            end_us: i as i64 * 10 + 7,
+            request_time_us: i as i64 * 10 + 1,
+            cli: i % 3 == 0,
+            script: (i % 4 != 0).then(|| format!("/w/{}.php", i % 7)),
+            from_template: i % 2 == 0,
+            settings: (i % 5 == 0).then(|| vec![("k".to_string(), (i % 3).to_string())].into()),
+            ops: Vec::new(),
+        };
+        let n = 40_000;
+        for i in 0..n {
+            s.push(&r(i)).unwrap();
+        }
+        assert!(s.at.on_disk());
+        assert_eq!(s.settings.len(), 3);
+        for i in (0..n).step_by(13) {
+            assert_eq!(s.meta(i).unwrap(), r(i), "request {i}");
+            assert_eq!(s.get(i).unwrap(), r(i), "request {i}");
+        }
     }
 }

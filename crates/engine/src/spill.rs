@@ -18,10 +18,24 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
 /// Where one chunk lies in the spill.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunk {
     offset: u64,
     len: u32,
+}
+
+impl crate::column::Fixed for Chunk {
+    const SIZE: usize = 12;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+    }
+    fn take(b: &mut crate::column::Bytes<'_>) -> Chunk {
+        Chunk {
+            offset: b.u64(),
+            len: b.u32(),
+        }
+    }
 }
 
 /// A call as written: [`Op`] with its names as numbers into [`Names`].
@@ -138,11 +152,18 @@ impl Names {
 /// [`Blobs::HELD_BYTES`], then in an unnamed temporary file (so a small
 /// capture needs no temporary file, and a large one holds at most that
 /// much in memory).
-#[derive(Default)]
 pub struct Blobs {
     mem: Vec<u8>,
     file: Option<AppendFile>,
     end: u64,
+    /// Bytes held in memory before the records go to a file.
+    held: usize,
+}
+
+impl Default for Blobs {
+    fn default() -> Self {
+        Blobs::holding(Self::HELD_BYTES)
+    }
 }
 
 impl Blobs {
@@ -153,6 +174,16 @@ impl Blobs {
         Blobs::default()
     }
 
+    /// Blobs held in memory up to `held` bytes.
+    pub fn holding(held: usize) -> Blobs {
+        Blobs {
+            mem: Vec::new(),
+            file: None,
+            end: 0,
+            held,
+        }
+    }
+
     /// Appends `buf`; gives its offset and length.
     pub fn put(&mut self, buf: &[u8]) -> io::Result<(u64, u32)> {
         let len = u32::try_from(buf.len()).map_err(|_| io::Error::other("a record past 4 GiB"))?;
@@ -161,7 +192,7 @@ impl Blobs {
             Some(f) => {
                 f.append(buf)?;
             }
-            None if self.mem.len() + buf.len() <= Self::HELD_BYTES => {
+            None if self.mem.len() + buf.len() <= self.held => {
                 self.mem.extend_from_slice(buf);
             }
             None => {
@@ -179,18 +210,24 @@ impl Blobs {
     /// The record at `offset` of `len` bytes.
     pub fn get(&self, offset: u64, len: u32) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; len as usize];
+        self.read_into(offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Fills `buf` with the bytes at `offset`.
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         match &self.file {
-            Some(f) => f.read_at(&mut buf, offset)?,
+            Some(f) => f.read_at(buf, offset),
             None => {
                 let from = usize::try_from(offset).map_err(io::Error::other)?;
-                let held = self
-                    .mem
-                    .get(from..from + buf.len())
+                let held = from
+                    .checked_add(buf.len())
+                    .and_then(|to| self.mem.get(from..to))
                     .ok_or_else(|| io::Error::other("a record past the end of what was written"))?;
                 buf.copy_from_slice(held);
+                Ok(())
             }
         }
-        Ok(buf)
     }
 
     /// Bytes written.

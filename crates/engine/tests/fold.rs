@@ -7,7 +7,7 @@
 
 use statstorm_engine::capture::{Fold, HELD};
 use statstorm_php::lift::{request_ops, TraceFacts};
-use statstorm_php::request::split_requests;
+use statstorm_php::request::{split_requests, RequestList};
 use statstorm_trace::op::{Normalizer, Op};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,11 +65,12 @@ fn check(name: &str, paths: &[PathBuf]) {
         let (s, rec, fx) = f.finish().unwrap();
         assert_eq!(s.mode, split.mode, "{name}");
         assert_eq!(s.note, split.note, "{name}");
-        assert_eq!(s.requests.len(), split.requests.len(), "{name}");
-        for (a, b) in s.requests.iter().zip(&split.requests) {
+        assert_eq!(rec.len(), split.requests.len(), "{name}");
+        for (i, b) in split.requests.iter().enumerate() {
+            let a = RequestList::request(&rec, i);
             assert_eq!(
-                (a.pid, a.start_us, a.end_us, a.kind),
-                (b.pid, b.start_us, b.end_us, b.kind),
+                (a.pid, a.start_us, a.end_us, a.kind, &a.settings),
+                (b.pid, b.start_us, b.end_us, b.kind, &b.settings),
                 "{name}"
             );
         }
@@ -79,7 +80,7 @@ fn check(name: &str, paths: &[PathBuf]) {
             let back = rec.calls(i).unwrap();
             assert!(back == *c, "{name}: request {i} (limit {limit})");
             assert_eq!(
-                rec.counts()[i],
+                rec.count(i).unwrap(),
                 statstorm_php::count_by_syscall(c),
                 "{name}"
             );

@@ -51,7 +51,7 @@ pub fn lift_from(
 /// gives ([`lift::lift_parts_stored`]).
 pub fn lift_stored(
     facts: &lift::TraceFacts,
-    requests: crate::request::Requests,
+    requests: &dyn crate::request::RequestList,
     real: &dyn lift::CallSource,
     make: &mut dyn FnMut() -> std::io::Result<Box<dyn crate::workload::RequestStore>>,
 ) -> std::io::Result<Workload> {

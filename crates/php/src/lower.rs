@@ -714,6 +714,9 @@ type Queued = (i64, u64, usize, usize, u64);
 
 /// Per php-fpm worker (pid) of `w`, its last request by start.
 fn final_requests(w: &Workload) -> HashMap<u32, usize> {
+    if let Some(p) = &w.stored.0 {
+        return p.last_of_worker.iter().map(|(&k, &v)| (k, v)).collect();
+    }
     let mut out: HashMap<u32, (i64, usize)> = HashMap::default();
     for (i, r) in w.requests.iter().enumerate().filter(|(_, r)| !r.cli) {
         let e = out.entry(r.pid).or_insert((r.start_us, i));

@@ -97,6 +97,17 @@ pub enum RequestKind {
     WholeTrace,
 }
 
+impl RequestKind {
+    /// Every kind (a kind's place in it is its number when stored).
+    pub const ALL: [RequestKind; 5] = [
+        RequestKind::FpmAccept,
+        RequestKind::HttpdAccept,
+        RequestKind::FpmHeaderRead,
+        RequestKind::CliProcess,
+        RequestKind::WholeTrace,
+    ];
+}
+
 /// One request of a batch split.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Request {
@@ -193,6 +204,29 @@ impl Requests {
                 .collect(),
             note: plan.note.clone(),
         }
+    }
+}
+
+/// The requests of a split, one at a time by index: a split held in
+/// memory ([`Requests`]), or one its caller keeps elsewhere (on disk, so
+/// that a capture of millions of requests does not hold them all; such a
+/// request comes without its event list).
+pub trait RequestList: Sync {
+    /// Number of requests.
+    fn len(&self) -> usize;
+    /// Request `i` (`i < len()`).
+    fn request(&self, i: usize) -> std::borrow::Cow<'_, Request>;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl RequestList for Requests {
+    fn len(&self) -> usize {
+        self.requests.len()
+    }
+    fn request(&self, i: usize) -> std::borrow::Cow<'_, Request> {
+        std::borrow::Cow::Borrowed(&self.requests[i])
     }
 }
 

@@ -263,6 +263,9 @@ pub struct Evidence {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     pub schema: String,
+    /// The requests, in the split's time order; empty when they are
+    /// stored ([`Stored`]: [`Workload::len`], [`Workload::meta`] and
+    /// [`Workload::request`] read both kinds).
     pub requests: Vec<WorkRequest>,
     pub evidence: Evidence,
     /// Symlinks seen in realpath walks: link -> the path its walk went on
@@ -305,6 +308,18 @@ pub trait RequestStore: Send + Sync {
     fn push(&mut self, r: &WorkRequest) -> std::io::Result<()>;
     /// Request `i` as pushed.
     fn get(&self, i: usize) -> std::io::Result<WorkRequest>;
+    /// Request `i` as pushed, without its operations (what a pass over
+    /// the requests' times and scripts reads).
+    fn meta(&self, i: usize) -> std::io::Result<WorkRequest> {
+        let mut r = self.get(i)?;
+        r.ops = Vec::new();
+        Ok(r)
+    }
+    /// Request `i`'s start and end, µs (what the latency simulation reads
+    /// of every request).
+    fn times(&self, i: usize) -> std::io::Result<(i64, i64)> {
+        self.meta(i).map(|r| (r.start_us, r.end_us))
+    }
     /// Requests pushed.
     fn len(&self) -> usize;
     /// No request pushed.
@@ -334,23 +349,38 @@ impl RequestStore for MemoryStore {
 }
 
 /// A workload's requests in a [`RequestStore`]: the workload's
-/// `requests` then hold each request without its operations, and
-/// [`Workload::request`] reads them back. With every script compiled (as
-/// [`Workload::compiled_scripts`] gives them, taken as the store was
-/// written).
+/// `requests` are then empty (a capture of millions of requests holds
+/// none of them in memory); [`Workload::len`] counts them,
+/// [`Workload::meta`] reads one back without its operations and
+/// [`Workload::request`] with them. With what was folded as the store
+/// was written: every script compiled (as [`Workload::compiled_scripts`]
+/// gives them) and which kinds of process ran requests.
 #[derive(Clone, Default)]
-pub struct Stored(
-    pub  Option<(
-        std::sync::Arc<dyn RequestStore>,
-        std::collections::BTreeSet<String>,
-    )>,
-);
+pub struct Stored(pub Option<StoredParts>);
+
+/// See [`Stored`].
+#[derive(Clone)]
+pub struct StoredParts {
+    pub store: std::sync::Arc<dyn RequestStore>,
+    pub compiled: std::collections::BTreeSet<String>,
+    /// Some request is a php-cli process's.
+    pub cli: bool,
+    /// Some request is not (a pool's worker's).
+    pub fpm: bool,
+    /// Per php-fpm worker (pid), its last request by start (then index).
+    pub last_of_worker: std::collections::HashMap<u32, usize>,
+    /// The requests' starts never go back in index order
+    /// ([`Workload::start_order`] is then the index order).
+    pub in_order: bool,
+    /// Requests modelled with a template's operations.
+    pub templated: usize,
+}
 
 impl std::fmt::Debug for Stored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             None => write!(f, "in memory"),
-            Some((s, _)) => write!(f, "stored ({} requests)", s.len()),
+            Some(p) => write!(f, "stored ({} requests)", p.store.len()),
         }
     }
 }
@@ -525,6 +555,101 @@ impl Latencies {
 }
 
 impl Workload {
+    /// Number of requests (in `requests`, or in the store: [`Stored`]).
+    pub fn len(&self) -> usize {
+        match &self.stored.0 {
+            None => self.requests.len(),
+            Some(p) => p.store.len(),
+        }
+    }
+
+    /// Some request is a php-cli process's.
+    pub fn has_cli(&self) -> bool {
+        match &self.stored.0 {
+            None => self.requests.iter().any(|r| r.cli),
+            Some(p) => p.cli,
+        }
+    }
+
+    /// Some request is not a php-cli process's (a pool's worker's).
+    pub fn has_fpm(&self) -> bool {
+        match &self.stored.0 {
+            None => self.requests.iter().any(|r| !r.cli),
+            Some(p) => p.fpm,
+        }
+    }
+
+    /// No request.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Request `i`, its operations left out when it is stored: borrowed
+    /// from `requests`, or read back from the store ([`Stored`]).
+    pub fn meta(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, WorkRequest>> {
+        match &self.stored.0 {
+            None => self.request(i),
+            Some(p) => p.store.meta(i).map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Calls `f` with each request's start and end (µs), in index order.
+    pub fn each_time(&self, f: &mut dyn FnMut(usize, i64, i64)) -> std::io::Result<()> {
+        match &self.stored.0 {
+            None => {
+                for (i, r) in self.requests.iter().enumerate() {
+                    f(i, r.start_us, r.end_us);
+                }
+            }
+            Some(p) => {
+                for i in 0..p.store.len() {
+                    let (s, e) = p.store.times(i)?;
+                    f(i, s, e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Requests modelled with a template's operations (`from_template`).
+    pub fn templated(&self) -> usize {
+        match &self.stored.0 {
+            None => self.requests.iter().filter(|r| r.from_template).count(),
+            Some(p) => p.templated,
+        }
+    }
+
+    /// Calls `f` with each request as [`Workload::meta`] gives it, in
+    /// index order.
+    pub fn each_meta(&self, f: &mut dyn FnMut(usize, &WorkRequest)) -> std::io::Result<()> {
+        for i in 0..self.len() {
+            f(i, &*self.meta(i)?);
+        }
+        Ok(())
+    }
+
+    /// The requests' indices in order of start, then index: `None` when
+    /// that is their index order (the lift takes the requests in the
+    /// split's time order, so it nearly always is), else the order.
+    pub fn start_order(&self) -> std::io::Result<Option<Vec<usize>>> {
+        if self.stored.0.as_ref().is_some_and(|p| p.in_order) {
+            return Ok(None);
+        }
+        let mut sorted = true;
+        let mut last = i64::MIN;
+        self.each_time(&mut |_, s, _| {
+            sorted &= s >= last;
+            last = s;
+        })?;
+        if sorted {
+            return Ok(None);
+        }
+        let mut starts = Vec::with_capacity(self.len());
+        self.each_time(&mut |i, s, _| starts.push((s, i)))?;
+        starts.sort_unstable();
+        Ok(Some(starts.into_iter().map(|(_, i)| i).collect()))
+    }
+
     /// Request `i` with its operations: borrowed from `requests`, or read
     /// back from the store ([`Stored`]).
     pub fn request(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, WorkRequest>> {
@@ -534,14 +659,14 @@ impl Workload {
                 .get(i)
                 .map(std::borrow::Cow::Borrowed)
                 .ok_or_else(|| std::io::Error::other(format!("no request {i} in the workload"))),
-            Some((s, _)) => s.get(i).map(std::borrow::Cow::Owned),
+            Some(p) => p.store.get(i).map(std::borrow::Cow::Owned),
         }
     }
 
     /// Calls `f` with each request and its operations, in index order
     /// (read back one at a time when stored).
     pub fn each_request(&self, f: &mut dyn FnMut(usize, &WorkRequest)) -> std::io::Result<()> {
-        for i in 0..self.requests.len() {
+        for i in 0..self.len() {
             f(i, &*self.request(i)?);
         }
         Ok(())
@@ -549,7 +674,7 @@ impl Workload {
 
     /// The same workload with every request's operations in memory.
     pub fn loaded(&self) -> std::io::Result<Workload> {
-        let mut w = self.first(self.requests.len())?;
+        let mut w = self.first(self.len())?;
         w.stored = Stored::default();
         Ok(w)
     }
@@ -557,8 +682,8 @@ impl Workload {
     /// Every script some request compiles (what OPcache's file cache may
     /// hold, [`crate::lower::file_cache_of`]).
     pub fn compiled_scripts(&self) -> std::collections::BTreeSet<String> {
-        if let Some((_, c)) = &self.stored.0 {
-            return c.clone();
+        if let Some(p) = &self.stored.0 {
+            return p.compiled.clone();
         }
         self.requests
             .iter()
@@ -570,7 +695,7 @@ impl Workload {
     /// A copy holding only the first `n` requests (everything else
     /// whole), without copying the others; in memory.
     pub fn first(&self, n: usize) -> std::io::Result<Workload> {
-        let requests = (0..n.min(self.requests.len()))
+        let requests = (0..n.min(self.len()))
             .map(|i| self.request(i).map(std::borrow::Cow::into_owned))
             .collect::<std::io::Result<Vec<_>>>()?;
         Ok(Workload {

@@ -21,16 +21,31 @@ fn the_stored_lift_is_the_lift_in_memory() {
         let (mem, mem_first) = statstorm_php::lift::lift_parts_from(&facts, &reqs, &real);
         let mut stores = 0;
         let (stored, first) =
-            statstorm_php::lift::lift_parts_stored(&facts, reqs.clone(), &real, &mut || {
+            statstorm_php::lift::lift_parts_stored(&facts, &reqs, &real, &mut || {
                 stores += 1;
                 Ok(Box::new(MemoryStore::default()) as Box<dyn RequestStore>)
             })
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
         assert_eq!(stores, 2, "{}", c.name);
         assert_eq!(first, mem_first, "{}", c.name);
-        // the requests without their operations, then with them
-        assert!(
-            stored.requests.iter().all(|r| r.ops.is_empty()),
+        // none held: each read back without its operations, then with
+        // them
+        assert!(stored.requests.is_empty(), "{}", c.name);
+        assert_eq!(stored.len(), mem.len(), "{}", c.name);
+        for (i, m) in mem.requests.iter().enumerate() {
+            let got = stored.meta(i).unwrap();
+            let want = statstorm_php::WorkRequest {
+                ops: Vec::new(),
+                ..m.clone()
+            };
+            assert_eq!(*got, want, "{}: request {i}", c.name);
+        }
+        assert_eq!(stored.has_cli(), mem.has_cli(), "{}", c.name);
+        assert_eq!(stored.has_fpm(), mem.has_fpm(), "{}", c.name);
+        assert_eq!(stored.templated(), mem.templated(), "{}", c.name);
+        assert_eq!(
+            stored.start_order().unwrap(),
+            mem.start_order().unwrap(),
             "{}",
             c.name
         );

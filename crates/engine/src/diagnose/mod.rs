@@ -435,8 +435,8 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     let ctx = candidates::Context {
         php: cap.recorded_settings(),
         not_php: !php,
-        fpm: w.requests.iter().any(|r| !r.cli),
-        cli: w.requests.iter().any(|r| r.cli),
+        fpm: w.has_fpm(),
+        cli: w.has_cli(),
         mount: mount.as_ref().map(|(r, m)| (r.as_str(), m)),
         written: &written,
         opcache_full: w.evidence.opcache_hash_full,

@@ -62,7 +62,7 @@ pub fn explain(
     cfg: &PhpConfig,
     suspects: &[&'static str],
 ) -> Vec<Explained> {
-    let n = w.requests.len().min(TRIAL_REQUESTS).min(recorded.len());
+    let n = w.len().min(TRIAL_REQUESTS).min(recorded.len());
     let Ok(sub) = w.first(n) else {
         return Vec::new();
     };

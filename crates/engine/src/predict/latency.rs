@@ -21,7 +21,7 @@ use super::{Error, Result};
 use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
 use serde::Serialize;
 use statstorm_nfs::{MountOptions, Vers};
-use statstorm_php::WorkRequest;
+use statstorm_php::Workload;
 use statstorm_sim::{
     simulate_replay_each, simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome,
     RequestSpec, Step, Transport,
@@ -285,10 +285,17 @@ fn transport(m: &MountOptions, slots: Option<u32>) -> (Transport, SlotsOut) {
     (t, o)
 }
 
+/// Times a request started and ended, µs (the trace's clock).
+#[derive(Clone, Copy)]
+struct Span {
+    start_us: i64,
+    end_us: i64,
+}
+
 /// One request (`rpcs`: each of its calls' start and RPCs): CPU spread
 /// over the recorded gaps, then each call.
 fn spec(
-    p: &WorkRequest,
+    p: &Span,
     rpcs: &OpRpcs,
     cpu_us: u64,
     t0_us: i64,
@@ -406,9 +413,9 @@ pub enum Storage<'a> {
 }
 
 /// Simulates both sides on `storage`.
-/// `preds` in the PHP model's order, `fs` the time each request's
-/// recorded calls spent in the kernel, in the same order
-/// ([`crate::capture::Recorded::fs_times`]),
+/// `preds` in the PHP model's order, `rec` the recorded calls (the time
+/// each request's spent in the kernel: [`crate::capture::Recorded::fs_time`],
+/// in the same order),
 /// `op_rpcs` each side's calls per request of `preds`, with their starts
 /// and RPCs (before, after: the side's own NFS replay,
 /// `side::SideRun::op_rpcs`); the returned per-request vectors follow
@@ -416,11 +423,14 @@ pub enum Storage<'a> {
 pub fn compute(
     a: &SimOptions,
     storage: Storage,
-    fs: &[crate::capture::FsTime],
-    preds: &[WorkRequest],
+    rec: &crate::capture::Recorded,
+    w: &Workload,
     op_rpcs: [&OpRpcsLists; 2],
 ) -> Result<Computed> {
     let q = a.quick()?;
+    let mut preds: Vec<Span> = Vec::with_capacity(w.len());
+    w.each_time(&mut |_, start_us, end_us| preds.push(Span { start_us, end_us }))
+        .map_err(Error::spill)?;
     if preds.is_empty() {
         let mut o = not_simulated(a);
         o.reason = Some("latency is not simulated: the trace has no requests".into());
@@ -436,17 +446,18 @@ pub fn compute(
     ];
     // CPU time: recorded wall time minus recorded filesystem call time.
     let (mut timed, mut untimed) = (0u64, 0u64);
-    let cpu_us: Vec<u64> = preds
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let wall = (p.end_us - p.start_us).max(0) as u64;
-            let f = fs.get(i).copied().unwrap_or_default();
-            timed += f.timed;
-            untimed += f.untimed;
-            wall.saturating_sub(f.us)
-        })
-        .collect();
+    let mut cpu_us: Vec<u64> = Vec::with_capacity(preds.len());
+    for (i, p) in preds.iter().enumerate() {
+        let wall = (p.end_us - p.start_us).max(0) as u64;
+        let f = if i < rec.len() {
+            rec.fs_time(i).map_err(Error::spill)?
+        } else {
+            crate::capture::FsTime::default()
+        };
+        timed += f.timed;
+        untimed += f.untimed;
+        cpu_us.push(wall.saturating_sub(f.us));
+    }
     assumptions.push(
         "CPU (and any other non-filesystem) time of a request = its recorded wall time minus the \
          recorded durations (strace -T) of its filesystem calls, spread between the calls in \

@@ -14,7 +14,7 @@ use serde::Serialize;
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, CHECKED};
 use statstorm_php::request::split_requests;
-use statstorm_php::{PhpConfig, WorkRequest, Workload};
+use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -469,7 +469,7 @@ fn reference_workload(
         notes.extend(c.apply_ini_file(p)?);
     }
     notes.extend(c.apply_flags(&args.reference_php)?);
-    let cli = w.requests.iter().any(|r| r.cli);
+    let cli = w.has_cli();
     let realpath_off = c.realpath_cache_size == 0 || !c.open_basedir.is_empty();
     let opcache_seen = w
         .evidence
@@ -707,12 +707,13 @@ impl Capture {
             // each lifted request on disk, read back as each pass and each
             // side needs it: memory is the distinct paths and the requests
             // in flight, not the capture's length
-            statstorm_php::lift_stored(&facts, split, &rec, &mut || {
+            statstorm_php::lift_stored(&facts, &rec, &rec, &mut || {
                 Ok(Box::new(crate::lifted::LiftedSpill::new()?))
             })
             .map_err(Error::spill)?
         } else {
             let (rw, complete_from) = reference_workload(args, &mut notes)?;
+            let split = rec.requests(&split).map_err(Error::spill)?;
             let (w, used) = statstorm_php::lift_with_reference_from(&facts, &split, &rw, &rec)
                 .map_err(|e| Error::Reference {
                     files: reference_files.join(", "),
@@ -989,18 +990,24 @@ impl Capture {
         .map_err(Error::spill)?;
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
-        // the requests' metadata, in the workload's order
-        let preds: &[WorkRequest] = &w.requests;
+        // the requests by start (None: their index order)
+        let order = w.start_order().map_err(Error::spill)?;
+        let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
         let completed: std::collections::HashSet<usize> = cap
             .reference
             .as_ref()
             .map(|(_, _, u)| u.completed.iter().copied().collect())
             .unwrap_or_default();
-        let templated = preds
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| p.from_template && !completed.contains(i))
-            .count();
+        let templated = if completed.is_empty() {
+            w.templated()
+        } else {
+            let mut n = 0;
+            w.each_meta(&mut |i, p| {
+                n += usize::from(p.from_template && !completed.contains(&i));
+            })
+            .map_err(Error::spill)?;
+            n
+        };
         if templated > 0 {
             let (who, its, they) = if templated == 1 {
                 ("1 request".to_string(), "its", "it is")
@@ -1023,10 +1030,8 @@ impl Capture {
                 };
                 // the order `build` uses for the requests; background after
                 // them
-                let mut order: Vec<usize> = (0..preds.len()).collect();
-                order.sort_by_key(|&i| (preds[i].start_us, i));
                 let pick = |v: &[Arc<RpcCounts>]| -> Vec<Arc<RpcCounts>> {
-                    order.iter().map(|&i| Arc::clone(&v[i])).collect()
+                    (0..v.len()).map(|k| Arc::clone(&v[at(k)])).collect()
                 };
                 let side_rpcs =
                     |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
@@ -1053,30 +1058,18 @@ impl Capture {
                     before.op_rpcs.as_ref().unwrap_or(&none),
                     after.op_rpcs.as_ref().unwrap_or(&none),
                 ];
-                Some(latency::compute(
-                    &change.sim,
-                    storage,
-                    rec.fs_times(),
-                    preds,
-                    lists,
-                )?)
+                Some(latency::compute(&change.sim, storage, rec, w, lists)?)
             }
             None => None,
         };
-        let mut from_reference = vec![false; preds.len()];
-        if let Some((_, _, used)) = &cap.reference {
-            for &i in &used.completed {
-                from_reference[i] = true;
-            }
-        }
         let mut report = build(
             cap,
             recorded,
             proposed,
-            preds,
+            order.as_deref(),
             PerRequest {
                 counts: [&before.counts, &after.counts],
-                from_reference: &from_reference,
+                from_reference: &completed,
                 rpcs: rpcs.as_ref(),
                 latency: lat.as_ref().map(|c| [&c.before[..], &c.after[..]]),
             },
@@ -1122,20 +1115,22 @@ impl Capture {
 struct PerRequest<'a> {
     /// Calls per syscall, before and after.
     counts: [&'a [Tally]; 2],
-    from_reference: &'a [bool],
+    /// The requests completed from a reference capture.
+    from_reference: &'a std::collections::HashSet<usize>,
     rpcs: Option<&'a NfsRpcs>,
     /// Simulated TTFB, before and after, ms.
     latency: Option<[&'a [Option<f64>]; 2]>,
 }
 
-/// The report of `preds`: its rows written in order (start, then index;
+/// The report of the capture's requests: its rows written in order
+/// (start, then index: `order`, None when that is the index order;
 /// `rows::Rows`), the totals and the before-vs-recorded check folded as
 /// they are written.
 fn build(
     cap: &Capture,
     recorded: PhpConfig,
     proposed: PhpConfig,
-    preds: &[WorkRequest],
+    order: Option<&[usize]>,
     per: PerRequest<'_>,
     notes: Vec<String>,
 ) -> std::io::Result<Report> {
@@ -1145,8 +1140,6 @@ fn build(
         cap.source.clone(),
         &cap.recorded.provenance,
     );
-    let mut order: Vec<usize> = (0..preds.len()).collect();
-    order.sort_by_key(|&i| (preds[i].start_us, i));
     let mut totals = Totals {
         before: Side::default(),
         after: Side::default(),
@@ -1157,13 +1150,14 @@ fn build(
     // requests repeat their RPC counts: one copy of each
     let mut pool = statstorm_trace::TallyPool::new();
     let none = Tally::new();
-    let recorded_counts = rec.counts();
-    for (k, &i) in order.iter().enumerate() {
-        let p = &preds[i];
+    for k in 0..w.len() {
+        let i = order.map_or(k, |o| o[k]);
+        let p = w.meta(i)?;
+        let recorded_count = rec.count(i)?;
         let calls = [
             per.counts[0].get(i).unwrap_or(&none),
             per.counts[1].get(i).unwrap_or(&none),
-            recorded_counts.get(i).unwrap_or(&none),
+            &recorded_count,
         ];
         let rpc: [Option<Tally>; 3] = match per.rpcs {
             Some(c) => [&c.before, &c.after, &c.recorded]
@@ -1180,7 +1174,7 @@ fn build(
             end_us: p.end_us,
             script: p.script.as_deref(),
             from_template: p.from_template,
-            from_reference: per.from_reference.get(i).copied().unwrap_or(false),
+            from_reference: per.from_reference.contains(&i),
             calls,
             rpc: [rpc[0].as_ref(), rpc[1].as_ref(), rpc[2].as_ref()],
             latency_ms: per
@@ -1192,7 +1186,13 @@ fn build(
     if before_check.requests_beyond > 0 {
         before_check.explained = cap
             .explained
-            .get_or_init(|| gap_trials::explain(w, rec.counts(), &recorded, &before_check.suspects))
+            .get_or_init(|| {
+                // (the counts unreadable: no trial to explain the gap with)
+                let first = rec
+                    .first_counts(gap_trials::TRIAL_REQUESTS)
+                    .unwrap_or_default();
+                gap_trials::explain(w, &first, &recorded, &before_check.suspects)
+            })
             .clone();
     }
     let changes = recorded

@@ -23,7 +23,7 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
     if w.evidence.complete {
         return Vec::new();
     }
-    let cli = w.requests.iter().any(|r| r.cli);
+    let cli = w.has_cli();
     let realpath_on = |c: &PhpConfig| c.realpath_cache_size > 0 && c.open_basedir.is_empty();
     let mut hiding = Vec::new();
     if recorded.opcache_on(cli) {
@@ -68,7 +68,7 @@ pub fn hidden_work_notes(w: &Workload, recorded: &PhpConfig, proposed: &PhpConfi
 /// instead (measured: cli-tree-fco-cold, fpm-tree-fc-cold). Both SAPIs,
 /// with the cache alone or beside shared memory, are modelled.
 pub fn file_cache_note(w: &Workload, proposed: &PhpConfig) -> Option<String> {
-    let cli = w.requests.iter().any(|r| r.cli);
+    let cli = w.has_cli();
     if proposed.file_cache.is_empty() || !proposed.opcache_on(cli) {
         return None;
     }
@@ -92,7 +92,7 @@ pub fn opcache_off_note(
     recorded: &PhpConfig,
     proposed: &PhpConfig,
 ) -> Option<String> {
-    let cli = w.requests.iter().any(|r| r.cli);
+    let cli = w.has_cli();
     if proposed.opcache_on(cli) || recorded.opcache_on(cli) {
         return None;
     }

@@ -121,7 +121,7 @@ pub(crate) fn run(
     background: &[&[Op]],
     list: bool,
 ) -> std::io::Result<SideRun> {
-    let n = w.requests.len();
+    let n = w.len();
     let stream_nfs = nfs.filter(|(s, _)| !s.warm);
     let keep = nfs.is_some() && stream_nfs.is_none();
     let target = statstorm_php::lower::targets(w, latency);
@@ -211,13 +211,14 @@ pub(crate) fn run(
             rpcs.add(at, &c.apply(o));
         }
     };
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (w.requests[i].start_us, i));
+    // (None: the index order)
+    let order = w.start_order()?;
+    let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
     // (each read back from the workload's store, when it has one, on a
     // thread of its own a chunk ahead of the lowering)
     statstorm_trace::ahead::each_ahead(
         n,
-        &|k| w.request(order[k]).map(|r| (order[k], r)),
+        &|k| w.request(at(k)).map(|r| (at(k), r)),
         &mut |_, got| {
             let (i, r) = got?;
             low.push(i, r);
@@ -292,10 +293,12 @@ pub(crate) fn replay_recorded(
     // once every request not yet read starts later.) Read in the split's
     // order instead, one request starting early but split late held every
     // request before it: 157 MB of calls on the 1 GB bench log.
-    let firsts = rec.first_calls();
-    let mut order: Vec<(i64, usize)> = (0..k)
-        .filter_map(|i| firsts.get(i).copied().flatten().map(|t| (t, i)))
-        .collect();
+    let mut order: Vec<(i64, usize)> = Vec::new();
+    for i in 0..k {
+        if let Some(t) = rec.first_call(i)? {
+            order.push((t, i));
+        }
+    }
     order.sort_unstable();
     // (each request's calls decoded a chunk ahead of the replay)
     statstorm_trace::ahead::each_ahead(

@@ -28,7 +28,7 @@
 //! Requests whose work caches hid take it from a fuller request of the same
 //! script (`templates`) or from a complete reference capture (`reference`).
 
-use crate::request::{RequestKind, Requests};
+use crate::request::{RequestKind, RequestList, Requests};
 use crate::workload::{
     Evidence, FileCacheSeen, PhpOp, PhpOpKind, ReferenceUse, RequestStore, Via, WorkRequest,
     Workload, WORKLOAD_SCHEMA,
@@ -1095,12 +1095,14 @@ impl FactsBuilder {
 
     /// The facts, once every event is in and the split names the
     /// requests.
-    pub fn finish(self, requests: &Requests) -> TraceFacts {
+    pub fn finish(self, requests: &dyn RequestList) -> TraceFacts {
         TraceFacts {
             mtimes: self.mtimes.0,
-            lock_us: self
-                .lock
-                .latency(&requests.requests.iter().map(|r| r.pid).collect()),
+            lock_us: self.lock.latency(
+                &(0..requests.len())
+                    .map(|i| requests.request(i).pid)
+                    .collect(),
+            ),
         }
     }
 }
@@ -1177,13 +1179,14 @@ pub fn lift_parts_from(
 /// request is lifted into a store `make` gives, the passes that look
 /// across requests read them back one at a time (folds bounded by the
 /// distinct paths, and the templates' operations), and the workload's
-/// requests go to a second store; the workload's `requests` hold them
-/// without their operations ([`Workload::request`] reads them back).
-/// Gives the same workload as [`lift_parts_from`]. The split is let go
-/// once every request is lifted (its requests are the workload's).
+/// requests go to a second store; the workload's `requests` are empty
+/// ([`Workload::meta`] and [`Workload::request`] read them back). Gives
+/// the same workload as [`lift_parts_from`]. What the passes need of
+/// every request is folded as it is lifted: nothing is held per request
+/// (but the order by start when the lift moved one, see below).
 pub fn lift_parts_stored(
     facts: &TraceFacts,
-    requests: Requests,
+    requests: &dyn RequestList,
     real: &dyn CallSource,
     make: &mut dyn FnMut() -> std::io::Result<Box<dyn RequestStore>>,
 ) -> std::io::Result<(Workload, Vec<Vec<Op>>)> {
@@ -1192,35 +1195,56 @@ pub fn lift_parts_stored(
     let mut checks_seen = permission::ChecksSeen::default();
     let mut entry = evidence::EntrySeen::default();
     let mut startup = false;
-    // one per request of the split, held through the prediction: sized
-    // once (grown by doubling it held up to twice its requests)
-    let mut meta: Vec<WorkRequest> = Vec::with_capacity(requests.requests.len());
-    let each = lift_each::<std::io::Error>(&requests, real, &mut |i, r| {
+    // what the passes below need of every request, folded as they are
+    // lifted (no list per request: the requests are read back from the
+    // store)
+    let mut stated = Stated::default();
+    let mut cli_n = 0usize;
+    // each php-fpm worker's last request by start (the lowering's)
+    let mut last_of_worker: std::collections::HashMap<u32, (i64, usize)> = Default::default();
+    let mut in_order = true;
+    let mut last_start = i64::MIN;
+    let each = lift_each::<std::io::Error>(requests, real, &mut |i, r| {
         checks_seen.see(&r);
         entry.see(i, &r);
         startup |= starts_opcache(&r);
-        raw.push(&r)?;
-        meta.push(WorkRequest {
-            ops: Vec::new(),
-            ..r
-        });
-        Ok(())
+        stated.see(&r);
+        cli_n += usize::from(r.cli);
+        if !r.cli {
+            let e = last_of_worker.entry(r.pid).or_insert((r.start_us, i));
+            if (r.start_us, i) > *e {
+                *e = (r.start_us, i);
+            }
+        }
+        in_order &= r.start_us >= last_start;
+        last_start = r.start_us;
+        raw.push(&r)
     })?;
-    drop(requests);
     let checks = checks_seen.finish();
-    let n = meta.len();
-    // the evidence and the script facts, requests in start order
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| (meta[i].start_us, i));
-    let mut ev = evidence::EvidenceSeen::new(entry.finish(), mtimes)
-        .stated_apart(meta.iter().any(|r| r.settings.is_none()));
+    let n = raw.len();
+    let cli = cli_n > 0;
+    // the evidence and the script facts, requests in start order (their
+    // index order, unless the lift moved a start: a request without a
+    // timestamp starts at its first call)
+    let order: Option<Vec<usize>> = if in_order {
+        None
+    } else {
+        let mut starts = Vec::with_capacity(n);
+        for i in 0..n {
+            starts.push((raw.meta(i)?.start_us, i));
+        }
+        starts.sort_unstable();
+        Some(starts.into_iter().map(|(_, i)| i).collect())
+    };
+    let mut ev =
+        evidence::EvidenceSeen::new(entry.finish(), mtimes).stated_apart(stated.unstated > 0);
     let mut fs = facts::FactsSeen::new(mtimes);
     let mut checked = 0;
     let store = &*raw;
     ahead::each_ahead(
         n,
         &|k| {
-            let i = order[k];
+            let i = order.as_ref().map_or(k, |o| o[k]);
             let mut r = store.get(i)?;
             let checked = checks.as_ref().map_or(0, |c| c.apply(&mut r));
             Ok((i, r, checked))
@@ -1234,9 +1258,17 @@ pub fn lift_parts_stored(
         },
     )?;
     let mut evidence = ev.finish(&each.basedirs, each.short_walks);
-    let shm = each.file_cache.is_some()
-        && ((each.fpm && !reloads_from_file_cache(&meta, &each.bin_scripts)) || startup);
-    settings_evidence(&mut evidence, checked, &each, shm, &meta);
+    let reloads = |bins: &[BTreeSet<String>]| -> std::io::Result<bool> {
+        let mut seen = ReloadsSeen::default();
+        for (i, b) in bins.iter().enumerate() {
+            if !b.is_empty() && seen.see(raw.meta(i)?.pid, b) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    };
+    let shm = each.file_cache.is_some() && ((each.fpm && !reloads(&each.bin_scripts)?) || startup);
+    settings_evidence(&mut evidence, checked, &each, shm, cli, stated);
     // each request as the checks and the script facts leave it
     let sf = fs.finish(evidence.scripts_recompiled);
     let read = |i: usize| -> std::io::Result<WorkRequest> {
@@ -1259,36 +1291,45 @@ pub fn lift_parts_stored(
     }
     let mut done = make()?;
     let mut compiled = BTreeSet::new();
+    let mut templated = 0;
     let applied = |i: usize| -> std::io::Result<WorkRequest> {
         let mut r = read(i)?;
         t.apply(i, &mut r);
         r.ops.shrink_to_fit();
         Ok(r)
     };
-    ahead::each_ahead(n, &applied, &mut |i, r| {
+    ahead::each_ahead(n, &applied, &mut |_, r| {
         let r = r?;
         for c in r.compiled() {
             if !compiled.contains(c) {
                 compiled.insert(c.to_string());
             }
         }
-        if let Some(m) = meta.get_mut(i) {
-            m.script.clone_from(&r.script);
-            m.from_template = r.from_template;
-        }
+        templated += usize::from(r.from_template);
         done.push(&r)
     })?;
     drop(raw);
     let w = Workload {
         schema: WORKLOAD_SCHEMA.to_string(),
-        requests: meta,
+        requests: Vec::new(),
         evidence,
         links: each.links,
         mtimes: mtimes.clone(),
         file_cache: each.file_cache,
         latency_us: each.latency_us,
         lock_us: facts.lock_us,
-        stored: crate::workload::Stored(Some((std::sync::Arc::from(done), compiled))),
+        stored: crate::workload::Stored(Some(crate::workload::StoredParts {
+            store: std::sync::Arc::from(done),
+            compiled,
+            cli,
+            fpm: cli_n < n,
+            last_of_worker: last_of_worker
+                .into_iter()
+                .map(|(p, (_, i))| (p, i))
+                .collect(),
+            in_order,
+            templated,
+        })),
     };
     Ok((w, each.first))
 }
@@ -1308,14 +1349,24 @@ fn is_fpm(k: RequestKind) -> bool {
 /// in two of its requests: no shared memory kept it (R67,
 /// `opcache.file_cache_only=1`).
 fn reloads_from_file_cache(reqs: &[WorkRequest], bins: &[BTreeSet<String>]) -> bool {
-    let mut seen: HashSet<(u32, &str)> = HashSet::default();
-    reqs.iter().zip(bins).any(|(r, b)| {
+    let mut seen = ReloadsSeen::default();
+    reqs.iter().zip(bins).any(|(r, b)| seen.see(r.pid, b))
+}
+
+/// [`reloads_from_file_cache`] folded request by request: the (worker,
+/// script) pairs loaded from the file cache so far.
+#[derive(Default)]
+struct ReloadsSeen(HashSet<(u32, String)>);
+
+impl ReloadsSeen {
+    /// Whether worker `pid` loads one of `bins` again.
+    fn see(&mut self, pid: u32, bins: &BTreeSet<String>) -> bool {
         let mut again = false;
-        for p in b {
-            again |= !seen.insert((r.pid, p.as_str()));
+        for p in bins {
+            again |= !self.0.insert((pid, p.clone()));
         }
         again
-    })
+    }
 }
 
 /// Every request lifted on its own, and what the trace says about the
@@ -1408,7 +1459,7 @@ struct Each {
 /// calls' durations, OPcache's file cache), once to lift it; gives each
 /// lifted request to `sink` in the split's order.
 fn lift_each<E>(
-    requests: &Requests,
+    requests: &dyn RequestList,
     real: &dyn CallSource,
     sink: &mut dyn FnMut(usize, WorkRequest) -> Result<(), E>,
 ) -> Result<Each, E> {
@@ -1447,31 +1498,32 @@ fn lift_each<E>(
     // the first requests' calls, for the settings inference
     let mut first: Vec<Vec<Op>> = vec![Vec::new(); n.min(crate::infer::SEARCH_REQUESTS)];
     // per request in a mixed trace; `fpm`: the trace holds a pool
-    let fpm = requests.requests.iter().any(|r| is_fpm(r.kind));
-    let common = requests
-        .requests
-        .first()
-        .and_then(|r| r.settings.clone())
-        .filter(|s| {
-            requests
-                .requests
-                .iter()
-                .all(|r| r.settings.as_ref() == Some(s))
-        });
+    // (one pass over the split: a split kept on disk is read in order)
+    let mut fpm = false;
+    let mut common: Option<Option<crate::request::CliSettings>> = None;
+    let mut all_stated = true;
+    // each process's last request, in the order they are lifted
+    let mut final_of_pid: HashMap<u32, usize> = HashMap::default();
+    for i in 0..requests.len() {
+        let r = requests.request(i);
+        fpm |= is_fpm(r.kind);
+        all_stated &= r.settings.is_some();
+        match &common {
+            None => common = Some(r.settings.clone()),
+            Some(Some(c)) if r.settings.as_ref() != Some(c) => common = Some(None),
+            _ => {}
+        }
+        final_of_pid.insert(r.pid, i);
+    }
+    let common = common.flatten();
     let mut basedirs: BTreeMap<String, u32> = BTreeMap::new();
     let mut short_walks = 0u32;
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     // each process's walks so far: its realpath cache's entries and the
     // directories it walked
     let mut walks_by_pid: HashMap<u32, Walks> = HashMap::default();
-    // each process's last request, in the order they are lifted
-    let mut final_of_pid: HashMap<u32, usize> = HashMap::default();
-    for (i, r) in requests.requests.iter().enumerate() {
-        final_of_pid.insert(r.pid, i);
-    }
-    let reqs = &requests.requests;
     let lift_one = |i: usize, walks: &mut Walks| -> Lifted1 {
-        let r = &reqs[i];
+        let r = requests.request(i);
         let recorded = real.calls(i);
         let stripped;
         let ops: &[Op] = match &own {
@@ -1536,7 +1588,7 @@ fn lift_each<E>(
         let mut by_pid: Vec<(u32, Vec<usize>, Walks)> = Vec::new();
         let mut slot: HashMap<u32, usize> = HashMap::default();
         for i in range.clone() {
-            let pid = reqs[i].pid;
+            let pid = requests.request(i).pid;
             let k = *slot.entry(pid).or_insert_with(|| {
                 let walks = walks_by_pid.remove(&pid).unwrap_or_default();
                 by_pid.push((pid, Vec::new(), walks));
@@ -1566,8 +1618,7 @@ fn lift_each<E>(
     // what the capture's settings are read from: not the php-cli
     // processes whose command line states settings of their own (`-d`),
     // unless every request is one
-    let all_stated = reqs.iter().all(|r| r.settings.is_some());
-    ahead::pipelined(reqs.len(), &mut make, &mut |i, l: Lifted1| {
+    ahead::pipelined(requests.len(), &mut make, &mut |i, l: Lifted1| {
         links.extend(l.links);
         if all_stated || l.w.settings.is_none() {
             for (k, v) in l.facts.basedirs {
@@ -1711,10 +1762,9 @@ fn settings_evidence(
     checks: usize,
     each: &Each,
     shm: bool,
-    reqs: &[WorkRequest],
+    cli: bool,
+    stated: Stated,
 ) {
-    let cli = reqs.iter().any(|r| r.cli);
-    let stated = Stated::of(reqs.iter());
     checks_and_file_cache(evidence, checks, stated.unstated_file_cache(each), shm, cli);
     stated.leave_out(evidence);
     Stated::common(evidence, each.common.as_deref());
@@ -1727,31 +1777,38 @@ fn settings_evidence(
 /// `lift_each`); when every request states settings, what the evidence
 /// shows of a key some command line states is that command line's, not
 /// the php.ini's ([`Stated::leave_out`]).
+#[derive(Default)]
 struct Stated {
     keys: BTreeMap<String, BTreeSet<String>>,
-    all: bool,
+    /// Requests seen, and those stating no setting.
+    seen: usize,
+    unstated: usize,
 }
 
 impl Stated {
     fn of<'r>(reqs: impl Iterator<Item = &'r WorkRequest>) -> Stated {
-        let mut keys: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        let mut all = true;
-        let mut any = false;
+        let mut s = Stated::default();
         for r in reqs {
-            any = true;
-            match &r.settings {
-                Some(set) => {
-                    for (k, v) in set.iter() {
-                        keys.entry(k.clone()).or_default().insert(v.clone());
-                    }
+            s.see(r);
+        }
+        s
+    }
+
+    fn see(&mut self, r: &WorkRequest) {
+        self.seen += 1;
+        match &r.settings {
+            Some(set) => {
+                for (k, v) in set.iter() {
+                    self.keys.entry(k.clone()).or_default().insert(v.clone());
                 }
-                None => all = false,
             }
+            None => self.unstated += 1,
         }
-        Stated {
-            keys,
-            all: all && any,
-        }
+    }
+
+    /// Every request (there are some) states settings.
+    fn all(&self) -> bool {
+        self.seen > 0 && self.unstated == 0
     }
 
     /// The file cache the trace showed, unless a command line names its
@@ -1791,7 +1848,7 @@ impl Stated {
         if self.keys.is_empty() {
             return;
         }
-        if self.all {
+        if self.all() {
             evidence
                 .inferred
                 .retain(|(k, _)| !self.keys.contains_key(k));
@@ -1845,7 +1902,14 @@ fn lift_requests(
     let shm = each.file_cache.is_some()
         && ((each.fpm && !reloads_from_file_cache(&reqs, &each.bin_scripts))
             || reqs.iter().any(starts_opcache));
-    settings_evidence(&mut evidence, checks, &each, shm, &reqs);
+    settings_evidence(
+        &mut evidence,
+        checks,
+        &each,
+        shm,
+        reqs.iter().any(|r| r.cli),
+        Stated::of(reqs.iter()),
+    );
     Lifted {
         reqs,
         evidence,
