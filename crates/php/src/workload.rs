@@ -593,6 +593,18 @@ impl Workload {
         }
     }
 
+    /// Request `i`'s start and end, µs.
+    pub fn times(&self, i: usize) -> std::io::Result<(i64, i64)> {
+        match &self.stored.0 {
+            None => self
+                .requests
+                .get(i)
+                .map(|r| (r.start_us, r.end_us))
+                .ok_or_else(|| std::io::Error::other(format!("no request {i} in the workload"))),
+            Some(p) => p.store.times(i),
+        }
+    }
+
     /// Calls `f` with each request's start and end (µs), in index order.
     pub fn each_time(&self, f: &mut dyn FnMut(usize, i64, i64)) -> std::io::Result<()> {
         match &self.stored.0 {

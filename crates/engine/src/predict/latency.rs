@@ -228,7 +228,7 @@ pub struct SlotsOut {
     pub xprt_slots: u32,
 }
 
-/// Per-request latencies in the order of `preds`, and the summary.
+/// Per-request latencies in the workload's order, and the summary.
 pub struct Computed {
     pub before: Vec<Option<f64>>,
     pub after: Vec<Option<f64>>,
@@ -413,13 +413,13 @@ pub enum Storage<'a> {
 }
 
 /// Simulates both sides on `storage`.
-/// `preds` in the PHP model's order, `rec` the recorded calls (the time
-/// each request's spent in the kernel: [`crate::capture::Recorded::fs_time`],
-/// in the same order),
-/// `op_rpcs` each side's calls per request of `preds`, with their starts
+/// The requests are `w`'s (their times read back as the simulator makes
+/// each), `rec` the recorded calls (the time each request's spent in the
+/// kernel: [`crate::capture::Recorded::fs_time`], in the same order),
+/// `op_rpcs` each side's calls per request of `w`, with their starts
 /// and RPCs (before, after: the side's own NFS replay,
 /// `side::SideRun::op_rpcs`); the returned per-request vectors follow
-/// `preds`.
+/// `w`'s order.
 pub fn compute(
     a: &SimOptions,
     storage: Storage,
@@ -428,10 +428,8 @@ pub fn compute(
     op_rpcs: [&OpRpcsLists; 2],
 ) -> Result<Computed> {
     let q = a.quick()?;
-    let mut preds: Vec<Span> = Vec::with_capacity(w.len());
-    w.each_time(&mut |_, start_us, end_us| preds.push(Span { start_us, end_us }))
-        .map_err(Error::spill)?;
-    if preds.is_empty() {
+    let n = w.len();
+    if n == 0 {
         let mut o = not_simulated(a);
         o.reason = Some("latency is not simulated: the trace has no requests".into());
         return Ok(Computed {
@@ -444,19 +442,40 @@ pub fn compute(
         "every latency figure is an estimate from the simulator (statstorm-sim), not a measurement"
             .to_string(),
     ];
-    // CPU time: recorded wall time minus recorded filesystem call time.
-    let (mut timed, mut untimed) = (0u64, 0u64);
-    let mut cpu_us: Vec<u64> = Vec::with_capacity(preds.len());
-    for (i, p) in preds.iter().enumerate() {
-        let wall = (p.end_us - p.start_us).max(0) as u64;
-        let f = if i < rec.len() {
-            rec.fs_time(i).map_err(Error::spill)?
+    // CPU time: recorded wall time minus recorded filesystem call time
+    // (each request's read back as the simulator makes it, `cpu_of`);
+    // the requests' first and last start, the calls with and without a
+    // duration, and the recorded wall times (their quantiles), folded
+    let fs_of = |i: usize| -> std::io::Result<crate::capture::FsTime> {
+        if i < rec.len() {
+            rec.fs_time(i)
         } else {
-            crate::capture::FsTime::default()
-        };
-        timed += f.timed;
-        untimed += f.untimed;
-        cpu_us.push(wall.saturating_sub(f.us));
+            Ok(crate::capture::FsTime::default())
+        }
+    };
+    let (mut timed, mut untimed) = (0u64, 0u64);
+    let (mut t0, mut last) = (i64::MAX, i64::MIN);
+    let mut recorded: Vec<f64> = Vec::with_capacity(n);
+    let mut starts_us: Vec<i64> = Vec::with_capacity(n);
+    let mut failed_fs = None;
+    w.each_time(&mut |i, start_us, end_us| {
+        match fs_of(i) {
+            Ok(f) => {
+                timed += f.timed;
+                untimed += f.untimed;
+            }
+            Err(e) => {
+                failed_fs.get_or_insert(e);
+            }
+        }
+        t0 = t0.min(start_us);
+        last = last.max(start_us);
+        starts_us.push(start_us);
+        recorded.push((end_us - start_us).max(0) as f64 / 1e3);
+    })
+    .map_err(Error::spill)?;
+    if let Some(e) = failed_fs {
+        return Err(Error::spill(e));
     }
     assumptions.push(
         "CPU (and any other non-filesystem) time of a request = its recorded wall time minus the \
@@ -489,15 +508,13 @@ pub fn compute(
         }
     });
     // arrivals
-    let t0 = preds.iter().map(|p| p.start_us).min().unwrap_or(0);
-    let last = preds.iter().map(|p| p.start_us).max().unwrap_or(0);
     let (arrivals, duration_s, kind) = match a.rate {
         None => {
             let d = ((last - t0) as f64 / 1e6).max(1.0);
             assumptions.push(format!(
                 "arrivals: the {} requests arrive at their recorded start times ({:.3} s from \
                  first to last); --rate R replays them as a Poisson stream instead",
-                preds.len(),
+                n,
                 (last - t0) as f64 / 1e6
             ));
             (Arrivals::Replay, d, "replay")
@@ -509,7 +526,7 @@ pub fn compute(
                  keeps the RPCs the NFS model predicted at its recorded time (the caches' \
                  dependence on the rate is not re-modelled); a request's latency_ms is the mean \
                  over its runs",
-                preds.len()
+                n
             ));
             (Arrivals::Poisson { rate_per_s: r }, d, "poisson")
         }
@@ -630,6 +647,12 @@ pub fn compute(
     ));
     }
     assumptions.push(format!("random streams seeded with {SEED}"));
+    // each request's arrival, ns after the first (the recorded starts'
+    // vector reused in place)
+    let starts: Vec<u64> = starts_us
+        .into_iter()
+        .map(|s| ((s - t0).max(0) as u64) * 1000)
+        .collect();
     // build and run both sides
     let mut sides = Vec::new();
     for (after, t) in [(false, tb), (true, ta)] {
@@ -647,29 +670,39 @@ pub fn compute(
                 failed.get_or_insert(e);
                 std::borrow::Cow::Owned(OpRpcs::default())
             });
-            spec(&preds[i], &listed, cpu_us[i], t0, local, &mut calls)
+            let (p, cpu_us) = match w.times(i).and_then(|(start_us, end_us)| {
+                let wall = (end_us - start_us).max(0) as u64;
+                Ok((Span { start_us, end_us }, wall.saturating_sub(fs_of(i)?.us)))
+            }) {
+                Ok(x) => x,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    (
+                        Span {
+                            start_us: t0,
+                            end_us: t0,
+                        },
+                        0,
+                    )
+                }
+            };
+            spec(&p, &listed, cpu_us, t0, local, &mut calls)
         };
         let mut params = base.clone();
         params.transport = t;
         let (r, per): (_, Vec<Option<f64>>) = if params.arrivals == Arrivals::Replay {
             // each request made as it arrives and dropped once done: the
             // requests in flight in memory, not the capture's calls
-            let starts: Vec<u64> = preds
-                .iter()
-                .map(|p| ((p.start_us - t0).max(0) as u64) * 1000)
-                .collect();
             simulate_replay_each(&starts, &mut make, &params, SEED)
         } else {
             // (synthetic arrivals take the requests in turn: all compiled)
-            simulate_requests_each((0..preds.len()).map(&mut make), &params, SEED).map(
-                |(r, each)| {
-                    let per = each
-                        .iter()
-                        .map(|o: &RequestOutcome| o.mean_ttfb_ms)
-                        .collect();
-                    (r, per)
-                },
-            )
+            simulate_requests_each((0..n).map(&mut make), &params, SEED).map(|(r, each)| {
+                let per = each
+                    .iter()
+                    .map(|o: &RequestOutcome| o.mean_ttfb_ms)
+                    .collect();
+                (r, per)
+            })
         }
         .map_err(Error::Sim)?;
         if let Some(e) = failed {
@@ -691,10 +724,6 @@ pub fn compute(
         };
         sides.push((side, per));
     }
-    let recorded: Vec<f64> = preds
-        .iter()
-        .map(|p| (p.end_us - p.start_us).max(0) as f64 / 1e3)
-        .collect();
     let (sa_side, a_per) = sides.pop().expect("after side");
     let (sb_side, b_per) = sides.pop().expect("before side");
     Ok(Computed {
