@@ -443,7 +443,7 @@ pub fn compute(
             .to_string(),
     ];
     // CPU time: recorded wall time minus recorded filesystem call time
-    // (each request's read back as the simulator makes it, `cpu_of`);
+    // (each request's read back as the simulator makes it: `make` below);
     // the requests' first and last start, the calls with and without a
     // duration, and the recorded wall times (their quantiles), folded
     let fs_of = |i: usize| -> std::io::Result<crate::capture::FsTime> {
