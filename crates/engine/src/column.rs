@@ -10,7 +10,12 @@
 //! once at different places: both sides of a prediction) cost a system
 //! call per page, not per record.
 
+use crate::sorted::{Keyed, SortedSpill};
 use crate::spill::Blobs;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use statstorm_trace::event::FastMap;
+use std::hash::Hash;
 use std::io;
 use std::marker::PhantomData;
 
@@ -143,6 +148,250 @@ impl<T: Fixed> Column<T> {
     }
 }
 
+/// Records made out of index order (a request's figures as the request
+/// finishes, not as it starts), wanted by index. They come nearly in
+/// order (requests finish about as they start), so a record whose
+/// predecessors are all in is appended to a [`Column`] at once, and one
+/// that comes early waits in a window until they are. Should the window
+/// pass [`Scattered::WINDOW`] records (a request that runs across the
+/// whole capture holds back every record after it), the records from
+/// then on are sorted by index in a [`SortedSpill`] instead and laid out
+/// by [`Scattered::finish`]: what is held is a bound, never their number.
+pub struct Scattered<T> {
+    done: Column<T>,
+    early: std::collections::BTreeMap<usize, T>,
+    cap: usize,
+    /// Past the window: every record not yet in `done`.
+    late: Option<SortedSpill<At<T>>>,
+}
+
+/// Record `i` of a [`Scattered`].
+#[derive(Clone, Serialize, Deserialize)]
+struct At<T> {
+    i: u64,
+    v: T,
+}
+
+impl<T> Keyed for At<T> {
+    type Key = u64;
+    fn key(&self) -> u64 {
+        self.i
+    }
+}
+
+impl<T: Fixed + Serialize + DeserializeOwned + Clone> Default for Scattered<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Fixed + Serialize + DeserializeOwned + Clone> Scattered<T> {
+    /// Records waiting for their predecessors before the rest are sorted
+    /// on disk.
+    pub const WINDOW: usize = 1 << 16;
+
+    pub fn new() -> Self {
+        Self::holding(Self::WINDOW)
+    }
+
+    /// At most `cap` records waiting (and held in a sorted run).
+    fn holding(cap: usize) -> Self {
+        Scattered {
+            done: Column::new(),
+            early: std::collections::BTreeMap::new(),
+            cap: cap.max(1),
+            late: None,
+        }
+    }
+
+    /// Record `i` is `v` (each index once).
+    pub fn put(&mut self, i: usize, v: T) -> io::Result<()> {
+        if let Some(late) = self.late.as_mut() {
+            return late.push(At { i: i as u64, v });
+        }
+        if i != self.done.len() {
+            if i < self.done.len() || self.early.insert(i, v).is_some() {
+                return Err(twice(i));
+            }
+            if self.early.len() > self.cap {
+                let mut late = SortedSpill::with_cap(self.cap);
+                for (i, v) in std::mem::take(&mut self.early) {
+                    late.push(At { i: i as u64, v })?;
+                }
+                self.late = Some(late);
+            }
+            return Ok(());
+        }
+        self.done.push(&v)?;
+        while let Some(v) = self.early.remove(&self.done.len()) {
+            self.done.push(&v)?;
+        }
+        Ok(())
+    }
+
+    /// Records `0..n` in a column, `fill` where none was put; an index
+    /// put twice or past `n` is an error.
+    pub fn finish(self, n: usize, fill: &T) -> io::Result<Column<T>> {
+        let mut c = self.done;
+        let mut lay = |i: usize, v: &T| -> io::Result<()> {
+            if i < c.len() || i >= n {
+                return Err(twice(i));
+            }
+            while c.len() < i {
+                c.push(fill)?;
+            }
+            c.push(v)
+        };
+        match self.late {
+            Some(late) => {
+                for r in late.finish().iter() {
+                    let r = r?;
+                    lay(usize::try_from(r.i).unwrap_or(usize::MAX), &r.v)?;
+                }
+            }
+            None => {
+                for (i, v) in &self.early {
+                    lay(*i, v)?;
+                }
+            }
+        }
+        if c.len() > n {
+            return Err(twice(c.len() - 1));
+        }
+        while c.len() < n {
+            c.push(fill)?;
+        }
+        Ok(c)
+    }
+}
+
+fn twice(i: usize) -> io::Error {
+    io::Error::other(format!("record {i} put twice or out of range"))
+}
+
+/// Per request, one of a few distinct values (requests repeat their
+/// counts): each value held once, a request's the id of one in a
+/// [`Column`] ([`InternedMaker`] makes it).
+pub struct Interned<T> {
+    ids: Column<u32>,
+    distinct: Vec<T>,
+}
+
+impl<T> Interned<T> {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Request `i`'s value.
+    pub fn get(&self, i: usize) -> io::Result<&T> {
+        let id = self.ids.get(i)?;
+        self.distinct
+            .get(id as usize)
+            .ok_or_else(|| io::Error::other(format!("request {i} names no value ({id})")))
+    }
+
+    /// Distinct values held.
+    pub fn distinct(&self) -> usize {
+        self.distinct.len()
+    }
+}
+
+impl<T: Clone> Interned<T> {
+    /// Every request's value, in memory (tests, and small captures).
+    pub fn to_vec(&self) -> io::Result<Vec<T>> {
+        (0..self.len()).map(|i| self.get(i).cloned()).collect()
+    }
+}
+
+/// An [`Interned`] being made, its requests' values put in any order.
+pub struct InternedMaker<T> {
+    ids: Scattered<u32>,
+    index: FastMap<T, u32>,
+    distinct: Vec<T>,
+}
+
+impl<T: Hash + Eq + Clone> Default for InternedMaker<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Hash + Eq + Clone> InternedMaker<T> {
+    pub fn new() -> Self {
+        InternedMaker {
+            ids: Scattered::new(),
+            index: FastMap::default(),
+            distinct: Vec::new(),
+        }
+    }
+
+    fn id(&mut self, v: T) -> u32 {
+        if let Some(&id) = self.index.get(&v) {
+            return id;
+        }
+        let id = self.distinct.len() as u32;
+        self.distinct.push(v.clone());
+        self.index.insert(v, id);
+        id
+    }
+
+    /// Request `i`'s value is `v` (each request once).
+    pub fn put(&mut self, i: usize, v: T) -> io::Result<()> {
+        let id = self.id(v);
+        self.ids.put(i, id)
+    }
+
+    /// Requests `0..n`, `fill` for those never put.
+    pub fn finish(mut self, n: usize, fill: T) -> io::Result<Interned<T>> {
+        let fill = self.id(fill);
+        Ok(Interned {
+            ids: self.ids.finish(n, &fill)?,
+            distinct: self.distinct,
+        })
+    }
+}
+
+impl Fixed for u32 {
+    const SIZE: usize = 4;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn take(b: &mut Bytes<'_>) -> u32 {
+        b.u32()
+    }
+}
+
+impl Fixed for Option<f64> {
+    const SIZE: usize = 9;
+    fn put(&self, out: &mut Vec<u8>) {
+        put_opt_i64(out, self.map(|v| v.to_bits() as i64));
+    }
+    fn take(b: &mut Bytes<'_>) -> Option<f64> {
+        b.opt_i64().map(|v| f64::from_bits(v as u64))
+    }
+}
+
+/// Where a record lies in a file: offset and length.
+impl Fixed for Option<(u64, u32)> {
+    const SIZE: usize = 13;
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(self.is_some() as u8);
+        let (o, n) = self.unwrap_or((0, 0));
+        out.extend_from_slice(&o.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    fn take(b: &mut Bytes<'_>) -> Option<(u64, u32)> {
+        let some = b.u8() != 0;
+        let o = b.u64();
+        let n = b.u32();
+        some.then_some((o, n))
+    }
+}
+
 /// Bytes a [`Fixed`] record is read from, front to back.
 pub struct Bytes<'a>(&'a [u8]);
 
@@ -257,5 +506,85 @@ mod tests {
         }
         assert!(!c.on_disk());
         assert_eq!(c.get(42).unwrap(), r(42));
+    }
+
+    /// Records put out of order, some never, come back by index; an index
+    /// put twice is refused.
+    #[test]
+    fn scattered_records_come_back_by_index() {
+        // a window of 1,000 never passed, and one of 5 passed early
+        for cap in [1000, 5] {
+            let n = 50_000;
+            let mut s = Scattered::<u32>::holding(cap);
+            // in windows of 7, backwards; every 11th left out
+            for w in (0..n).step_by(7) {
+                for i in (w..(w + 7).min(n)).rev() {
+                    if i % 11 != 0 {
+                        s.put(i, i as u32 * 3).unwrap();
+                    }
+                }
+            }
+            let c = s.finish(n, &u32::MAX).unwrap();
+            assert_eq!(c.len(), n);
+            for i in 0..n {
+                let want = if i % 11 == 0 { u32::MAX } else { i as u32 * 3 };
+                assert_eq!(c.get(i).unwrap(), want, "record {i}");
+            }
+        }
+        // a record put twice: refused as it comes, or at the end once the
+        // window is passed
+        for (cap, order) in [(2, [0, 1, 2, 1]), (2, [3, 2, 1, 2]), (1, [5, 6, 7, 6])] {
+            let mut twice = Scattered::<u32>::holding(cap);
+            let put = order.iter().try_for_each(|&i| twice.put(i, 0));
+            assert!(put.is_err() || twice.finish(8, &0).is_err(), "{order:?}");
+        }
+        let mut past = Scattered::<u32>::new();
+        past.put(5, 0).unwrap();
+        assert!(past.finish(5, &0).is_err());
+        let mut past_in_order = Scattered::<u32>::new();
+        for i in 0..3 {
+            past_in_order.put(i, 0).unwrap();
+        }
+        assert!(past_in_order.finish(2, &0).is_err());
+        // one held back across the window: every record after it waits
+        let mut held = Scattered::<u32>::holding(10);
+        for i in 1..100 {
+            held.put(i, i as u32).unwrap();
+        }
+        held.put(0, 0).unwrap();
+        let c = held.finish(100, &7).unwrap();
+        assert!((0..100).all(|i| c.get(i).unwrap() == i as u32));
+    }
+
+    #[test]
+    fn interned_values_are_held_once() {
+        let mut m = InternedMaker::<String>::new();
+        for i in (0..1000).rev() {
+            if i != 500 {
+                m.put(i, format!("v{}", i % 3)).unwrap();
+            }
+        }
+        let v = m.finish(1000, "none".to_string()).unwrap();
+        assert_eq!(v.distinct(), 4);
+        assert_eq!(v.get(500).unwrap(), "none");
+        assert_eq!(v.get(7).unwrap(), "v1");
+        assert_eq!(v.to_vec().unwrap().len(), 1000);
+        assert!(v.get(1000).is_err());
+    }
+
+    #[test]
+    fn option_records_round_trip() {
+        let mut c = Column::new();
+        for v in [None, Some(0.0), Some(-1.5), Some(f64::MAX)] {
+            c.push(&v).unwrap();
+        }
+        assert_eq!(c.get(2).unwrap(), Some(-1.5));
+        assert_eq!(c.get(0).unwrap(), None);
+        let mut d = Column::new();
+        for v in [None, Some((u64::MAX, 7u32))] {
+            d.push(&v).unwrap();
+        }
+        assert_eq!(d.get(1).unwrap(), Some((u64::MAX, 7)));
+        assert_eq!(d.get(0).unwrap(), None);
     }
 }

@@ -651,19 +651,20 @@ struct OpRpcsRec {
 }
 
 /// Every request's [`OpRpcs`] of one side, by request: in memory, or
-/// written out as each request's last call is replayed (`Disk`: encoded,
-/// held in memory up to 32 MiB and then in an unnamed temporary file; the
-/// simulation reads them back one request at a time, so a side's lists
+/// written out as each request's last call is replayed (`Disk`, made by
+/// [`OpRpcsWriter`]: encoded, held in memory up to 32 MiB and then in an
+/// unnamed temporary file, where each lies kept in a column by request;
+/// the simulation reads them back one request at a time, so a side's lists
 /// cost the requests in flight, not the capture).
 pub enum OpRpcsLists {
     Memory(Vec<OpRpcs>),
     /// Lists of calls counted by kind alone ([`OpRpcs::count`]), equal
-    /// ones shared: requests repeat their counts ([`statstorm_trace::share::Pool`]).
-    Shared(Vec<std::sync::Arc<OpRpcs>>),
+    /// ones held once: requests repeat their counts.
+    Shared(crate::column::Interned<OpRpcs>),
     Disk {
         blobs: crate::spill::Blobs,
         /// Per request, where its list lies (none: no call listed).
-        at: Vec<Option<(u64, u32)>>,
+        at: crate::column::Column<Option<(u64, u32)>>,
     },
 }
 
@@ -673,54 +674,49 @@ impl Default for OpRpcsLists {
     }
 }
 
-impl OpRpcsLists {
-    /// An empty list on disk for `n` requests.
-    pub fn on_disk(n: usize) -> OpRpcsLists {
-        OpRpcsLists::Disk {
-            blobs: crate::spill::Blobs::new(),
-            at: vec![None; n],
-        }
+/// [`OpRpcsLists::Disk`] being written, requests in any order.
+#[derive(Default)]
+pub struct OpRpcsWriter {
+    blobs: Option<crate::spill::Blobs>,
+    at: crate::column::Scattered<Option<(u64, u32)>>,
+}
+
+impl OpRpcsWriter {
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Writes request `i`'s list (on disk; in memory, keeps it).
+    /// Writes request `i`'s list (each request once).
     pub fn put(&mut self, i: usize, l: OpRpcs) -> std::io::Result<()> {
-        match self {
-            OpRpcsLists::Memory(v) => {
-                if v.len() <= i {
-                    v.resize(i + 1, OpRpcs::default());
-                }
-                v[i] = l;
-                Ok(())
-            }
-            OpRpcsLists::Shared(v) => {
-                if v.len() <= i {
-                    v.resize(i + 1, std::sync::Arc::default());
-                }
-                v[i] = std::sync::Arc::new(l);
-                Ok(())
-            }
-            OpRpcsLists::Disk { blobs, at } => {
-                let rec = OpRpcsRec {
-                    t_us: l.t_us,
-                    kinds: l.kinds,
-                    ends: l.ends,
-                    rpcs: l
-                        .rpcs
-                        .iter()
-                        .map(|r| RpcOp::ALL.iter().position(|a| a == r).unwrap_or(0) as u8)
-                        .collect(),
-                    counted: l.counted,
-                };
-                let buf = postcard::to_stdvec(&rec).map_err(std::io::Error::other)?;
-                let placed = blobs.put(&buf)?;
-                if let Some(slot) = at.get_mut(i) {
-                    *slot = Some(placed);
-                }
-                Ok(())
-            }
-        }
+        let rec = OpRpcsRec {
+            t_us: l.t_us,
+            kinds: l.kinds,
+            ends: l.ends,
+            rpcs: l
+                .rpcs
+                .iter()
+                .map(|r| RpcOp::ALL.iter().position(|a| a == r).unwrap_or(0) as u8)
+                .collect(),
+            counted: l.counted,
+        };
+        let buf = postcard::to_stdvec(&rec).map_err(std::io::Error::other)?;
+        let placed = self
+            .blobs
+            .get_or_insert_with(crate::spill::Blobs::default)
+            .put(&buf)?;
+        self.at.put(i, Some(placed))
     }
 
+    /// The lists of requests `0..n` (empty for those never put).
+    pub fn finish(self, n: usize) -> std::io::Result<OpRpcsLists> {
+        Ok(OpRpcsLists::Disk {
+            blobs: self.blobs.unwrap_or_default(),
+            at: self.at.finish(n, &None)?,
+        })
+    }
+}
+
+impl OpRpcsLists {
     /// Request `i`'s list (empty when none was put).
     pub fn get(&self, i: usize) -> std::io::Result<std::borrow::Cow<'_, OpRpcs>> {
         use std::borrow::Cow;
@@ -728,11 +724,17 @@ impl OpRpcsLists {
             OpRpcsLists::Memory(v) => Ok(v
                 .get(i)
                 .map_or_else(|| Cow::Owned(OpRpcs::default()), Cow::Borrowed)),
-            OpRpcsLists::Shared(v) => Ok(v
-                .get(i)
-                .map_or_else(|| Cow::Owned(OpRpcs::default()), |l| Cow::Borrowed(&**l))),
+            OpRpcsLists::Shared(v) => {
+                if i >= v.len() {
+                    return Ok(Cow::Owned(OpRpcs::default()));
+                }
+                v.get(i).map(Cow::Borrowed)
+            }
             OpRpcsLists::Disk { blobs, at } => {
-                let Some(&Some((offset, len))) = at.get(i) else {
+                if i >= at.len() {
+                    return Ok(Cow::Owned(OpRpcs::default()));
+                }
+                let Some((offset, len)) = at.get(i)? else {
                     return Ok(Cow::Owned(OpRpcs::default()));
                 };
                 let buf = blobs.get(offset, len)?;
@@ -902,16 +904,16 @@ mod tests {
         a.count(OpKind::Getcwd);
         let mut b = OpRpcs::default();
         b.push(1, OpKind::Access, &[RpcOp::Access]);
-        let mut d = OpRpcsLists::on_disk(4);
-        d.put(2, b.clone()).unwrap();
-        d.put(0, a.clone()).unwrap();
+        let mut w = OpRpcsWriter::new();
+        w.put(2, b.clone()).unwrap();
+        w.put(0, a.clone()).unwrap();
+        let d = w.finish(4).unwrap();
         assert_eq!(*d.get(0).unwrap(), a);
         assert_eq!(*d.get(2).unwrap(), b);
         // none put, or past the end: empty
         assert_eq!(*d.get(1).unwrap(), OpRpcs::default());
         assert_eq!(*d.get(9).unwrap(), OpRpcs::default());
-        let mut m = OpRpcsLists::default();
-        m.put(1, b.clone()).unwrap();
+        let m = OpRpcsLists::Memory(vec![OpRpcs::default(), b.clone()]);
         assert_eq!(*m.get(1).unwrap(), b);
         assert_eq!(*m.get(0).unwrap(), OpRpcs::default());
     }

@@ -101,23 +101,25 @@ struct Engine<'a> {
     /// Makes request shape `i` when it arrives ([`simulate_replay_each`]).
     /// Its shape then takes a free slot of the tables above (`slot_req`
     /// names the request in each), given back once the request is done,
-    /// whose mean TTFB goes to `each`: the tables hold the requests in
+    /// whose mean TTFB goes to `done`: the tables hold the requests in
     /// flight.
     make: Option<Box<dyn FnMut(usize) -> RequestSpec + 'a>>,
     slot_free: Vec<u32>,
     slot_req: Vec<u32>,
-    each: Vec<Option<f64>>,
+    /// Takes a request made on demand and its TTFB, ms, once it is done.
+    done: Option<Box<Done<'a>>>,
     /// Why a shape made on demand could not be compiled (the run stops).
     error: Option<String>,
     /// Validation stamps per key (1 with the pool's scope, else the
     /// workers), and a new key's first stamp.
     workers_for_stamps: usize,
     init_stamp: i64,
-    replay: Vec<(u64, u32)>,
-    /// Index in `replay` of the next arrival. Replayed arrivals are chained
-    /// (each schedules the next), so one is pending at a time and its
-    /// position lives here, not in the event key: any number of requests.
-    replay_next: usize,
+    /// The replayed arrivals not yet scheduled (start, request), in order.
+    /// Replayed arrivals are chained (each schedules the next), so one is
+    /// pending at a time (`replay_next`), read from here as it is due, not
+    /// named in the event key: any number of requests.
+    replay: Box<dyn Iterator<Item = (u64, u32)> + 'a>,
+    replay_next: Option<(u64, u32)>,
     // time and queue
     now: u64,
     seq: u64,
@@ -269,17 +271,60 @@ pub fn simulate_replay_each(
     params: &Params,
     seed: u64,
 ) -> Result<(Report, Vec<Option<f64>>), String> {
+    let mut order: Vec<(u64, u32)> = Vec::with_capacity(starts.len());
+    for (i, &t) in starts.iter().enumerate() {
+        let i = u32::try_from(i).map_err(|_| "more than 2^32 requests".to_string())?;
+        order.push((t, i));
+    }
+    order.sort_unstable();
+    let last = order.last().map_or(0, |r| r.0);
+    let mut each = vec![None; starts.len()];
+    let r = simulate_replay_stream(
+        order.into_iter(),
+        last,
+        make,
+        |i, ttfb| {
+            if let Some(o) = each.get_mut(i) {
+                *o = ttfb;
+            }
+        },
+        params,
+        seed,
+    )?;
+    Ok((r, each))
+}
+
+/// [`simulate_replay_each`] with the arrivals read as they are due from
+/// `arrivals` ((start ns, request), sorted by start then request; `last`
+/// the latest start) and each request's TTFB given to `done` as the request
+/// is served or refused (`None`: refused; a request not done by the end is
+/// never given): memory holds the requests in flight, not a list of
+/// arrivals or of TTFBs.
+pub fn simulate_replay_stream(
+    arrivals: impl Iterator<Item = (u64, u32)>,
+    last: u64,
+    make: impl FnMut(usize) -> RequestSpec,
+    done: impl FnMut(usize, Option<f64>),
+    params: &Params,
+    seed: u64,
+) -> Result<Report, String> {
     params.validate()?;
-    if starts.is_empty() {
+    let mut arrivals = arrivals.peekable();
+    if arrivals.peek().is_none() {
         return Err("no requests to simulate".into());
     }
-    let mut e = Engine::new_replay(starts, Box::new(make), params, seed)?;
+    if params.arrivals != Arrivals::Replay {
+        return Err("requests made on demand need arrivals = replay".into());
+    }
+    let mut e = Engine::empty(0, params, seed)?;
+    e.make = Some(Box::new(make));
+    e.done = Some(Box::new(done));
+    e.replay_from(Box::new(arrivals), last)?;
     e.run();
     if let Some(err) = e.error.take() {
         return Err(err);
     }
-    let each = std::mem::take(&mut e.each);
-    Ok((e.report(seed), each))
+    Ok(e.report(seed))
 }
 
 /// Each shape's outcome from its (served, dropped, TTFB sum, max).
@@ -294,6 +339,10 @@ fn outcomes(per_spec: &[(u64, u64, u128, u64)]) -> Vec<RequestOutcome> {
         })
         .collect()
 }
+
+/// Takes a request made on demand and its TTFB, ms
+/// ([`simulate_replay_stream`]).
+type Done<'a> = dyn FnMut(usize, Option<f64>) + 'a;
 
 fn stream(seed: u64, n: u64) -> ChaCha8Rng {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
@@ -317,26 +366,6 @@ impl<'a> Engine<'a> {
             starts.push(r.start_ns);
             e.compile(i, r)?;
         }
-        e.arrivals(&starts)?;
-        Ok(e)
-    }
-
-    /// Sets a replay up whose request `i` starts at `starts[i]` and is
-    /// made by `make` when it arrives, compiled then and dropped once
-    /// served or refused.
-    fn new_replay(
-        starts: &[u64],
-        make: Box<dyn FnMut(usize) -> RequestSpec + 'a>,
-        p: &'a Params,
-        seed: u64,
-    ) -> Result<Engine<'a>, String> {
-        if p.arrivals != Arrivals::Replay {
-            return Err("requests made on demand need arrivals = replay".into());
-        }
-        let mut e = Engine::empty(0, p, seed)?;
-        e.make = Some(make);
-        e.each = vec![None; starts.len()];
-        let starts: Vec<Option<u64>> = starts.iter().map(|&t| Some(t)).collect();
         e.arrivals(&starts)?;
         Ok(e)
     }
@@ -370,12 +399,12 @@ impl<'a> Engine<'a> {
             make: None,
             slot_free: Vec::new(),
             slot_req: Vec::new(),
-            each: Vec::new(),
+            done: None,
             error: None,
             workers_for_stamps,
             init_stamp: init,
-            replay: Vec::new(),
-            replay_next: 0,
+            replay: Box::new(std::iter::empty()),
+            replay_next: None,
             now: 0,
             seq: 0,
             heap: BinaryHeap::with_capacity(1024),
@@ -563,39 +592,52 @@ impl<'a> Engine<'a> {
     /// The arrivals (`starts`: each request's, for a replay) and the
     /// first events.
     fn arrivals(&mut self, starts: &[Option<u64>]) -> Result<(), String> {
-        let p = self.p;
-        if p.arrivals == Arrivals::Replay {
-            let mut replay = Vec::with_capacity(starts.len());
-            for (i, start) in starts.iter().enumerate() {
-                match *start {
-                    Some(t) => replay.push((t, i as u32)),
-                    None => {
-                        return Err(format!(
-                            "arrivals = replay but request {i} has no start time"
-                        ))
-                    }
+        if self.p.arrivals != Arrivals::Replay {
+            return self.replay_from(Box::new(std::iter::empty()), 0);
+        }
+        let mut replay = Vec::with_capacity(starts.len());
+        for (i, start) in starts.iter().enumerate() {
+            match *start {
+                Some(t) => replay.push((t, i as u32)),
+                None => {
+                    return Err(format!(
+                        "arrivals = replay but request {i} has no start time"
+                    ))
                 }
             }
-            replay.sort();
-            let last = replay.last().map(|r| r.0).unwrap_or(0) as f64 / 1e9;
-            if last / p.series_step_s > 1e7 {
+        }
+        replay.sort();
+        let last = replay.last().map_or(0, |r| r.0);
+        self.replay_from(Box::new(replay.into_iter()), last)
+    }
+
+    /// The replayed arrivals read from `replay` ((start, request) in that
+    /// order, the last start `last`; nothing with other arrivals), and the
+    /// first events.
+    fn replay_from(
+        &mut self,
+        replay: Box<dyn Iterator<Item = (u64, u32)> + 'a>,
+        last: u64,
+    ) -> Result<(), String> {
+        let p = self.p;
+        if p.arrivals == Arrivals::Replay {
+            if last > 10_000_000_000_000_000 {
+                return Err(format!("a request starts after 1e7 s: {last}"));
+            }
+            let last_s = last as f64 / 1e9;
+            if last_s / p.series_step_s > 1e7 {
                 return Err(format!(
-                    "series_step_s = {} gives more than 10 million rows up to the last start ({last} s)",
+                    "series_step_s = {} gives more than 10 million rows up to the last start ({last_s} s)",
                     p.series_step_s
                 ));
-            }
-            if let Some(start) = starts
-                .iter()
-                .find(|t| t.is_some_and(|t| t > 10_000_000_000_000_000))
-            {
-                return Err(format!("a request starts after 1e7 s: {start:?}"));
             }
             self.replay = replay;
         }
         // First arrival and first eviction.
         match p.arrivals {
             Arrivals::Replay => {
-                if let Some(&(t, _)) = self.replay.first() {
+                self.replay_next = self.replay.next();
+                if let Some((t, _)) = self.replay_next {
                     self.schedule(t, EV_ARRIVAL, 0);
                 }
             }
@@ -710,10 +752,9 @@ impl<'a> Engine<'a> {
     fn on_arrival(&mut self, t: u64) {
         self.arrived += 1;
         let spec = if self.p.arrivals == Arrivals::Replay {
-            let i = self.replay_next;
-            self.replay_next += 1;
-            let (_, spec) = self.replay[i];
-            if let Some(&(tn, _)) = self.replay.get(i + 1) {
+            let (_, spec) = self.replay_next.take().unwrap_or((t, 0));
+            self.replay_next = self.replay.next();
+            if let Some((tn, _)) = self.replay_next {
                 self.schedule(tn.max(t), EV_ARRIVAL, 0);
             }
             spec
@@ -772,8 +813,11 @@ impl<'a> Engine<'a> {
         if self.make.is_some() {
             let s = spec as usize;
             let (served, _, sum, _) = std::mem::take(&mut self.per_spec[s]);
-            if let Some(o) = self.each.get_mut(self.slot_req[s] as usize) {
-                *o = (served > 0).then(|| round3(sum as f64 / served as f64 / 1e6));
+            if let Some(done) = self.done.as_mut() {
+                done(
+                    self.slot_req[s] as usize,
+                    (served > 0).then(|| round3(sum as f64 / served as f64 / 1e6)),
+                );
             }
             self.spec_steps[s] = Box::default();
             self.spec_rpcs[s] = Box::default();

@@ -32,7 +32,8 @@ pub mod requests_file;
 
 pub use dist::{ms_to_ns, Dist, MAX_MS};
 pub use engine::{
-    simulate_replay_each, simulate_requests, simulate_requests_each, RequestOutcome, MAX_WORKERS,
+    simulate_replay_each, simulate_replay_stream, simulate_requests, simulate_requests_each,
+    RequestOutcome, MAX_WORKERS,
 };
 pub use params::{
     Arrivals, Iops, LocalFs, OpService, Params, Pool, QuickParams, Recurrence, Scope, Server,

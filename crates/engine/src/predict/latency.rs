@@ -18,13 +18,15 @@
 //! report's structs stay in `predict/mod.rs`.
 
 use super::{Error, Result};
+use crate::column::{Column, Scattered};
 use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
+use crate::sorted::{Keyed, SortedSpill};
 use serde::Serialize;
 use statstorm_nfs::{MountOptions, Vers};
 use statstorm_php::Workload;
 use statstorm_sim::{
-    simulate_replay_each, simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestOutcome,
-    RequestSpec, Step, Transport,
+    simulate_replay_stream, simulate_requests_each, Arrivals, LocalFs, QuickParams, RequestSpec,
+    Step, Transport,
 };
 use statstorm_trace::op::OpKind;
 use std::collections::BTreeMap;
@@ -228,10 +230,11 @@ pub struct SlotsOut {
     pub xprt_slots: u32,
 }
 
-/// Per-request latencies in the workload's order, and the summary.
+/// Per-request latencies by the workload's index (read back by index),
+/// and the summary.
 pub struct Computed {
-    pub before: Vec<Option<f64>>,
-    pub after: Vec<Option<f64>>,
+    pub before: Column<Option<f64>>,
+    pub after: Column<Option<f64>>,
     pub out: LatencyOut,
 }
 
@@ -387,19 +390,58 @@ fn spec(
     }
 }
 
-fn quantiles(v: &[f64]) -> Option<Quantiles> {
-    if v.is_empty() {
-        return None;
+/// Nearest-rank quantiles of `n` values given in ascending order.
+fn quantiles(
+    n: usize,
+    sorted: impl Iterator<Item = std::io::Result<f64>>,
+) -> std::io::Result<Option<Quantiles>> {
+    if n == 0 {
+        return Ok(None);
     }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let q = |p: f64| s[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
-    Some(Quantiles {
-        p50_ms: q(0.5),
-        p90_ms: q(0.9),
-        p99_ms: q(0.99),
-        max_ms: s[s.len() - 1],
-    })
+    let rank = |p: f64| ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
+    let (r50, r90, r99) = (rank(0.5), rank(0.9), rank(0.99));
+    let mut q = Quantiles {
+        p50_ms: 0.0,
+        p90_ms: 0.0,
+        p99_ms: 0.0,
+        max_ms: 0.0,
+    };
+    for (k, v) in sorted.enumerate() {
+        let v = v?;
+        if k == r50 {
+            q.p50_ms = v;
+        }
+        if k == r90 {
+            q.p90_ms = v;
+        }
+        if k == r99 {
+            q.p99_ms = v;
+        }
+        q.max_ms = v;
+    }
+    Ok(Some(q))
+}
+
+/// A request's recorded start and its index: the replay's arrival order.
+#[derive(Clone, Serialize, serde::Deserialize)]
+struct Arrival(i64, u32);
+
+impl Keyed for Arrival {
+    type Key = (i64, u32);
+    fn key(&self) -> (i64, u32) {
+        (self.0, self.1)
+    }
+}
+
+/// A request's recorded wall time, µs.
+#[derive(Clone, Serialize, serde::Deserialize)]
+struct Wall(i64);
+
+impl Keyed for Wall {
+    type Key = i64;
+    fn key(&self) -> i64 {
+        self.0
+    }
 }
 
 /// Where the calls go: one NFS mount (one RPC transport), or storage that
@@ -418,8 +460,11 @@ pub enum Storage<'a> {
 /// kernel: [`crate::capture::Recorded::fs_time`], in the same order),
 /// `op_rpcs` each side's calls per request of `w`, with their starts
 /// and RPCs (before, after: the side's own NFS replay,
-/// `side::SideRun::op_rpcs`); the returned per-request vectors follow
-/// `w`'s order.
+/// `side::SideRun::op_rpcs`). The arrivals (by start) and the recorded
+/// walls (for their quantiles) are sorted through temporary files, and
+/// each request's TTFB is written out as the simulator finishes it: the
+/// returned columns are read by `w`'s index, and what is held is the
+/// requests in flight.
 pub fn compute(
     a: &SimOptions,
     storage: Storage,
@@ -433,8 +478,8 @@ pub fn compute(
         let mut o = not_simulated(a);
         o.reason = Some("latency is not simulated: the trace has no requests".into());
         return Ok(Computed {
-            before: Vec::new(),
-            after: Vec::new(),
+            before: Column::new(),
+            after: Column::new(),
             out: o,
         });
     }
@@ -455,8 +500,9 @@ pub fn compute(
     };
     let (mut timed, mut untimed) = (0u64, 0u64);
     let (mut t0, mut last) = (i64::MAX, i64::MIN);
-    let mut recorded: Vec<f64> = Vec::with_capacity(n);
-    let mut starts_us: Vec<i64> = Vec::with_capacity(n);
+    // (the arrivals and the walls sorted on their way to a temporary file)
+    let mut walls = SortedSpill::<Wall>::new();
+    let mut by_start = SortedSpill::<Arrival>::new();
     let mut failed_fs = None;
     w.each_time(&mut |i, start_us, end_us| {
         match fs_of(i) {
@@ -470,10 +516,16 @@ pub fn compute(
         }
         t0 = t0.min(start_us);
         last = last.max(start_us);
-        starts_us.push(start_us);
-        recorded.push((end_us - start_us).max(0) as f64 / 1e3);
+        let put = u32::try_from(i)
+            .map_err(|_| std::io::Error::other("more than 2^32 requests"))
+            .and_then(|i| by_start.push(Arrival(start_us, i)))
+            .and_then(|()| walls.push(Wall((end_us - start_us).max(0))));
+        if let Err(e) = put {
+            failed_fs.get_or_insert(e);
+        }
     })
     .map_err(Error::spill)?;
+    let (by_start, walls) = (by_start.finish(), walls.finish());
     if let Some(e) = failed_fs {
         return Err(Error::spill(e));
     }
@@ -647,12 +699,8 @@ pub fn compute(
     ));
     }
     assumptions.push(format!("random streams seeded with {SEED}"));
-    // each request's arrival, ns after the first (the recorded starts'
-    // vector reused in place)
-    let starts: Vec<u64> = starts_us
-        .into_iter()
-        .map(|s| ((s - t0).max(0) as u64) * 1000)
-        .collect();
+    // each request's arrival, ns after the first
+    let at_ns = |s: i64| ((s - t0).max(0) as u64) * 1000;
     // build and run both sides
     let mut sides = Vec::new();
     for (after, t) in [(false, tb), (true, ta)] {
@@ -690,24 +738,42 @@ pub fn compute(
         };
         let mut params = base.clone();
         params.transport = t;
-        let (r, per): (_, Vec<Option<f64>>) = if params.arrivals == Arrivals::Replay {
-            // each request made as it arrives and dropped once done: the
-            // requests in flight in memory, not the capture's calls
-            simulate_replay_each(&starts, &mut make, &params, SEED)
+        // each request's TTFB as it is done, sorted by index on its way
+        // to a temporary file
+        let mut per = Scattered::<Option<f64>>::new();
+        let mut put_failed: Option<std::io::Error> = None;
+        let mut put = |i: usize, v: Option<f64>| {
+            if let Err(e) = per.put(i, v) {
+                put_failed.get_or_insert(e);
+            }
+        };
+        let mut read_failed: Option<std::io::Error> = None;
+        let r = if params.arrivals == Arrivals::Replay {
+            // each request read back, made as it arrives and dropped once
+            // done: the requests in flight in memory, not the capture's
+            // calls, nor a list of arrivals or TTFBs
+            let due = by_start.iter().map_while(|a| match a {
+                Ok(Arrival(s, i)) => Some((at_ns(s), i)),
+                Err(e) => {
+                    read_failed.get_or_insert(e);
+                    None
+                }
+            });
+            simulate_replay_stream(due, at_ns(last), &mut make, &mut put, &params, SEED)
         } else {
             // (synthetic arrivals take the requests in turn: all compiled)
             simulate_requests_each((0..n).map(&mut make), &params, SEED).map(|(r, each)| {
-                let per = each
-                    .iter()
-                    .map(|o: &RequestOutcome| o.mean_ttfb_ms)
-                    .collect();
-                (r, per)
+                for (i, o) in each.iter().enumerate() {
+                    put(i, o.mean_ttfb_ms);
+                }
+                r
             })
         }
         .map_err(Error::Sim)?;
-        if let Some(e) = failed {
+        if let Some(e) = failed.or(read_failed).or(put_failed) {
             return Err(Error::spill(e));
         }
+        let per = per.finish(n, &None).map_err(Error::spill)?;
         let side = LatencySide {
             p50_ms: r.ttfb_ms.p50,
             p90_ms: r.ttfb_ms.p90,
@@ -734,7 +800,11 @@ pub fn compute(
             reason: None,
             before: Some(sb_side),
             after: Some(sa_side),
-            recorded: quantiles(&recorded),
+            recorded: quantiles(
+                walls.len(),
+                walls.iter().map(|w| w.map(|w| w.0 as f64 / 1e3)),
+            )
+            .map_err(Error::spill)?,
             params: Some(ParamsOut {
                 arrivals: kind,
                 rate_per_s: a.rate,

@@ -18,7 +18,6 @@ use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::Tally;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 pub mod call_latency;
 pub mod gap_trials;
@@ -557,8 +556,8 @@ pub struct Capture {
 /// side, and the recorded calls replayed by the NFS model (with NFS).
 struct Fixed {
     side: side::SideRun,
-    /// Per request (equal ones shared), then per background group.
-    replayed: Option<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)>,
+    /// Per request, then per background group.
+    replayed: Option<(crate::column::Interned<RpcCounts>, Vec<RpcCounts>)>,
 }
 
 /// What the traces' format shows.
@@ -967,7 +966,7 @@ impl Capture {
                                     calls.iter().map(|o| o.as_slice()).collect();
                                 let mut all = n.replay_with(&groups, &bg, false);
                                 let bg_rpcs = all.split_off(groups.len());
-                                (side::shared(all), bg_rpcs)
+                                (side::shared(all).map_err(Error::spill)?, bg_rpcs)
                             } else {
                                 side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
                             })
@@ -992,7 +991,6 @@ impl Capture {
         // takes each call's start and RPCs from the sides)
         // the requests by start (None: their index order)
         let order = w.start_order().map_err(Error::spill)?;
-        let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
         let completed: std::collections::HashSet<usize> = cap
             .reference
             .as_ref()
@@ -1024,22 +1022,14 @@ impl Capture {
             None => None,
             Some(n) => {
                 notes.extend(n.notes.iter().cloned());
-                let (r, r_bg) = match &fixed.replayed {
-                    Some((r, bg)) => (r.as_slice(), bg.as_slice()),
-                    None => (&[][..], &[][..]),
-                };
-                // the order `build` uses for the requests; background after
-                // them
-                let pick = |v: &[Arc<RpcCounts>]| -> Vec<Arc<RpcCounts>> {
-                    (0..v.len()).map(|k| Arc::clone(&v[at(k)])).collect()
-                };
-                let side_rpcs =
-                    |s: &side::SideRun| s.rpcs.as_ref().map_or_else(Vec::new, |r| pick(&r.0));
                 Some(NfsRpcs {
-                    before: side_rpcs(before),
-                    after: side_rpcs(&after),
-                    recorded: pick(r),
-                    background: r_bg.to_vec(),
+                    before: before.rpcs.as_ref().map(|r| &r.0),
+                    after: after.rpcs.as_ref().map(|r| &r.0),
+                    recorded: fixed.replayed.as_ref().map(|r| &r.0),
+                    background: fixed
+                        .replayed
+                        .as_ref()
+                        .map_or_else(Vec::new, |r| r.1.clone()),
                 })
             }
         };
@@ -1071,7 +1061,7 @@ impl Capture {
                 counts: [&before.counts, &after.counts],
                 from_reference: &completed,
                 rpcs: rpcs.as_ref(),
-                latency: lat.as_ref().map(|c| [&c.before[..], &c.after[..]]),
+                latency: lat.as_ref().map(|c| [&c.before, &c.after]),
             },
             notes,
         )
@@ -1091,7 +1081,7 @@ impl Capture {
                 no_reference_requests: used.no_reference.len(),
             });
         if let (Some(n), Some(r)) = (&nfs, &rpcs) {
-            attach_rpcs(&mut report, n, r);
+            attach_rpcs(&mut report, n, r, w.len()).map_err(Error::spill)?;
         }
         match lat {
             Some(c) => report.latency = Some(c.out),
@@ -1114,12 +1104,12 @@ impl Capture {
 /// what the report's rows show besides the request itself.
 struct PerRequest<'a> {
     /// Calls per syscall, before and after.
-    counts: [&'a [Tally]; 2],
+    counts: [&'a crate::column::Interned<Tally>; 2],
     /// The requests completed from a reference capture.
     from_reference: &'a std::collections::HashSet<usize>,
-    rpcs: Option<&'a NfsRpcs>,
+    rpcs: Option<&'a NfsRpcs<'a>>,
     /// Simulated TTFB, before and after, ms.
-    latency: Option<[&'a [Option<f64>]; 2]>,
+    latency: Option<[&'a crate::column::Column<Option<f64>>; 2]>,
 }
 
 /// The report of the capture's requests: its rows written in order
@@ -1149,21 +1139,35 @@ fn build(
     let mut check = crate::check::CheckFold::new(CHECKED);
     // requests repeat their RPC counts: one copy of each
     let mut pool = statstorm_trace::TallyPool::new();
-    let none = Tally::new();
     for k in 0..w.len() {
         let i = order.map_or(k, |o| o[k]);
         let p = w.meta(i)?;
         let recorded_count = rec.count(i)?;
         let calls = [
-            per.counts[0].get(i).unwrap_or(&none),
-            per.counts[1].get(i).unwrap_or(&none),
+            per.counts[0].get(i)?,
+            per.counts[1].get(i)?,
             &recorded_count,
         ];
         let rpc: [Option<Tally>; 3] = match per.rpcs {
-            Some(c) => [&c.before, &c.after, &c.recorded]
-                .map(|v| v.get(k).map(|r| pool.share(crate::nfs_setup::rpc_map(r)))),
+            Some(c) => {
+                let mut r = [None, None, None];
+                for (slot, v) in r.iter_mut().zip([c.before, c.after, c.recorded]) {
+                    if let Some(v) = v.filter(|v| i < v.len()) {
+                        *slot = Some(pool.share(crate::nfs_setup::rpc_map(v.get(i)?)));
+                    }
+                }
+                r
+            }
             None => [None, None, None],
         };
+        let mut latency_ms = [None, None];
+        if let Some(l) = per.latency {
+            for (slot, v) in latency_ms.iter_mut().zip(l) {
+                if i < v.len() {
+                    *slot = v.get(i)?;
+                }
+            }
+        }
         totals.before.by_syscall.merge(calls[0]);
         totals.after.by_syscall.merge(calls[1]);
         totals.recorded.by_syscall.merge(calls[2]);
@@ -1177,9 +1181,7 @@ fn build(
             from_reference: per.from_reference.contains(&i),
             calls,
             rpc: [rpc[0].as_ref(), rpc[1].as_ref(), rpc[2].as_ref()],
-            latency_ms: per
-                .latency
-                .map_or([None, None], |l| l.map(|v| v.get(i).copied().flatten())),
+            latency_ms,
         })?;
     }
     let mut before_check = check.finish();
@@ -1241,26 +1243,32 @@ fn build(
     })
 }
 
-/// RPCs per request (in the order `build` put the requests in: by start,
-/// then index) on each side, and per background process.
-struct NfsRpcs {
-    before: Vec<Arc<RpcCounts>>,
-    after: Vec<Arc<RpcCounts>>,
-    recorded: Vec<Arc<RpcCounts>>,
+/// RPCs per request of the workload (by index) on each side, and per
+/// background process.
+struct NfsRpcs<'a> {
+    before: Option<&'a crate::column::Interned<RpcCounts>>,
+    after: Option<&'a crate::column::Interned<RpcCounts>>,
+    recorded: Option<&'a crate::column::Interned<RpcCounts>>,
     background: Vec<RpcCounts>,
 }
 
 /// Adds the NFS RPC totals and the background rows' RPCs to `r` (the
 /// requests' rows took theirs in `build`).
-fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
-    let mut tb = statstorm_nfs::RpcCounts::default();
-    let mut ta = statstorm_nfs::RpcCounts::default();
-    let mut tr = statstorm_nfs::RpcCounts::default();
-    for ((b, a), rc) in c.before.iter().zip(&c.after).zip(&c.recorded) {
-        tb.merge(b);
-        ta.merge(a);
-        tr.merge(rc);
+fn attach_rpcs(
+    r: &mut Report,
+    n: &crate::nfs_setup::NfsSetup,
+    c: &NfsRpcs,
+    requests: usize,
+) -> std::io::Result<()> {
+    let mut t = [statstorm_nfs::RpcCounts::default(); 3];
+    for (t, v) in t.iter_mut().zip([c.before, c.after, c.recorded]) {
+        if let Some(v) = v {
+            for i in 0..requests.min(v.len()) {
+                t.merge(v.get(i)?);
+            }
+        }
     }
+    let [tb, ta, tr] = t;
     for (b, rpc) in r.background.iter_mut().zip(&c.background) {
         b.recorded.rpc = Some(crate::nfs_setup::rpc_map(rpc));
     }
@@ -1284,4 +1292,5 @@ fn attach_rpcs(r: &mut Report, n: &crate::nfs_setup::NfsSetup, c: &NfsRpcs) {
             })
             .collect(),
     });
+    Ok(())
 }

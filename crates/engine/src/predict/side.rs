@@ -5,27 +5,27 @@
 //! call given out later can come before it ([`Lowerer::horizon`]). A
 //! request's calls are counted, replayed and dropped (for the latency
 //! simulation, each call's start and RPCs are listed). Memory is bounded
-//! by the requests in flight, not by the capture's length (the lifted
-//! workload itself is still held: docs/predict-streaming.md).
+//! by the requests in flight, not by the capture's length: what stays per
+//! request (its counts, its RPCs, where its listed calls lie) is written
+//! out as the request is given out ([`crate::column::Interned`],
+//! [`crate::column::Scattered`]) and read back by index.
 
-use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists};
+use crate::column::{Interned, InternedMaker};
+use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists, OpRpcsWriter};
 use statstorm_nfs::RpcCounts;
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
-use statstorm_trace::share::Pool;
-use statstorm_trace::{Tally, TallyPool};
+use statstorm_trace::Tally;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::sync::Arc;
 
 /// What one side gives, per request of the workload (its order).
 pub(crate) struct SideRun {
     /// Calls per syscall name.
-    pub counts: Vec<Tally>,
-    /// With NFS: RPCs per request (equal ones shared), and per background
-    /// group.
-    pub rpcs: Option<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)>,
+    pub counts: Interned<Tally>,
+    /// With NFS: RPCs per request, and per background group.
+    pub rpcs: Option<(Interned<RpcCounts>, Vec<RpcCounts>)>,
     /// When listed, with one NFS mount: each call's start and RPCs, from
     /// the same replay as `rpcs` (the latency simulation's input).
     pub op_rpcs: Option<OpRpcsLists>,
@@ -127,7 +127,7 @@ pub(crate) fn run(
     let target = statstorm_php::lower::targets(w, latency);
     let compiled = w.compiled_scripts();
     let mut low = Lowerer::new(w, cfg, &target, &compiled);
-    let mut counts: Vec<Tally> = vec![Tally::new(); n];
+    let mut counts = InternedMaker::<Tally>::new();
     let mut kept: Vec<Vec<Op>> = if keep {
         vec![Vec::new(); n]
     } else {
@@ -149,24 +149,17 @@ pub(crate) fn run(
     // without NFS, each request's calls by kind for the latency simulation
     // (a call's cost: the capture's time for its kind)
     let local = list && nfs.is_none();
-    let mut local_lists: Vec<std::sync::Arc<OpRpcs>> = if local {
-        vec![std::sync::Arc::default(); n]
-    } else {
-        Vec::new()
-    };
-    let mut shared_lists = Pool::default();
-    // requests repeat their counts: one copy of each
-    let mut pool = TallyPool::new();
-    let mut take = |done: Vec<(usize, Vec<Op>)>, merge: &mut Merge| {
+    let mut local_lists = InternedMaker::<OpRpcs>::new();
+    let mut take = |done: Vec<(usize, Vec<Op>)>, merge: &mut Merge| -> std::io::Result<()> {
         for (i, ops) in done {
-            counts[i] = pool.share(count_by_syscall(&ops));
-            if let Some(slot) = local_lists.get_mut(i) {
+            counts.put(i, count_by_syscall(&ops))?;
+            if local {
                 let mut l = OpRpcs::default();
                 for o in &ops {
                     l.count(o.kind);
                 }
                 l.shrink_to_fit();
-                *slot = shared_lists.share(l);
+                local_lists.put(i, l)?;
             }
             if keep {
                 kept[i] = ops;
@@ -174,6 +167,7 @@ pub(crate) fn run(
                 merge.add(i, Source::Owned(ops));
             }
         }
+        Ok(())
     };
     // each call's start and RPCs, for the latency simulation (one mount)
     let listing = list && nfs.is_some_and(|(s, _)| s.single().is_some());
@@ -181,11 +175,7 @@ pub(crate) fn run(
     let mut op_rpcs: HashMap<usize, OpRpcs> = HashMap::new();
     let list_calls = listing && replaying;
     // each request's list written out once its last call is replayed
-    let mut written = if listing && replaying {
-        OpRpcsLists::on_disk(n)
-    } else {
-        OpRpcsLists::default()
-    };
+    let mut written = OpRpcsWriter::new();
     let mut failed: Option<std::io::Error> = None;
     let mut scratch = Vec::new();
     let mut apply = |c: &mut crate::nfs_setup::Clients, at: Given, o: &Op| {
@@ -199,7 +189,9 @@ pub(crate) fn run(
                 l.reserve(at.of);
             }
             scratch.clear();
-            rpcs.add(at, &c.apply_listed(o, Some(&mut scratch)));
+            if let Err(e) = rpcs.add(at, &c.apply_listed(o, Some(&mut scratch))) {
+                failed.get_or_insert(e);
+            }
             l.push(o.t_us, o.kind, &scratch);
             if at.pos + 1 == at.of {
                 let l = op_rpcs.remove(&g).unwrap_or_default();
@@ -207,8 +199,8 @@ pub(crate) fn run(
                     failed.get_or_insert(e);
                 }
             }
-        } else {
-            rpcs.add(at, &c.apply(o));
+        } else if let Err(e) = rpcs.add(at, &c.apply(o)) {
+            failed.get_or_insert(e);
         }
     };
     // (None: the index order)
@@ -222,23 +214,40 @@ pub(crate) fn run(
         &mut |_, got| {
             let (i, r) = got?;
             low.push(i, r);
-            take(low.done(), &mut merge);
+            take(low.done(), &mut merge)?;
             if let Some(c) = clients.as_mut() {
                 merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
             }
             Ok::<(), std::io::Error>(())
         },
     )?;
-    take(low.finish(), &mut merge);
+    take(low.finish(), &mut merge)?;
     if let Some(c) = clients.as_mut() {
         merge.release(None, &mut |at, o| apply(c, at, o));
     }
     if let Some(e) = failed {
         return Err(e);
     }
+    let counts = counts.finish(n, Tally::new())?;
     let (rpcs, op_rpcs) = match (nfs, replaying) {
-        (None, _) => (None, local.then_some(OpRpcsLists::Shared(local_lists))),
-        (Some(_), true) => (Some(rpcs.finish()), listing.then_some(written)),
+        (None, _) => (
+            None,
+            if local {
+                Some(OpRpcsLists::Shared(
+                    local_lists.finish(n, OpRpcs::default())?,
+                ))
+            } else {
+                None
+            },
+        ),
+        (Some(_), true) => (
+            Some(rpcs.finish()?),
+            if listing {
+                Some(written.finish(n)?)
+            } else {
+                None
+            },
+        ),
         // warm: the batch replay of the kept calls
         (Some((s, proposed)), false) => {
             let groups: Vec<&[Op]> = kept.iter().map(Vec::as_slice).collect();
@@ -252,7 +261,7 @@ pub(crate) fn run(
                 None => (s.replay_with(&groups, background, proposed), None),
             };
             let bg = all.split_off(n);
-            (Some((shared(all), bg)), lists)
+            (Some((shared(all)?, bg)), lists)
         }
     };
     Ok(SideRun {
@@ -266,8 +275,7 @@ pub(crate) fn run(
 /// recorded mount options: every request's calls (read back one request
 /// at a time, in the split's order) and the `background` groups, merged
 /// by (time, group, position) as [`NfsSetup::replay_with`] merges them.
-/// RPCs per request (equal ones shared), and per background group. A
-/// request's calls are
+/// RPCs per request, and per background group. A request's calls are
 /// read when no call left to read can start before the merge's next one
 /// (the least first call of the requests not yet read), so only the
 /// requests in flight are held.
@@ -275,7 +283,7 @@ pub(crate) fn replay_recorded(
     n: &NfsSetup,
     rec: &crate::capture::Recorded,
     background: &[&[Op]],
-) -> std::io::Result<(Vec<Arc<RpcCounts>>, Vec<RpcCounts>)> {
+) -> std::io::Result<(Interned<RpcCounts>, Vec<RpcCounts>)> {
     let k = rec.len();
     let mut clients = n.clients(false);
     let mut rpcs = RpcsPerRequest::new(k, background.len());
@@ -293,83 +301,125 @@ pub(crate) fn replay_recorded(
     // once every request not yet read starts later.) Read in the split's
     // order instead, one request starting early but split late held every
     // request before it: 157 MB of calls on the 1 GB bench log.
-    let mut order: Vec<(i64, usize)> = Vec::new();
+    let mut order = crate::sorted::SortedSpill::<First>::new();
     for i in 0..k {
         if let Some(t) = rec.first_call(i)? {
-            order.push((t, i));
+            order.push(First(t, i as u64))?;
         }
     }
-    order.sort_unstable();
-    // (each request's calls decoded a chunk ahead of the replay)
-    statstorm_trace::ahead::each_ahead(
+    let order = order.finish();
+    let mut firsts = order.iter();
+    let mut failed: Option<std::io::Error> = None;
+    // (each request's calls decoded a chunk ahead of the replay; the
+    // order read on that thread too)
+    statstorm_trace::ahead::pipelined(
         order.len(),
-        &|k| rec.calls(order[k].1),
-        &mut |k, calls| {
-            let (first, i) = order[k];
-            merge.release(Some(first), &mut |at, o| rpcs.add(at, &clients.apply(o)));
-            merge.add(i, Source::Owned(calls?));
+        &mut |r: std::ops::Range<usize>| {
+            use rayon::prelude::*;
+            let next: Vec<std::io::Result<First>> = firsts.by_ref().take(r.len()).collect();
+            let read = |f: std::io::Result<First>| {
+                f.and_then(|First(t, i)| Ok((t, i as usize, rec.calls(i as usize)?)))
+            };
+            if statstorm_trace::ahead::may_use_pool() {
+                next.into_par_iter().map(read).collect()
+            } else {
+                next.into_iter().map(read).collect()
+            }
+        },
+        &mut |_, got: std::io::Result<(i64, usize, Vec<Op>)>| {
+            let (first, i, calls) = got?;
+            merge.release(Some(first), &mut |at, o| {
+                if let Err(e) = rpcs.add(at, &clients.apply(o)) {
+                    failed.get_or_insert(e);
+                }
+            });
+            merge.add(i, Source::Owned(calls));
             Ok::<(), std::io::Error>(())
         },
     )?;
-    merge.release(None, &mut |at, o| rpcs.add(at, &clients.apply(o)));
-    Ok(rpcs.finish())
+    merge.release(None, &mut |at, o| {
+        if let Err(e) = rpcs.add(at, &clients.apply(o)) {
+            failed.get_or_insert(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    rpcs.finish()
+}
+
+/// A request's first call: its time, then the request.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct First(i64, u64);
+
+impl crate::sorted::Keyed for First {
+    type Key = (i64, u64);
+    fn key(&self) -> (i64, u64) {
+        (self.0, self.1)
+    }
 }
 
 /// A replay's RPCs per request, counted while its calls are replayed and
-/// then shared ([`Pool`]): what stays per request is a pointer; the
-/// counts of the requests in flight and of the background groups are
-/// the only ones held whole.
+/// written out once its last call is given ([`InternedMaker`]): what is
+/// held whole is the counts of the requests in flight and of the
+/// background groups.
 struct RpcsPerRequest {
-    done: Vec<Arc<RpcCounts>>,
+    n: usize,
+    done: InternedMaker<RpcCounts>,
     open: HashMap<usize, RpcCounts>,
     background: Vec<RpcCounts>,
-    pool: Pool<RpcCounts>,
 }
 
 impl RpcsPerRequest {
     /// For `n` requests (groups `0..n`) and `background` groups after.
     fn new(n: usize, background: usize) -> Self {
-        let mut pool = Pool::default();
-        let none = pool.share(RpcCounts::default());
         RpcsPerRequest {
-            done: vec![none; n],
+            n,
+            done: InternedMaker::new(),
             open: HashMap::new(),
             background: vec![RpcCounts::default(); background],
-            pool,
         }
     }
 
     /// Adds `c`, the RPCs of call `at`.
-    fn add(&mut self, at: Given, c: &RpcCounts) {
-        let n = self.done.len();
+    fn add(&mut self, at: Given, c: &RpcCounts) -> std::io::Result<()> {
+        let n = self.n;
         if at.group >= n {
             if let Some(b) = self.background.get_mut(at.group - n) {
                 b.merge(c);
             }
-            return;
+            return Ok(());
         }
         let acc = self.open.entry(at.group).or_default();
         acc.merge(c);
         if at.pos + 1 == at.of {
             let acc = self.open.remove(&at.group).unwrap_or_default();
-            self.done[at.group] = self.pool.share(acc);
+            self.done.put(at.group, acc)?;
         }
+        Ok(())
     }
 
     /// Per request, then per background group.
-    fn finish(mut self) -> (Vec<Arc<RpcCounts>>, Vec<RpcCounts>) {
+    fn finish(mut self) -> std::io::Result<(Interned<RpcCounts>, Vec<RpcCounts>)> {
         // (every request's last call was given: nothing is left open)
         for (g, acc) in std::mem::take(&mut self.open) {
-            self.done[g] = self.pool.share(acc);
+            self.done.put(g, acc)?;
         }
-        (self.done, self.background)
+        Ok((
+            self.done.finish(self.n, RpcCounts::default())?,
+            self.background,
+        ))
     }
 }
 
-/// `counts` per request, equal ones shared.
-pub(crate) fn shared(counts: Vec<RpcCounts>) -> Vec<Arc<RpcCounts>> {
-    let mut pool = Pool::default();
-    counts.into_iter().map(|c| pool.share(c)).collect()
+/// `counts` per request, equal ones held once.
+pub(crate) fn shared(counts: Vec<RpcCounts>) -> std::io::Result<Interned<RpcCounts>> {
+    let n = counts.len();
+    let mut m = InternedMaker::new();
+    for (i, c) in counts.into_iter().enumerate() {
+        m.put(i, c)?;
+    }
+    m.finish(n, RpcCounts::default())
 }
 
 #[cfg(test)]
@@ -426,8 +476,12 @@ mod tests {
                 let want = n.replay_with(&groups, &[], is_proposed);
                 let got = run(&w, cfg, &none, Some((&n, is_proposed)), &[], false).unwrap();
                 let counts: Vec<Tally> = batch.iter().map(|o| count_by_syscall(o)).collect();
-                assert_eq!(got.counts, counts, "{file} {roots:?}: calls");
-                let got_rpcs: Vec<RpcCounts> = got.rpcs.unwrap().0.iter().map(|c| **c).collect();
+                assert_eq!(
+                    got.counts.to_vec().unwrap(),
+                    counts,
+                    "{file} {roots:?}: calls"
+                );
+                let got_rpcs: Vec<RpcCounts> = got.rpcs.unwrap().0.to_vec().unwrap();
                 assert_eq!(got_rpcs, want, "{file} {roots:?}: RPCs");
                 assert!(got.op_rpcs.is_none(), "calls listed though not asked");
                 assert!(
@@ -467,7 +521,7 @@ mod tests {
             let groups: Vec<&[Op]> = all.iter().map(Vec::as_slice).collect();
             let want = n.replay_with(&groups, &bg, false);
             let (got, got_bg) = replay_recorded(&n, &rec, &bg).unwrap();
-            let got: Vec<RpcCounts> = got.iter().map(|c| **c).chain(got_bg).collect();
+            let got: Vec<RpcCounts> = got.to_vec().unwrap().into_iter().chain(got_bg).collect();
             assert_eq!(got, want, "{file} {roots:?}");
             assert!(
                 want.iter().any(|c| *c != RpcCounts::default()),
@@ -534,9 +588,11 @@ mod tests {
         let got = run(&w, &cfg, &BTreeMap::new(), Some((&n, false)), &[], false).unwrap();
         let (rpcs, _) = got.rpcs.unwrap();
         let lookups: Vec<u64> = rpcs
+            .to_vec()
+            .unwrap()
             .iter()
             .map(|c| c.of(statstorm_nfs::RpcOp::Lookup))
             .collect();
-        assert_eq!(lookups, vec![2, 0, 1], "LOOKUPs per request: {rpcs:?}");
+        assert_eq!(lookups, vec![2, 0, 1], "LOOKUPs per request: {lookups:?}");
     }
 }
