@@ -680,6 +680,11 @@ impl Fold {
             a.first_us = Some(a.first_us.map_or(op.t_us, |f| f.min(op.t_us)));
             if a.held.is_empty() {
                 self.open.push((Owner::Unit(unit.0), slot as u32));
+                // room for one: a Vec's first push makes room for four,
+                // and units of one call (a small request) held by the
+                // hundred thousand made three quarters of the reading's
+                // peak heap empty room
+                a.held.reserve_exact(1);
             }
             a.held.push((self.seen, op));
             self.held += 1;

@@ -3,6 +3,7 @@
 //! change between them.
 
 use crate::predict::{latency::LatencySide, Report, Side};
+use crate::sorted::{Keyed, SortedSpill};
 use serde::Serialize;
 use statstorm_php::lower::CHECKED;
 use statstorm_trace::Tally;
@@ -138,18 +139,38 @@ pub struct RequestPoint {
     pub ttfb_after_ms: Option<f64>,
 }
 
-/// Quantiles 1..=100 % of `v` (nearest rank); empty for no value.
-fn percentiles(mut v: Vec<f64>) -> Vec<f64> {
-    if v.is_empty() {
-        return Vec::new();
+/// A simulated TTFB, ms, on its way to sorted order ([`SortedSpill`]: a
+/// capture's millions of requests are not listed to take quantiles).
+#[derive(Clone, Serialize, serde::Deserialize)]
+struct Ms(f64);
+
+impl Keyed for Ms {
+    type Key = i64;
+    /// [`f64::total_cmp`]'s order.
+    fn key(&self) -> i64 {
+        let b = self.0.to_bits() as i64;
+        b ^ ((((b >> 63) as u64) >> 1) as i64)
     }
-    v.sort_by(f64::total_cmp);
-    (1..=100)
-        .map(|p| {
-            let rank = ((p as f64 / 100.0) * v.len() as f64).ceil() as usize;
-            v[rank.clamp(1, v.len()) - 1]
-        })
-        .collect()
+}
+
+/// Quantiles 1..=100 % (nearest rank) of the values of `v`; empty for no
+/// value.
+fn percentiles(v: SortedSpill<Ms>) -> std::io::Result<Vec<f64>> {
+    let n = v.len();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let rank = |p: usize| ((p as f64 / 100.0 * n as f64).ceil() as usize).clamp(1, n) - 1;
+    let mut out = Vec::with_capacity(100);
+    let mut p = 1;
+    for (k, x) in v.finish().iter().enumerate() {
+        let x = x?.0;
+        while p <= 100 && rank(p) == k {
+            out.push(x);
+            p += 1;
+        }
+    }
+    Ok(out)
 }
 
 impl Predicted {
@@ -161,12 +182,18 @@ impl Predicted {
         let rpcs = |s: &Side| s.rpc.as_ref().map(Tally::total);
         let step = r.requests.len().div_ceil(MAX_POINTS).max(1);
         let mut points = Vec::new();
-        let mut before: Vec<f64> = Vec::new();
-        let mut after: Vec<f64> = Vec::new();
+        let mut before = SortedSpill::<Ms>::new();
+        let mut after = SortedSpill::<Ms>::new();
         for (k, q) in r.requests.iter().enumerate() {
             let q = q?;
-            before.extend(q.before.latency_ms);
-            after.extend(q.after.latency_ms);
+            for (to, v) in [
+                (&mut before, q.before.latency_ms),
+                (&mut after, q.after.latency_ms),
+            ] {
+                if let Some(v) = v {
+                    to.push(Ms(v))?;
+                }
+            }
             if k % step == 0 {
                 points.push(RequestPoint {
                     start_s: q.start,
@@ -179,10 +206,14 @@ impl Predicted {
                 });
             }
         }
-        let ttfb = (!before.is_empty() || !after.is_empty()).then(|| Distribution {
-            before_ms: percentiles(before),
-            after_ms: percentiles(after),
-        });
+        let ttfb = if before.is_empty() && after.is_empty() {
+            None
+        } else {
+            Some(Distribution {
+                before_ms: percentiles(before)?,
+                after_ms: percentiles(after)?,
+            })
+        };
         Ok(Predicted {
             before: Figures::of(&r.totals.before, lat.and_then(|l| l.before.as_ref())),
             after: Figures::of(&r.totals.after, lat.and_then(|l| l.after.as_ref())),
@@ -301,5 +332,35 @@ impl Effect {
     /// Some figure goes up.
     pub fn hurts(&self) -> bool {
         self.changes().any(|c| c.direction == Direction::Up)
+    }
+}
+
+#[cfg(test)]
+mod percentile_tests {
+    use super::*;
+
+    /// The quantiles of a sorted spill are the nearest ranks of the
+    /// values sorted in memory, negative and equal values included.
+    #[test]
+    fn percentiles_match_the_sorted_values() {
+        for n in [1usize, 2, 99, 100, 101, 1000] {
+            let vals: Vec<f64> = (0..n)
+                .map(|i| ((i * 7919) % 1009) as f64 / 3.0 - 50.0)
+                .collect();
+            let mut spill = SortedSpill::with_cap(64);
+            for &v in &vals {
+                spill.push(Ms(v)).unwrap();
+            }
+            let mut sorted = vals.clone();
+            sorted.sort_by(f64::total_cmp);
+            let want: Vec<f64> = (1..=100)
+                .map(|p| {
+                    let rank = ((p as f64 / 100.0) * n as f64).ceil() as usize;
+                    sorted[rank.clamp(1, n) - 1]
+                })
+                .collect();
+            assert_eq!(percentiles(spill).unwrap(), want, "n = {n}");
+        }
+        assert!(percentiles(SortedSpill::new()).unwrap().is_empty());
     }
 }
