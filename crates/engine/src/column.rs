@@ -355,6 +355,45 @@ impl<T: Hash + Eq + Clone> InternedMaker<T> {
     }
 }
 
+/// The requests of `w` by start, then index, as a column of indices:
+/// `None` when that is their index order
+/// ([`statstorm_php::Workload::in_start_order`]); sorted through a
+/// [`SortedSpill`] otherwise, so no list per request is held.
+pub fn start_order(w: &statstorm_php::Workload) -> io::Result<Option<Column<u32>>> {
+    if w.in_start_order()? {
+        return Ok(None);
+    }
+    let mut by_start = SortedSpill::<Start>::new();
+    let mut failed = None;
+    w.each_time(&mut |i, s, _| {
+        let put = u32::try_from(i)
+            .map_err(|_| io::Error::other("more than 2^32 requests"))
+            .and_then(|i| by_start.push(Start(s, i)));
+        if let Err(e) = put {
+            failed.get_or_insert(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut c = Column::new();
+    for r in by_start.finish().iter() {
+        c.push(&r?.1)?;
+    }
+    Ok(Some(c))
+}
+
+/// A request's start and index.
+#[derive(Clone, Serialize, Deserialize)]
+struct Start(i64, u32);
+
+impl Keyed for Start {
+    type Key = (i64, u32);
+    fn key(&self) -> (i64, u32) {
+        (self.0, self.1)
+    }
+}
+
 impl Fixed for u32 {
     const SIZE: usize = 4;
     fn put(&self, out: &mut Vec<u8>) {
@@ -586,5 +625,44 @@ mod tests {
         }
         assert_eq!(d.get(1).unwrap(), Some((u64::MAX, 7)));
         assert_eq!(d.get(0).unwrap(), None);
+    }
+
+    /// The order by start of a workload whose index order is not its start
+    /// order comes back as the workload's own listed order (ties by
+    /// index); in start order, none.
+    #[test]
+    fn start_order_matches_the_workloads() {
+        use statstorm_php::{WorkRequest, Workload};
+        let req = |start: i64| WorkRequest {
+            pid: 1,
+            start_us: start,
+            end_us: start + 10,
+            request_time_us: start,
+            cli: false,
+            script: None,
+            from_template: false,
+            settings: None,
+            ops: Vec::new(),
+        };
+        let w = |starts: &[i64]| Workload {
+            requests: starts.iter().map(|&s| req(s)).collect(),
+            schema: String::new(),
+            evidence: Default::default(),
+            links: Default::default(),
+            mtimes: Default::default(),
+            file_cache: None,
+            latency_us: Default::default(),
+            lock_us: 0,
+            stored: Default::default(),
+        };
+        let moved = w(&[50, 10, 70, 10, 5, 60]);
+        let want = moved.start_order().unwrap().unwrap();
+        let got = start_order(&moved).unwrap().unwrap();
+        let got: Vec<usize> = (0..got.len())
+            .map(|k| got.get(k).unwrap() as usize)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got, vec![4, 1, 3, 0, 5, 2]);
+        assert!(start_order(&w(&[1, 1, 2])).unwrap().is_none());
     }
 }

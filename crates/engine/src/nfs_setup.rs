@@ -4,8 +4,7 @@
 //! the options' flags, so it lives here rather than in the model crate.)
 
 use statstorm_nfs::client::{
-    normalize, replay_groups_warm, replay_groups_warm_each, ClientParams, Feed, RpcCounts, RpcOp,
-    ServerChange,
+    normalize, replay_groups_warm, ClientParams, Feed, RpcCounts, RpcOp, ServerChange,
 };
 use statstorm_nfs::mount::MountOptions;
 use statstorm_trace::op::{Name, Op};
@@ -487,8 +486,8 @@ impl NfsSetup {
     }
 
     /// The clients of one side for a replay call by call in time order
-    /// ([`Clients::apply`]), cold (a warm start needs every call first:
-    /// [`NfsSetup::replay_with`]). Gives the same counts as
+    /// ([`Clients::apply`]), cold (a warm start is fed first:
+    /// [`Clients::warm`]). Gives the same counts as
     /// [`NfsSetup::replay_with`] fed the same calls in the order it sorts
     /// them in.
     pub fn clients(&self, proposed: bool) -> Clients<'_> {
@@ -530,6 +529,33 @@ pub struct Clients<'a> {
 }
 
 impl Clients<'_> {
+    /// Mounts (clients) of the side.
+    pub fn mounts(&self) -> usize {
+        self.feeds.len()
+    }
+
+    /// The mount `op` goes to: the only one, with one mount; with several,
+    /// the longest root it is under (none when under no root).
+    pub fn mount_of(&self, op: &Op) -> Option<usize> {
+        if self.feeds.len() == 1 {
+            Some(0)
+        } else {
+            root_of(&self.refs, &op.path)
+        }
+    }
+
+    /// Applies `op` as warm-up on its mount's client, moved back by
+    /// `back[mount]` µs (`--nfs-cache warm`, one pass of
+    /// [`statstorm_nfs::warmup_ops`] fed call by call in time order,
+    /// before the first call).
+    pub fn warm(&mut self, op: &Op, back: &[i64]) {
+        if let Some(i) = self.mount_of(op) {
+            let mut w = op.clone();
+            w.t_us -= back.get(i).copied().unwrap_or(0);
+            self.feeds[i].warm(&w);
+        }
+    }
+
     /// Applies `op` on the client of its mount (the only one's, with one
     /// mount; none when it is under no root of several); its RPCs.
     pub fn apply(&mut self, op: &Op) -> RpcCounts {
@@ -539,12 +565,7 @@ impl Clients<'_> {
     /// [`Clients::apply`], also appending the call's RPCs to `list` in
     /// the order they are sent.
     pub fn apply_listed(&mut self, op: &Op, list: Option<&mut Vec<RpcOp>>) -> RpcCounts {
-        let i = if self.feeds.len() == 1 {
-            Some(0)
-        } else {
-            root_of(&self.refs, &op.path)
-        };
-        match i {
+        match self.mount_of(op) {
             Some(i) => self.feeds[i].apply_listed(op, 0, list),
             None => RpcCounts::default(),
         }
@@ -757,52 +778,6 @@ impl OpRpcsLists {
                 }))
             }
         }
-    }
-}
-
-impl NfsSetup {
-    /// [`NfsSetup::replay_with`] on one mount, with each request's RPCs
-    /// per call: the calls of `groups` and `background` merged by (time,
-    /// group, position) on one client started as `replay_with` starts it.
-    /// `None` with several mounts.
-    pub fn replay_listed(
-        &self,
-        groups: &[&[Op]],
-        background: &[&[Op]],
-        proposed: bool,
-    ) -> Option<(Vec<RpcCounts>, Vec<OpRpcs>)> {
-        let m = self.single()?;
-        let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
-        let opts = if proposed { &m.proposed } else { &m.recorded };
-        let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
-        // per request, per call (by position: a call applied out of its
-        // position's order still lands at its position)
-        let mut per_call: Vec<Vec<Vec<RpcOp>>> =
-            groups.iter().map(|g| vec![Vec::new(); g.len()]).collect();
-        let counts = replay_groups_warm_each(
-            &warm,
-            &all,
-            opts,
-            &m.params,
-            &self.changes,
-            Some(&mut |g, j, rpcs| {
-                if let Some(slot) = per_call.get_mut(g).and_then(|v| v.get_mut(j)) {
-                    slot.extend_from_slice(rpcs);
-                }
-            }),
-        );
-        let lists = per_call
-            .into_iter()
-            .zip(groups)
-            .map(|(calls, ops)| {
-                let mut l = OpRpcs::default();
-                for (c, o) in calls.iter().zip(ops.iter()) {
-                    l.push(o.t_us, o.kind, c);
-                }
-                l
-            })
-            .collect();
-        Some((counts, lists))
     }
 }
 

@@ -23,7 +23,7 @@ pub mod mount;
 pub mod mountstats;
 
 pub use client::{
-    replay, replay_groups, replay_groups_warm, replay_groups_warm_each, replay_warm, warmup_ops,
-    Client, ClientParams, Feed, Replay, RpcCounts, RpcOp, ServerChange,
+    replay, replay_groups, replay_groups_warm, replay_groups_warm_each, replay_warm, warm_shift,
+    warmup_ops, Client, ClientParams, Feed, Replay, RpcCounts, RpcOp, ServerChange, WarmFilter,
 };
 pub use mount::{AtimeMode, LookupCache, MountEntry, MountError, MountOptions, Vers};

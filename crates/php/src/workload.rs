@@ -640,12 +640,12 @@ impl Workload {
         Ok(())
     }
 
-    /// The requests' indices in order of start, then index: `None` when
-    /// that is their index order (the lift takes the requests in the
-    /// split's time order, so it nearly always is), else the order.
-    pub fn start_order(&self) -> std::io::Result<Option<Vec<usize>>> {
+    /// Whether the requests' index order is their order of start (the
+    /// lift takes the requests in the split's time order, so it nearly
+    /// always is; not when the lift moved a start).
+    pub fn in_start_order(&self) -> std::io::Result<bool> {
         if self.stored.0.as_ref().is_some_and(|p| p.in_order) {
-            return Ok(None);
+            return Ok(true);
         }
         let mut sorted = true;
         let mut last = i64::MIN;
@@ -653,7 +653,15 @@ impl Workload {
             sorted &= s >= last;
             last = s;
         })?;
-        if sorted {
+        Ok(sorted)
+    }
+
+    /// The requests' indices in order of start, then index: `None` when
+    /// that is their index order ([`Workload::in_start_order`]), else the
+    /// order, listed (a caller that must not hold a list per request
+    /// sorts them on disk).
+    pub fn start_order(&self) -> std::io::Result<Option<Vec<usize>>> {
+        if self.in_start_order()? {
             return Ok(None);
         }
         let mut starts = Vec::with_capacity(self.len());

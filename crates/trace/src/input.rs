@@ -497,6 +497,29 @@ impl Counters {
     }
 }
 
+/// A reader that fails once it has given more than `limit` bytes (after
+/// decompression): an input that must stay small, read whole into memory
+/// (a reference capture).
+pub struct Limited<R> {
+    pub inner: R,
+    pub limit: u64,
+    pub read: u64,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read > self.limit {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("more than {} MiB of text", self.limit >> 20),
+            ));
+        }
+        Ok(n)
+    }
+}
+
 /// A reader that adds the bytes it reads to [`Counters::bytes`].
 pub struct Counted<'c, R> {
     pub inner: R,

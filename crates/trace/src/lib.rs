@@ -217,6 +217,21 @@ pub fn read_paths(paths: &[PathBuf]) -> Result<Trace, Error> {
 /// `counters` as it goes (for a progress line or a stall guard on
 /// another thread).
 pub fn read_paths_counted(paths: &[PathBuf], counters: &input::Counters) -> Result<Trace, Error> {
+    read_paths_within(paths, counters, u64::MAX)
+}
+
+/// [`read_paths`] of inputs that must stay small (they are held in
+/// memory whole): an error naming the file and line once more than
+/// `limit` bytes of text (after decompression) come from one file.
+pub fn read_paths_limited(paths: &[PathBuf], limit: u64) -> Result<Trace, Error> {
+    read_paths_within(paths, &input::Counters::default(), limit)
+}
+
+fn read_paths_within(
+    paths: &[PathBuf],
+    counters: &input::Counters,
+    limit: u64,
+) -> Result<Trace, Error> {
     let mut files: Vec<PathBuf> = Vec::new();
     for p in paths {
         match input::expand_prefix(p) {
@@ -237,7 +252,11 @@ pub fn read_paths_counted(paths: &[PathBuf], counters: &input::Counters) -> Resu
             ..Options::default()
         };
         let r = input::Counted {
-            inner: input::open(path)?,
+            inner: input::Limited {
+                inner: input::open(path)?,
+                limit,
+                read: 0,
+            },
             counters,
         };
         let mut p = Parser::with_interner(&name, opts, std::mem::take(&mut t.strings));

@@ -427,6 +427,12 @@ fn recorded_config(
 /// Loads and lifts the reference capture; an error unless it is complete
 /// (by its own trace, or by the settings given for it: both caches off and
 /// nothing in the trace against it).
+/// Text read of a reference capture (`--reference`), which is lifted in
+/// memory: a few requests per script run with caches off (the harness's
+/// WordPress and MediaWiki captures under open_basedir, whole runs of
+/// requests, are 30 and 52 MB of text).
+pub const REFERENCE_LIMIT: u64 = 128 << 20;
+
 fn reference_workload(
     args: &PredictOptions,
     notes: &mut Vec<String>,
@@ -437,10 +443,17 @@ fn reference_workload(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let trace = statstorm_trace::read_paths(&args.reference).map_err(|source| Error::Input {
-        what: format!("reading the reference capture {files}"),
-        source,
-    })?;
+    // (held in memory whole: a reference needs a few requests per
+    // script, so its size is capped)
+    let trace = statstorm_trace::read_paths_limited(&args.reference, REFERENCE_LIMIT).map_err(
+        |source| Error::Input {
+            what: format!(
+                "reading the reference capture {files} (a reference needs a few requests per script, run with OPcache off; at most {} MiB of text is read)",
+                REFERENCE_LIMIT >> 20
+            ),
+            source,
+        },
+    )?;
     let refuse = |why: String| Error::Reference {
         files: files.clone(),
         why,
@@ -955,21 +968,12 @@ impl Capture {
                     }
                     .map_err(Error::spill)?;
                     // the recorded calls read back request by request (a
-                    // warm client start needs them all first)
+                    // warm client start reads them once more per pass)
                     let replayed = match nfs.as_ref() {
                         None => None,
                         Some(n) => {
                             stage("NFS client model");
-                            Some(if n.warm {
-                                let calls = rec.all().map_err(Error::spill)?;
-                                let groups: Vec<&[statstorm_trace::op::Op]> =
-                                    calls.iter().map(|o| o.as_slice()).collect();
-                                let mut all = n.replay_with(&groups, &bg, false);
-                                let bg_rpcs = all.split_off(groups.len());
-                                (side::shared(all).map_err(Error::spill)?, bg_rpcs)
-                            } else {
-                                side::replay_recorded(n, rec, &bg).map_err(Error::spill)?
-                            })
+                            Some(side::replay_recorded(n, rec, &bg).map_err(Error::spill)?)
                         }
                     };
                     let f = std::sync::Arc::new(Fixed { side, replayed });
@@ -990,7 +994,7 @@ impl Capture {
         // (the calls themselves are not kept: the latency simulation
         // takes each call's start and RPCs from the sides)
         // the requests by start (None: their index order)
-        let order = w.start_order().map_err(Error::spill)?;
+        let order = crate::column::start_order(w).map_err(Error::spill)?;
         let completed: std::collections::HashSet<usize> = cap
             .reference
             .as_ref()
@@ -1056,7 +1060,7 @@ impl Capture {
             cap,
             recorded,
             proposed,
-            order.as_deref(),
+            order.as_ref(),
             PerRequest {
                 counts: [&before.counts, &after.counts],
                 from_reference: &completed,
@@ -1120,7 +1124,7 @@ fn build(
     cap: &Capture,
     recorded: PhpConfig,
     proposed: PhpConfig,
-    order: Option<&[usize]>,
+    order: Option<&crate::column::Column<u32>>,
     per: PerRequest<'_>,
     notes: Vec<String>,
 ) -> std::io::Result<Report> {
@@ -1140,7 +1144,10 @@ fn build(
     // requests repeat their RPC counts: one copy of each
     let mut pool = statstorm_trace::TallyPool::new();
     for k in 0..w.len() {
-        let i = order.map_or(k, |o| o[k]);
+        let i = match order {
+            Some(o) => o.get(k)? as usize,
+            None => k,
+        };
         let p = w.meta(i)?;
         let recorded_count = rec.count(i)?;
         let calls = [

@@ -12,7 +12,8 @@
 
 use crate::column::{Interned, InternedMaker};
 use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists, OpRpcsWriter};
-use statstorm_nfs::RpcCounts;
+use statstorm_nfs::client::WARM_PASSES;
+use statstorm_nfs::{warm_shift, RpcCounts, WarmFilter};
 use statstorm_php::lower::{count_by_syscall, Lowerer};
 use statstorm_php::{PhpConfig, Workload};
 use statstorm_trace::op::{Op, OpKind};
@@ -111,8 +112,9 @@ impl<'a> Merge<'a> {
 /// them with the `background` groups' recorded calls on the side's NFS
 /// clients (`proposed`: the proposed mount options); lists each call's
 /// start and RPCs when `list` and there is one mount. A warm client start
-/// (`--nfs-cache warm`) needs the whole side's calls first: the calls are
-/// then kept and replayed after.
+/// (`--nfs-cache warm`) is fed first by lowering the side again: once for
+/// the calls' span per mount, once per warm pass ([`warm_up`]), so no
+/// call is kept.
 pub(crate) fn run(
     w: &Workload,
     cfg: &PhpConfig,
@@ -122,18 +124,29 @@ pub(crate) fn run(
     list: bool,
 ) -> std::io::Result<SideRun> {
     let n = w.len();
-    let stream_nfs = nfs.filter(|(s, _)| !s.warm);
-    let keep = nfs.is_some() && stream_nfs.is_none();
     let target = statstorm_php::lower::targets(w, latency);
     let compiled = w.compiled_scripts();
+    // (None: the index order)
+    let order = crate::column::start_order(w)?;
+    let lowering = Lowering {
+        w,
+        cfg,
+        target: &target,
+        compiled: &compiled,
+        order: order.as_ref(),
+    };
+    let mut clients = match nfs {
+        Some((s, proposed)) => {
+            let mut c = s.clients(proposed);
+            if s.warm {
+                warm_up(&mut c, &mut |each| lowering.each_call(each))?;
+            }
+            Some(c)
+        }
+        None => None,
+    };
     let mut low = Lowerer::new(w, cfg, &target, &compiled);
     let mut counts = InternedMaker::<Tally>::new();
-    let mut kept: Vec<Vec<Op>> = if keep {
-        vec![Vec::new(); n]
-    } else {
-        Vec::new()
-    };
-    let mut clients = stream_nfs.map(|(s, proposed)| s.clients(proposed));
     let replaying = clients.is_some();
     // (only a replay counts RPCs)
     let mut rpcs = RpcsPerRequest::new(if replaying { n } else { 0 }, background.len());
@@ -161,9 +174,7 @@ pub(crate) fn run(
                 l.shrink_to_fit();
                 local_lists.put(i, l)?;
             }
-            if keep {
-                kept[i] = ops;
-            } else if replaying {
+            if replaying {
                 merge.add(i, Source::Owned(ops));
             }
         }
@@ -203,24 +214,17 @@ pub(crate) fn run(
             failed.get_or_insert(e);
         }
     };
-    // (None: the index order)
-    let order = w.start_order()?;
-    let at = |k: usize| order.as_ref().map_or(k, |o| o[k]);
     // (each read back from the workload's store, when it has one, on a
     // thread of its own a chunk ahead of the lowering)
-    statstorm_trace::ahead::each_ahead(
-        n,
-        &|k| w.request(at(k)).map(|r| (at(k), r)),
-        &mut |_, got| {
-            let (i, r) = got?;
-            low.push(i, r);
-            take(low.done(), &mut merge)?;
-            if let Some(c) = clients.as_mut() {
-                merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
-            }
-            Ok::<(), std::io::Error>(())
-        },
-    )?;
+    statstorm_trace::ahead::each_ahead(n, &|k| lowering.request(k), &mut |_, got| {
+        let (i, r) = got?;
+        low.push(i, r);
+        take(low.done(), &mut merge)?;
+        if let Some(c) = clients.as_mut() {
+            merge.release(Some(low.horizon()), &mut |at, o| apply(c, at, o));
+        }
+        Ok::<(), std::io::Error>(())
+    })?;
     take(low.finish(), &mut merge)?;
     if let Some(c) = clients.as_mut() {
         merge.release(None, &mut |at, o| apply(c, at, o));
@@ -229,8 +233,8 @@ pub(crate) fn run(
         return Err(e);
     }
     let counts = counts.finish(n, Tally::new())?;
-    let (rpcs, op_rpcs) = match (nfs, replaying) {
-        (None, _) => (
+    let (rpcs, op_rpcs) = match nfs {
+        None => (
             None,
             if local {
                 Some(OpRpcsLists::Shared(
@@ -240,7 +244,7 @@ pub(crate) fn run(
                 None
             },
         ),
-        (Some(_), true) => (
+        Some(_) => (
             Some(rpcs.finish()?),
             if listing {
                 Some(written.finish(n)?)
@@ -248,21 +252,6 @@ pub(crate) fn run(
                 None
             },
         ),
-        // warm: the batch replay of the kept calls
-        (Some((s, proposed)), false) => {
-            let groups: Vec<&[Op]> = kept.iter().map(Vec::as_slice).collect();
-            let listed = if listing {
-                s.replay_listed(&groups, background, proposed)
-            } else {
-                None
-            };
-            let (mut all, lists) = match listed {
-                Some((all, lists)) => (all, Some(OpRpcsLists::Memory(lists))),
-                None => (s.replay_with(&groups, background, proposed), None),
-            };
-            let bg = all.split_off(n);
-            (Some((shared(all)?, bg)), lists)
-        }
     };
     Ok(SideRun {
         counts,
@@ -271,8 +260,92 @@ pub(crate) fn run(
     })
 }
 
-/// The capture's recorded calls replayed on cold clients under the
-/// recorded mount options: every request's calls (read back one request
+/// What a side lowers: the workload's requests in start order under
+/// `cfg`, each read back from the store as needed.
+struct Lowering<'a> {
+    w: &'a Workload,
+    cfg: &'a PhpConfig,
+    target: &'a BTreeMap<OpKind, u64>,
+    compiled: &'a std::collections::BTreeSet<String>,
+    /// The requests by start (None: the index order).
+    order: Option<&'a crate::column::Column<u32>>,
+}
+
+impl Lowering<'_> {
+    /// The `k`-th request by start, and its index.
+    fn request(
+        &self,
+        k: usize,
+    ) -> std::io::Result<(usize, std::borrow::Cow<'_, statstorm_php::WorkRequest>)> {
+        let i = match self.order {
+            Some(o) => o.get(k)? as usize,
+            None => k,
+        };
+        Ok((i, self.w.request(i)?))
+    }
+
+    /// Every call the requests make, lowered again, given to `each` in the
+    /// replay's order (time, request, position), none kept.
+    fn each_call(&self, each: &mut dyn FnMut(&Op)) -> std::io::Result<()> {
+        let mut low = Lowerer::new(self.w, self.cfg, self.target, self.compiled);
+        let mut merge = Merge {
+            sources: HashMap::new(),
+            heap: BinaryHeap::new(),
+        };
+        statstorm_trace::ahead::each_ahead(self.w.len(), &|k| self.request(k), &mut |_, got| {
+            let (i, r) = got?;
+            low.push(i, r);
+            for (i, ops) in low.done() {
+                merge.add(i, Source::Owned(ops));
+            }
+            merge.release(Some(low.horizon()), &mut |_, o| each(o));
+            Ok::<(), std::io::Error>(())
+        })?;
+        for (i, ops) in low.finish() {
+            merge.add(i, Source::Owned(ops));
+        }
+        merge.release(None, &mut |_, o| each(o));
+        Ok(())
+    }
+}
+
+/// Gives every call of a side's requests, in the replay's order, to the
+/// function it is given.
+type Walk<'a> = dyn FnMut(&mut dyn FnMut(&Op)) -> std::io::Result<()> + 'a;
+
+/// Warms `c` as [`NfsSetup::replay_with`] does for `--nfs-cache warm`:
+/// the requests' read-side calls ([`WarmFilter`]) repeated
+/// [`WARM_PASSES`] times, moved back by the span of each mount's calls
+/// ([`warm_shift`]), before the first call. `walk` gives every call of
+/// the requests (not the background's) in the replay's order, and is
+/// walked once for the spans and once per pass: nothing is kept.
+fn warm_up(
+    c: &mut crate::nfs_setup::Clients,
+    walk: &mut Walk<'_>,
+) -> std::io::Result<()> {
+    let mut span: Vec<Option<(i64, i64)>> = vec![None; c.mounts()];
+    walk(&mut |o| {
+        if let Some(s) = c.mount_of(o).and_then(|m| span.get_mut(m)) {
+            *s = Some(s.map_or((o.t_us, o.t_us), |(f, l)| (f.min(o.t_us), l.max(o.t_us))));
+        }
+    })?;
+    for pass in (1..=WARM_PASSES).rev() {
+        let back: Vec<i64> = span
+            .iter()
+            .map(|s| s.map_or(0, |(f, l)| warm_shift(f, l).saturating_mul(pass as i64)))
+            .collect();
+        let mut filter = WarmFilter::default();
+        walk(&mut |o| {
+            if filter.keep(o) {
+                c.warm(o, &back);
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The capture's recorded calls replayed on clients under the recorded
+/// mount options (cold, or warmed by [`warm_up`] with `--nfs-cache warm`): every request's calls (read back one request
 /// at a time, in the split's order) and the `background` groups, merged
 /// by (time, group, position) as [`NfsSetup::replay_with`] merges them.
 /// RPCs per request, and per background group. A request's calls are
@@ -285,15 +358,6 @@ pub(crate) fn replay_recorded(
     background: &[&[Op]],
 ) -> std::io::Result<(Interned<RpcCounts>, Vec<RpcCounts>)> {
     let k = rec.len();
-    let mut clients = n.clients(false);
-    let mut rpcs = RpcsPerRequest::new(k, background.len());
-    let mut merge = Merge {
-        sources: HashMap::new(),
-        heap: BinaryHeap::new(),
-    };
-    for (b, ops) in background.iter().enumerate() {
-        merge.add(k + b, Source::Borrowed(ops));
-    }
     // The requests are read in the order of their first calls, each just
     // before its first call is due: what is held is the requests in
     // flight. (The merge gives the calls in (time, request, position)
@@ -308,8 +372,43 @@ pub(crate) fn replay_recorded(
         }
     }
     let order = order.finish();
-    let mut firsts = order.iter();
+    let mut clients = n.clients(false);
+    if n.warm {
+        warm_up(&mut clients, &mut |each| {
+            each_recorded_call(rec, &order, &[], &mut |_, o| each(o))
+        })?;
+    }
+    let mut rpcs = RpcsPerRequest::new(k, background.len());
     let mut failed: Option<std::io::Error> = None;
+    each_recorded_call(rec, &order, background, &mut |at, o| {
+        if let Err(e) = rpcs.add(at, &clients.apply(o)) {
+            failed.get_or_insert(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    rpcs.finish()
+}
+
+/// Every recorded call of the requests (read in `order`, by first call)
+/// and of the `background` groups (numbered after the requests), given to
+/// `each` merged by (time, group, position).
+fn each_recorded_call(
+    rec: &crate::capture::Recorded,
+    order: &crate::sorted::Sorted<First>,
+    background: &[&[Op]],
+    each: &mut dyn FnMut(Given, &Op),
+) -> std::io::Result<()> {
+    let k = rec.len();
+    let mut merge = Merge {
+        sources: HashMap::new(),
+        heap: BinaryHeap::new(),
+    };
+    for (b, ops) in background.iter().enumerate() {
+        merge.add(k + b, Source::Borrowed(ops));
+    }
+    let mut firsts = order.iter();
     // (each request's calls decoded a chunk ahead of the replay; the
     // order read on that thread too)
     statstorm_trace::ahead::pipelined(
@@ -328,24 +427,13 @@ pub(crate) fn replay_recorded(
         },
         &mut |_, got: std::io::Result<(i64, usize, Vec<Op>)>| {
             let (first, i, calls) = got?;
-            merge.release(Some(first), &mut |at, o| {
-                if let Err(e) = rpcs.add(at, &clients.apply(o)) {
-                    failed.get_or_insert(e);
-                }
-            });
+            merge.release(Some(first), each);
             merge.add(i, Source::Owned(calls));
             Ok::<(), std::io::Error>(())
         },
     )?;
-    merge.release(None, &mut |at, o| {
-        if let Err(e) = rpcs.add(at, &clients.apply(o)) {
-            failed.get_or_insert(e);
-        }
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    rpcs.finish()
+    merge.release(None, each);
+    Ok(())
 }
 
 /// A request's first call: its time, then the request.
@@ -412,16 +500,6 @@ impl RpcsPerRequest {
     }
 }
 
-/// `counts` per request, equal ones held once.
-pub(crate) fn shared(counts: Vec<RpcCounts>) -> std::io::Result<Interned<RpcCounts>> {
-    let n = counts.len();
-    let mut m = InternedMaker::new();
-    for (i, c) in counts.into_iter().enumerate() {
-        m.put(i, c)?;
-    }
-    m.finish(n, RpcCounts::default())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,13 +540,19 @@ mod tests {
             let (recorded, _) = statstorm_php::infer::inferred_config(&w).unwrap();
             let mut proposed = recorded.clone();
             proposed.apply_flags(&["opcache.enable=0"]).unwrap();
-            let flags = NfsFlags {
-                from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
-                nfs_root: roots.iter().map(|r| r.to_string()).collect(),
-                ..NfsFlags::default()
-            };
             let none = BTreeMap::new();
-            for (cfg, is_proposed) in [(&recorded, false), (&proposed, true)] {
+            for (cfg, is_proposed, warm) in [
+                (&recorded, false, false),
+                (&proposed, true, false),
+                (&recorded, false, true),
+                (&proposed, true, true),
+            ] {
+                let flags = NfsFlags {
+                    from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
+                    nfs_root: roots.iter().map(|r| r.to_string()).collect(),
+                    warm,
+                    ..NfsFlags::default()
+                };
                 let batch = statstorm_php::lower::lower_with(&w, cfg, &none);
                 let refs: Vec<&Op> = batch.iter().flatten().collect();
                 let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
@@ -511,22 +595,29 @@ mod tests {
             assert!(rec.spilled_bytes() > 0, "{file}: nothing written out");
             let all = rec.all().unwrap();
             let refs: Vec<&Op> = all.iter().flatten().collect();
-            let flags = NfsFlags {
-                from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
-                nfs_root: roots.iter().map(|r| r.to_string()).collect(),
-                ..NfsFlags::default()
-            };
-            let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
-            let bg: Vec<&[Op]> = rec.background.iter().map(|b| b.ops.as_slice()).collect();
-            let groups: Vec<&[Op]> = all.iter().map(Vec::as_slice).collect();
-            let want = n.replay_with(&groups, &bg, false);
-            let (got, got_bg) = replay_recorded(&n, &rec, &bg).unwrap();
-            let got: Vec<RpcCounts> = got.to_vec().unwrap().into_iter().chain(got_bg).collect();
-            assert_eq!(got, want, "{file} {roots:?}");
-            assert!(
-                want.iter().any(|c| *c != RpcCounts::default()),
-                "{file}: no RPC at all"
-            );
+            let mut by_warm = Vec::new();
+            for warm in [false, true] {
+                let flags = NfsFlags {
+                    from_mount: (roots.len() == 1).then(|| "vers=3,relatime".into()),
+                    nfs_root: roots.iter().map(|r| r.to_string()).collect(),
+                    warm,
+                    ..NfsFlags::default()
+                };
+                let n = NfsSetup::from_flags(&flags, &refs).unwrap().unwrap();
+                let bg: Vec<&[Op]> = rec.background.iter().map(|b| b.ops.as_slice()).collect();
+                let groups: Vec<&[Op]> = all.iter().map(Vec::as_slice).collect();
+                let want = n.replay_with(&groups, &bg, false);
+                let (got, got_bg) = replay_recorded(&n, &rec, &bg).unwrap();
+                let got: Vec<RpcCounts> = got.to_vec().unwrap().into_iter().chain(got_bg).collect();
+                assert_eq!(got, want, "{file} {roots:?} warm {warm}");
+                assert!(
+                    want.iter().any(|c| *c != RpcCounts::default()),
+                    "{file}: no RPC at all"
+                );
+                by_warm.push(want);
+            }
+            // (the warm-up changes what the requests send)
+            assert_ne!(by_warm[0], by_warm[1], "{file} {roots:?}: warm as cold");
         }
     }
 

@@ -382,6 +382,14 @@ impl Feed {
         }
     }
 
+    /// Applies `op` as warm-up (before every op and server change, in
+    /// time order, its RPCs not counted): [`Feed::new`]'s `warmup` one op
+    /// at a time.
+    pub fn warm(&mut self, op: &Op) {
+        self.c.apply_indexed(op, usize::MAX);
+        self.c.rpcs.clear();
+    }
+
     /// Applies `op` (not earlier than the ops applied before it); `index`
     /// names it in the RPCs kept ([`RpcAt::op_index`]). Its RPCs.
     pub fn apply(&mut self, op: &Op, index: usize) -> RpcCounts {
@@ -502,26 +510,27 @@ pub fn replay_groups_warm_each(
 /// a cold client 1.
 pub const WARM_PASSES: usize = 2;
 
-/// The warm-up for a capture that did not start on a cold client: the
-/// capture's own read-side operations (stat, lstat, fstat, access,
-/// readlink, getdents, reads, opens for reading and their closes), `passes`
-/// times, moved back in time so that the last pass ends 1 ms before its
-/// first operation and each pass 1 ms before the next, as if the same
-/// traffic had run that many times just before. Writes, creates, renames
-/// and removals are left out (they would change the server again).
-pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> Vec<Op> {
-    const WRITING: u32 = Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT | Flags::O_TRUNC;
-    let mut v: Vec<&Op> = ops.into_iter().collect();
-    v.sort_by_key(|o| o.t_us);
-    let (Some(first), Some(last)) = (v.first(), v.last()) else {
-        return Vec::new();
-    };
-    let shift = last.t_us - first.t_us + 1_000;
-    // opens for reading not closed yet, per (pid, path)
-    let mut open: HashMap<(u32, &str), u32> = HashMap::default();
-    let mut out = Vec::new();
-    for o in v {
-        let keep = match o.kind {
+/// How far back [`warmup_ops`] moves its first pass (pass `k`: `k` times
+/// this) for operations from `first` to `last`, µs: their span and 1 ms.
+pub fn warm_shift(first: i64, last: i64) -> i64 {
+    last.saturating_sub(first).saturating_add(1_000)
+}
+
+/// Which operations [`warmup_ops`] repeats, decided one at a time in time
+/// order: the read side (stat, lstat, fstat, access, readlink, getdents,
+/// reads, opens for reading and the closes of those), tracking per process
+/// and path the opens for reading not closed yet. The same filter serves a
+/// warm-up fed operation by operation ([`Feed::warm`]).
+#[derive(Default)]
+pub struct WarmFilter {
+    open: HashMap<(u32, statstorm_trace::op::Name), u32>,
+}
+
+impl WarmFilter {
+    /// Whether the warm-up repeats `o` (the next operation in time order).
+    pub fn keep(&mut self, o: &Op) -> bool {
+        const WRITING: u32 = Flags::O_WRONLY | Flags::O_RDWR | Flags::O_CREAT | Flags::O_TRUNC;
+        match o.kind {
             OpKind::Stat
             | OpKind::Lstat
             | OpKind::Fstat
@@ -534,11 +543,11 @@ pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> V
             | OpKind::Getcwd => true,
             OpKind::Open if o.flags & WRITING == 0 => {
                 if o.ok() {
-                    *open.entry((o.pid, o.path.as_ref())).or_default() += 1;
+                    *self.open.entry((o.pid, o.path.clone())).or_default() += 1;
                 }
                 true
             }
-            OpKind::Close => match open.get_mut(&(o.pid, o.path.as_ref())) {
+            OpKind::Close => match self.open.get_mut(&(o.pid, o.path.clone())) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
                     true
@@ -546,8 +555,28 @@ pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> V
                 _ => false,
             },
             _ => false,
-        };
-        if keep {
+        }
+    }
+}
+
+/// The warm-up for a capture that did not start on a cold client: the
+/// capture's own read-side operations (stat, lstat, fstat, access,
+/// readlink, getdents, reads, opens for reading and their closes), `passes`
+/// times, moved back in time so that the last pass ends 1 ms before its
+/// first operation and each pass 1 ms before the next, as if the same
+/// traffic had run that many times just before. Writes, creates, renames
+/// and removals are left out (they would change the server again).
+pub fn warmup_ops<'a>(ops: impl IntoIterator<Item = &'a Op>, passes: usize) -> Vec<Op> {
+    let mut v: Vec<&Op> = ops.into_iter().collect();
+    v.sort_by_key(|o| o.t_us);
+    let (Some(first), Some(last)) = (v.first(), v.last()) else {
+        return Vec::new();
+    };
+    let shift = warm_shift(first.t_us, last.t_us);
+    let mut filter = WarmFilter::default();
+    let mut out = Vec::new();
+    for o in v {
+        if filter.keep(o) {
             let mut w = o.clone();
             w.t_us -= shift;
             out.push(w);

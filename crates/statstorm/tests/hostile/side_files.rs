@@ -3,7 +3,7 @@
 //! clear error (exit 2) with memory capped, never an allocation that grows
 //! until it fails.
 
-use super::common::run_capped;
+use super::common::{many_requests_gz, run_capped, run_with};
 
 const TRACE: &str = "\
 100 1700000000.000100 execve(\"/usr/bin/php\", [\"php\", \"/srv/a.php\"], 0x7ffd0 /* 1 var */) = 0 <0.000100>
@@ -51,4 +51,32 @@ fn dev_zero_as_a_scenario_or_requests_file_is_refused() {
     let r = run_capped(d.path(), MIB, &["simulate", "s.toml"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("/dev/zero"), "{}", r.stderr);
+}
+
+/// A reference capture is lifted in memory: past 128 MiB of text it is
+/// refused, naming the file and the line reached, within 768 MiB of
+/// address space (2^20 requests, 360 MB of text, read whole into memory
+/// as before needed more).
+#[test]
+fn a_reference_capture_past_its_cap_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("t.strace"), TRACE).unwrap();
+    many_requests_gz(&d.path().join("big.strace.gz"), 1 << 20);
+    // (two threads and two malloc arenas: the address space does not
+    // follow the machine's cores)
+    let r = run_with(
+        d.path(),
+        Some(768),
+        &[("RAYON_NUM_THREADS", "2"), ("MALLOC_ARENA_MAX", "2")],
+        None,
+        &["predict", "t.strace", "--reference", "big.strace.gz"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("reference capture big.strace.gz")
+            && r.stderr.contains("more than 128 MiB of text")
+            && r.stderr.contains("line "),
+        "{}",
+        r.stderr
+    );
 }
