@@ -644,17 +644,7 @@ mod tests {
             settings: None,
             ops: Vec::new(),
         };
-        let w = |starts: &[i64]| Workload {
-            requests: starts.iter().map(|&s| req(s)).collect(),
-            schema: String::new(),
-            evidence: Default::default(),
-            links: Default::default(),
-            mtimes: Default::default(),
-            file_cache: None,
-            latency_us: Default::default(),
-            lock_us: 0,
-            stored: Default::default(),
-        };
+        let w = |starts: &[i64]| Workload::of_requests(starts.iter().map(|&s| req(s)).collect());
         let moved = w(&[50, 10, 70, 10, 5, 60]);
         let want = moved.start_order().unwrap().unwrap();
         let got = start_order(&moved).unwrap().unwrap();

@@ -555,6 +555,22 @@ impl Latencies {
 }
 
 impl Workload {
+    /// A workload of `requests` in memory and nothing else known (no
+    /// evidence, links, times of calls): hand-made workloads and tests.
+    pub fn of_requests(requests: Vec<WorkRequest>) -> Workload {
+        Workload {
+            schema: WORKLOAD_SCHEMA.into(),
+            requests,
+            evidence: Default::default(),
+            links: Default::default(),
+            mtimes: Default::default(),
+            file_cache: None,
+            latency_us: Default::default(),
+            lock_us: 0,
+            stored: Default::default(),
+        }
+    }
+
     /// Number of requests (in `requests`, or in the store: [`Stored`]).
     pub fn len(&self) -> usize {
         match &self.stored.0 {

@@ -8,7 +8,7 @@
 
 mod common;
 use common::*;
-use statstorm_php::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload, WORKLOAD_SCHEMA};
+use statstorm_php::workload::{PhpOp, PhpOpKind, Via, WorkRequest, Workload};
 use statstorm_php::{lower, PhpConfig};
 use statstorm_trace::op::{Op, OpKind};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,17 +45,7 @@ fn request(pid: u32, t_us: i64, ops: Vec<PhpOp>) -> WorkRequest {
 }
 
 fn workload(requests: Vec<WorkRequest>) -> Workload {
-    Workload {
-        schema: WORKLOAD_SCHEMA.into(),
-        requests,
-        evidence: Default::default(),
-        links: Default::default(),
-        mtimes: Default::default(),
-        file_cache: None,
-        latency_us: Default::default(),
-        lock_us: 0,
-        stored: Default::default(),
-    }
+    Workload::of_requests(requests)
 }
 
 fn lstats(ops: &[Op]) -> Vec<&str> {

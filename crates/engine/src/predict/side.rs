@@ -319,10 +319,7 @@ type Walk<'a> = dyn FnMut(&mut dyn FnMut(&Op)) -> std::io::Result<()> + 'a;
 /// ([`warm_shift`]), before the first call. `walk` gives every call of
 /// the requests (not the background's) in the replay's order, and is
 /// walked once for the spans and once per pass: nothing is kept.
-fn warm_up(
-    c: &mut crate::nfs_setup::Clients,
-    walk: &mut Walk<'_>,
-) -> std::io::Result<()> {
+fn warm_up(c: &mut crate::nfs_setup::Clients, walk: &mut Walk<'_>) -> std::io::Result<()> {
     let mut span: Vec<Option<(i64, i64)>> = vec![None; c.mounts()];
     walk(&mut |o| {
         if let Some(s) = c.mount_of(o).and_then(|m| span.get_mut(m)) {
@@ -649,26 +646,16 @@ mod tests {
         };
         // A: P at 1 ms, Q at 40 ms; B: P at 6 ms, ends at 7 ms; C starts
         // at 20 ms, when B has ended and A has not
-        let w = Workload {
-            requests: vec![
-                req(
-                    1,
-                    0,
-                    50_000,
-                    vec![stat(1_000, "/m/p"), stat(40_000, "/m/q")],
-                ),
-                req(2, 5_000, 7_000, vec![stat(1_000, "/m/p")]),
-                req(3, 20_000, 21_000, vec![stat(500, "/m/r")]),
-            ],
-            schema: String::new(),
-            evidence: Default::default(),
-            links: Default::default(),
-            mtimes: Default::default(),
-            file_cache: None,
-            latency_us: Default::default(),
-            lock_us: 0,
-            stored: Default::default(),
-        };
+        let w = Workload::of_requests(vec![
+            req(
+                1,
+                0,
+                50_000,
+                vec![stat(1_000, "/m/p"), stat(40_000, "/m/q")],
+            ),
+            req(2, 5_000, 7_000, vec![stat(1_000, "/m/p")]),
+            req(3, 20_000, 21_000, vec![stat(500, "/m/r")]),
+        ]);
         let cfg = PhpConfig::default();
         let flags = NfsFlags {
             from_mount: Some("vers=3,relatime".into()),
