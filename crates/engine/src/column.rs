@@ -363,12 +363,12 @@ pub fn start_order(w: &statstorm_php::Workload) -> io::Result<Option<Column<u32>
     if w.in_start_order()? {
         return Ok(None);
     }
-    let mut by_start = SortedSpill::<Start>::new();
+    let mut by_start = SortedSpill::<AtTime>::new();
     let mut failed = None;
     w.each_time(&mut |i, s, _| {
         let put = u32::try_from(i)
             .map_err(|_| io::Error::other("more than 2^32 requests"))
-            .and_then(|i| by_start.push(Start(s, i)));
+            .and_then(|i| by_start.push(AtTime(s, i)));
         if let Err(e) = put {
             failed.get_or_insert(e);
         }
@@ -383,11 +383,13 @@ pub fn start_order(w: &statstorm_php::Workload) -> io::Result<Option<Column<u32>
     Ok(Some(c))
 }
 
-/// A request's start and index.
+/// A request's time (its start, its first call) and its index, sorted by
+/// both: the order of replays and simulations ([`start_order`],
+/// `predict::latency`, `predict::side`).
 #[derive(Clone, Serialize, Deserialize)]
-struct Start(i64, u32);
+pub(crate) struct AtTime(pub i64, pub u32);
 
-impl Keyed for Start {
+impl Keyed for AtTime {
     type Key = (i64, u32);
     fn key(&self) -> (i64, u32) {
         (self.0, self.1)

@@ -18,7 +18,7 @@
 //! report's structs stay in `predict/mod.rs`.
 
 use super::{Error, Result};
-use crate::column::{Column, Scattered};
+use crate::column::{AtTime, Column, Scattered};
 use crate::nfs_setup::{Mount, OpRpcs, OpRpcsLists};
 use crate::sorted::{Keyed, SortedSpill};
 use serde::Serialize;
@@ -422,17 +422,6 @@ fn quantiles(
     Ok(Some(q))
 }
 
-/// A request's recorded start and its index: the replay's arrival order.
-#[derive(Clone, Serialize, serde::Deserialize)]
-struct Arrival(i64, u32);
-
-impl Keyed for Arrival {
-    type Key = (i64, u32);
-    fn key(&self) -> (i64, u32) {
-        (self.0, self.1)
-    }
-}
-
 /// A request's recorded wall time, µs.
 #[derive(Clone, Serialize, serde::Deserialize)]
 struct Wall(i64);
@@ -502,7 +491,7 @@ pub fn compute(
     let (mut t0, mut last) = (i64::MAX, i64::MIN);
     // (the arrivals and the walls sorted on their way to a temporary file)
     let mut walls = SortedSpill::<Wall>::new();
-    let mut by_start = SortedSpill::<Arrival>::new();
+    let mut by_start = SortedSpill::<AtTime>::new();
     let mut failed_fs = None;
     w.each_time(&mut |i, start_us, end_us| {
         match fs_of(i) {
@@ -518,7 +507,7 @@ pub fn compute(
         last = last.max(start_us);
         let put = u32::try_from(i)
             .map_err(|_| std::io::Error::other("more than 2^32 requests"))
-            .and_then(|i| by_start.push(Arrival(start_us, i)))
+            .and_then(|i| by_start.push(AtTime(start_us, i)))
             .and_then(|()| walls.push(Wall((end_us - start_us).max(0))));
         if let Err(e) = put {
             failed_fs.get_or_insert(e);
@@ -753,7 +742,7 @@ pub fn compute(
             // done: the requests in flight in memory, not the capture's
             // calls, nor a list of arrivals or TTFBs
             let due = by_start.iter().map_while(|a| match a {
-                Ok(Arrival(s, i)) => Some((at_ns(s), i)),
+                Ok(AtTime(s, i)) => Some((at_ns(s), i)),
                 Err(e) => {
                     read_failed.get_or_insert(e);
                     None

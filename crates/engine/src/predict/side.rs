@@ -10,7 +10,7 @@
 //! out as the request is given out ([`crate::column::Interned`],
 //! [`crate::column::Scattered`]) and read back by index.
 
-use crate::column::{Interned, InternedMaker};
+use crate::column::{AtTime, Interned, InternedMaker};
 use crate::nfs_setup::{NfsSetup, OpRpcs, OpRpcsLists, OpRpcsWriter};
 use statstorm_nfs::client::WARM_PASSES;
 use statstorm_nfs::{warm_shift, RpcCounts, WarmFilter};
@@ -362,10 +362,13 @@ pub(crate) fn replay_recorded(
     // once every request not yet read starts later.) Read in the split's
     // order instead, one request starting early but split late held every
     // request before it: 157 MB of calls on the 1 GB bench log.
-    let mut order = crate::sorted::SortedSpill::<First>::new();
+    let mut order = crate::sorted::SortedSpill::<AtTime>::new();
     for i in 0..k {
         if let Some(t) = rec.first_call(i)? {
-            order.push(First(t, i as u64))?;
+            order.push(AtTime(
+                t,
+                u32::try_from(i).map_err(|_| std::io::Error::other("more than 2^32 requests"))?,
+            ))?;
         }
     }
     let order = order.finish();
@@ -393,7 +396,7 @@ pub(crate) fn replay_recorded(
 /// `each` merged by (time, group, position).
 fn each_recorded_call(
     rec: &crate::capture::Recorded,
-    order: &crate::sorted::Sorted<First>,
+    order: &crate::sorted::Sorted<AtTime>,
     background: &[&[Op]],
     each: &mut dyn FnMut(Given, &Op),
 ) -> std::io::Result<()> {
@@ -412,9 +415,9 @@ fn each_recorded_call(
         order.len(),
         &mut |r: std::ops::Range<usize>| {
             use rayon::prelude::*;
-            let next: Vec<std::io::Result<First>> = firsts.by_ref().take(r.len()).collect();
-            let read = |f: std::io::Result<First>| {
-                f.and_then(|First(t, i)| Ok((t, i as usize, rec.calls(i as usize)?)))
+            let next: Vec<std::io::Result<AtTime>> = firsts.by_ref().take(r.len()).collect();
+            let read = |f: std::io::Result<AtTime>| {
+                f.and_then(|AtTime(t, i)| Ok((t, i as usize, rec.calls(i as usize)?)))
             };
             if statstorm_trace::ahead::may_use_pool() {
                 next.into_par_iter().map(read).collect()
@@ -431,17 +434,6 @@ fn each_recorded_call(
     )?;
     merge.release(None, each);
     Ok(())
-}
-
-/// A request's first call: its time, then the request.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
-struct First(i64, u64);
-
-impl crate::sorted::Keyed for First {
-    type Key = (i64, u64);
-    fn key(&self) -> (i64, u64) {
-        (self.0, self.1)
-    }
 }
 
 /// A replay's RPCs per request, counted while its calls are replayed and
