@@ -6,7 +6,10 @@
 use statstorm_engine::diagnose::candidates::{Risk, Setting};
 use statstorm_engine::diagnose::figures::{Change, Direction, Effect, Figures};
 use statstorm_engine::diagnose::findings::{Finding, Kind, Removed, Severity, ShareOf};
-use statstorm_engine::diagnose::{Assumed, Basis, CounterSource, Diagnosis, Plan, Topic, Unknown};
+use statstorm_engine::diagnose::{
+    Assumed, Basis, Compared, CounterSource, Counters, Diagnosis, MixHint, Plan, Topic, Unknown,
+};
+use statstorm_engine::evidence::nfs_counters::Source;
 use std::io::{Result, Write};
 
 /// Width of the text output.
@@ -396,6 +399,14 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
             ),
         )?;
     }
+    for c in &d.counters {
+        let w = counters_words(c);
+        wrap(out, "measured: ", "          ", &w.headline)?;
+        wrap(out, "          ", "          ", &w.mix)?;
+        if let Some(x) = &w.warning {
+            wrap(out, "warning: ", "         ", x)?;
+        }
+    }
     if !d.unknown.is_empty() {
         writeln!(out, "\nCould not determine")?;
         for u in &d.unknown {
@@ -508,6 +519,96 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The NFS client's counters in words: where they come from, the RPC
+/// mix beside the model's, and a warning when the two disagree.
+pub struct CountersWords {
+    pub headline: String,
+    pub mix: String,
+    pub warning: Option<String>,
+}
+
+/// [`CountersWords`] of `c`.
+pub fn counters_words(c: &Counters) -> CountersWords {
+    let m = &c.measured;
+    // the files by name (their paths are in the JSON): a path is one word
+    // the 80 columns cannot break
+    let name = |f: &String| {
+        std::path::Path::new(f)
+            .file_name()
+            .map_or(f.clone(), |n| n.to_string_lossy().into_owned())
+    };
+    let source = match &m.source {
+        Source::Mountstats {
+            files, mountpoint, ..
+        } => match files.as_slice() {
+            [a, b] => format!(
+                "mountstats of {mountpoint} between {} and {}",
+                name(a),
+                name(b)
+            ),
+            _ => format!(
+                "mountstats of {mountpoint} since it was mounted ({})",
+                files.iter().map(name).collect::<Vec<_>>().join(", ")
+            ),
+        },
+        Source::Nfsstat { file, version } => {
+            format!(
+                "nfsstat -c {}: NFS v{version}, every mount, since boot",
+                name(file)
+            )
+        }
+    };
+    let mut headline = format!("{source}: {} RPCs", m.total);
+    if let Some(r) = m.rtt_ms {
+        headline.push_str(&format!(", mean round trip {} ms", num(r)));
+    }
+    if let Some(e) = m.execute_ms {
+        headline.push_str(&format!(", mean time to completion {} ms", num(e)));
+    }
+    let pct = |f: f64| format!("{:.0}%", f * 100.0);
+    let rows: Vec<String> = c
+        .mix
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} vs {}",
+                r.op,
+                pct(r.modelled_share),
+                pct(r.measured_share)
+            )
+        })
+        .collect();
+    let mix = if c.compared == Compared::NoNfsModel {
+        "no NFS mount modelled to set them beside (give --mounts FILE, or --from-mount OPTS and --nfs-root DIR)".to_string()
+    } else if rows.is_empty() {
+        "no RPC of the procedures the model counts, on either side".to_string()
+    } else if c.compared == Compared::TooFew {
+        format!(
+            "RPC mix, modelled vs measured: {} (too few measured RPCs to compare: fewer than {})",
+            rows.join(", "),
+            statstorm_engine::diagnose::MIX_AT
+        )
+    } else {
+        format!("RPC mix, modelled vs measured: {}", rows.join(", "))
+    };
+    let warning = (!c.disagree.is_empty()).then(|| {
+        let why = match c.hint {
+            Some(MixHint::Delegations) => "the client sent fewer OPENs than modelled without NFSv4 read delegations: the server likely grants them (an open under a delegation sends no OPEN): give --delegations on",
+            None => "the capture may not hold all of the mount's traffic (other processes, a longer window than the capture's), or the settings it is modelled under are wrong",
+        };
+        format!(
+            "the modelled RPC mix differs from the measured one on {} (by more than {:.0} points of the share): {why}",
+            c.disagree.join(", "),
+            statstorm_engine::diagnose::MIX_GAP * 100.0
+        )
+    });
+    CountersWords {
+        headline,
+        mix,
+        warning,
+    }
 }
 
 /// A finding with its words, for JSON.

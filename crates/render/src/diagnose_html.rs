@@ -1067,6 +1067,8 @@ pub fn html(d: &Diagnosis, out: &mut dyn io::Write) -> io::Result<()> {
         return finish(pg, out);
     }
 
+    counters_section(&mut pg, d);
+
     // what is wrong
     pg.el("h2", "What is wrong");
     if d.findings.is_empty() {
@@ -1174,6 +1176,40 @@ fn unknown_section(pg: &mut Page, d: &Diagnosis) {
     }
 }
 
+/// The NFS client's counters beside the model's RPCs.
+fn counters_section(pg: &mut Page, d: &Diagnosis) {
+    if d.counters.is_empty() {
+        return;
+    }
+    pg.el("h2", "Measured by the NFS client");
+    for c in &d.counters {
+        let w = crate::diagnose::counters_words(c);
+        pg.el("p", &w.headline);
+        if let Some(x) = &w.warning {
+            pg.el("p class=\"warn\"", x);
+        }
+        if c.mix.is_empty() {
+            pg.el("p", &w.mix);
+            continue;
+        }
+        pg.raw("<table>\n<tr><th>RPC</th><th>modelled</th><th>share</th><th>measured</th><th>share</th></tr>\n");
+        for r in &c.mix {
+            pg.raw(&format!(
+                "<tr><td><code>{}</code></td><td class=\"num\">{}</td><td class=\"num\">{:.0}%</td><td class=\"num\">{}</td><td class=\"num\">{:.0}%</td></tr>\n",
+                esc(&r.op),
+                r.modelled,
+                r.modelled_share * 100.0,
+                r.measured,
+                r.measured_share * 100.0
+            ));
+        }
+        pg.raw("</table>\n");
+        if c.compared != statstorm_engine::diagnose::Compared::Yes {
+            pg.el("p", &w.mix);
+        }
+    }
+}
+
 fn assumed_section(pg: &mut Page, d: &Diagnosis) {
     if d.assumed.is_empty() {
         return;
@@ -1186,6 +1222,7 @@ fn assumed_section(pg: &mut Page, d: &Diagnosis) {
             (Topic::Php, Basis::Default) => "PHP 8.2's default",
             (_, Basis::Inferred) => "inferred",
             (_, Basis::Default) => "default",
+            (_, Basis::Measured) => "measured",
         };
         pg.raw(&format!(
             "<tr><td><code>{}</code></td><td>{}</td><td>{basis}</td><td>{}</td></tr>\n",

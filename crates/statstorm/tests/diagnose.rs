@@ -225,3 +225,74 @@ fn a_change_that_helps_only_beside_another_is_a_plan() {
         );
     }
 }
+
+/// The NFS client's counters (`--mountstats` twice, `--nfsstat`) of the
+/// lab run that made the capture: the measured mix beside the model's in
+/// the text (80 columns), the JSON (`counters[]`) and the HTML; modelled
+/// without the server's read delegations, the warning names them. A
+/// counters file that cannot be read exits 2 naming it and its line.
+#[test]
+fn counters_beside_the_model_and_bad_counters_exit_2() {
+    let e = |f: &str| fixtures(&format!("evidence/{f}"));
+    let (cap, before, after, nfsstat) = (
+        e("lab-v41-php.strace.gz"),
+        e("lab-v41-mountstats-before.txt"),
+        e("lab-v41-mountstats-after.txt"),
+        e("lab-v41-nfsstat-c.txt"),
+    );
+    let args: Vec<&str> = vec![
+        cap.to_str().unwrap(),
+        "--from-mount",
+        "vers=4.1",
+        "--nfs-root",
+        "/mnt/nfs",
+        "--mountstats",
+        before.to_str().unwrap(),
+        "--mountstats",
+        after.to_str().unwrap(),
+        "--nfsstat",
+        nfsstat.to_str().unwrap(),
+    ];
+    let text = run("diagnose", &args);
+    narrow(&text);
+    assert!(
+        text.contains("measured: mountstats of /mnt/nfs between"),
+        "{text}"
+    );
+    assert!(text.contains("give --delegations on"), "{text}");
+    let v = json("diagnose", &args);
+    let c = arr(&v, "counters");
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0]["measured"]["source"]["kind"], "mountstats");
+    assert_eq!(c[0]["measured"]["total"], 238);
+    assert_eq!(c[0]["hint"], "delegations");
+    assert_eq!(c[1]["measured"]["source"]["kind"], "nfsstat");
+    assert!(arr(&v, "assumed").iter().any(|a| a["basis"] == "measured"));
+    // with the server's delegations, no warning
+    let mut with = args.clone();
+    with.extend(["--delegations", "on"]);
+    let text = run("diagnose", &with);
+    assert!(!text.contains("RPC mix differs"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    with.extend(["--format", "html", "-o", html.to_str().unwrap()]);
+    run("diagnose", &with);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Measured by the NFS client") && page.contains("OPEN_NOATTR"));
+    // a line mountstats cannot read
+    let bad = dir.path().join("ms.txt");
+    std::fs::write(
+        &bad,
+        "device s:/ mounted on /mnt/nfs with fstype nfs4 statvers=1.1\n\tper-op statistics\n\t     GETATTR: 1 x\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["diagnose", cap.to_str().unwrap(), "--mountstats"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ms.txt") && err.contains("line 3"), "{err}");
+}

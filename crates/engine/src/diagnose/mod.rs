@@ -10,11 +10,14 @@
 //! metadata calls, then risk. Renderers put the [`Diagnosis`] into words.
 
 pub mod candidates;
+mod counters;
 pub mod figures;
 pub mod findings;
 
 use crate::predict::{Capture, Change, PredictOptions, Report, Result};
 use candidates::{Candidate, Layer, NotProposed, Risk, Setting};
+use counters::{counters, with_counters};
+pub use counters::{Compared, Counters, MixHint, MixRow, CALIBRATE_AT, MIX_AT, MIX_GAP};
 use figures::{Effect, Predicted};
 use findings::Finding;
 use rayon::prelude::*;
@@ -25,7 +28,7 @@ use statstorm_php::Workload;
 use statstorm_trace::event::Flags;
 use statstorm_trace::op::{Op, OpKind};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What to diagnose.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +46,14 @@ pub struct Options {
     pub fpm_conf: Option<std::path::PathBuf>,
     /// The pool of `fpm_conf` (default: its only pool, or the first).
     pub fpm_pool: Option<String>,
+    /// `/proc/self/mountstats` of the recording machine: one snapshot
+    /// (the mount's RPCs since it was mounted) or two (before and after
+    /// the capture). Its RPC mix is set beside the model's, and its mean
+    /// round trip is the simulator's time per RPC (unless stated).
+    pub mountstats: Vec<std::path::PathBuf>,
+    /// `nfsstat -c` output of the recording machine: its RPC mix set
+    /// beside the model's.
+    pub nfsstat: Option<std::path::PathBuf>,
 }
 
 /// The php-fpm pool read (`--fpm-conf`).
@@ -157,6 +168,10 @@ pub struct Diagnosis {
     /// The php-fpm pool file read (`--fpm-conf`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolOut>,
+    /// The NFS client's counters given (`--mountstats`, `--nfsstat`)
+    /// beside the model's RPCs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Counters>,
 }
 
 /// What a report plots, besides each plan's TTFB distribution.
@@ -324,6 +339,8 @@ pub enum Basis {
     Inferred,
     /// A default.
     Default,
+    /// Measured by the NFS client (`--mountstats`).
+    Measured,
 }
 
 /// What an assumed value is about.
@@ -359,7 +376,8 @@ pub const COMBINING: &str = "predicting combined plans";
 /// Diagnoses the capture of `opts`. `stage` is told each stage's name as
 /// it starts.
 pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<Diagnosis> {
-    let (popts, pool) = with_pool(opts)?;
+    let (mut popts, pool) = with_pool(opts)?;
+    let (measured, calibration) = with_counters(opts, &mut popts)?;
     let opts = &Options {
         predict: popts,
         ..opts.clone()
@@ -367,7 +385,13 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     let cap = match Capture::load(&opts.predict, stage) {
         Ok(c) => c,
         Err(crate::predict::Error::SummaryOnly { summary, .. }) => {
-            return Ok(table_only(opts, summary))
+            let empty = BTreeMap::new();
+            let mut d = table_only(opts, summary);
+            d.counters = measured
+                .into_iter()
+                .map(|m| counters(m, &empty, false))
+                .collect();
+            return Ok(d);
         }
         Err(e) => return Err(e),
     };
@@ -616,6 +640,43 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
     if !php {
         assumed.retain(|a| a.topic != Topic::Php);
     }
+    if let Some(c) = calibration.filter(|_| base.nfs.is_some()) {
+        assumed.push(Assumed {
+            topic: Topic::Simulator,
+            what: "NFS server time per RPC".into(),
+            value: format!(
+                "{:.3} ms: the mean round trip of {} RPCs in mountstats{}",
+                c.server_ms,
+                c.rpcs,
+                if c.network_inside {
+                    ", the network's included"
+                } else {
+                    " less the stated network round trip"
+                }
+            ),
+            basis: Basis::Measured,
+            supply: "--server-latency MS".into(),
+        });
+        if c.network_inside {
+            assumed.push(Assumed {
+                topic: Topic::Simulator,
+                what: "network round trip to the NFS server".into(),
+                value: format!("0 ms: inside the measured {:.3} ms", c.rtt_ms),
+                basis: Basis::Measured,
+                supply: "--rtt MS (then taken out of the measured time)".into(),
+            });
+        }
+    }
+    let recorded = figures::Predicted::recorded_of(&base);
+    let empty = BTreeMap::new();
+    let delegations_off = !opts.predict.nfs.delegations
+        && mount
+            .as_ref()
+            .is_some_and(|(_, m)| m.vers.is_some_and(|v| v.is_v4()));
+    let counters: Vec<Counters> = measured
+        .into_iter()
+        .map(|m| counters(m, recorded.rpcs.as_ref().unwrap_or(&empty), delegations_off))
+        .collect();
     Ok(Diagnosis {
         schema: "statstorm.diagnose/1",
         inputs: base.inputs.clone(),
@@ -623,7 +684,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         split: base.split.clone(),
         baseline: Baseline {
             modelled: bp.before.clone(),
-            recorded: figures::Predicted::recorded_of(&base),
+            recorded,
             before_check: base.before_check.clone(),
             nfs: base.nfs.as_ref().map(|n| Mount {
                 root: n.nfs_root.clone(),
@@ -641,6 +702,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         notes: base.notes.clone(),
         plots,
         pool,
+        counters,
     })
 }
 
@@ -681,6 +743,7 @@ fn table_only(opts: &Options, summary: statstorm_trace::Summary) -> Diagnosis {
         notes: Vec::new(),
         plots: Plots::default(),
         pool: None,
+        counters: Vec::new(),
     }
 }
 

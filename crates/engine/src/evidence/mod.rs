@@ -3,3 +3,4 @@
 //! by file:line, never a panic.
 
 pub mod fpm;
+pub mod nfs_counters;

@@ -54,6 +54,7 @@ pub fn options(trace: PathBuf) -> Options {
         writable: Vec::new(),
         fpm_conf: None,
         fpm_pool: None,
+        ..Options::default()
     }
 }
 

@@ -1,7 +1,8 @@
 //! `statstorm diagnose (TRACE... | --live [--live-pid PID | --live-comm
 //! NAME] [--live-duration 60s]) [--php-ini F] [--php-info F] [--php K=V]...
 //! [--fpm-conf F [--fpm-pool NAME]] [--mounts F | --from-mount OPTS]
-//! [--nfs-root DIR]... [--writable DIR]...
+//! [--nfs-root DIR]... [--writable DIR]... [--mountstats F [--mountstats F]]
+//! [--nfsstat F]
 //! [simulator flags] [--format text|json|html] [-o FILE] [--progress [S]]
 //! [--stall-warning S]`
 //!
@@ -75,6 +76,16 @@ pub struct Args {
     /// The NFS client's caches at the first traced call.
     #[arg(long = "nfs-cache", value_enum, default_value_t = NfsCache::Cold)]
     pub nfs_cache: NfsCache,
+    /// /proc/self/mountstats of the recording machine: once (the mount's
+    /// RPCs since it was mounted) or twice, taken before and after the
+    /// capture (the RPCs between). Its RPC mix is set beside the model's,
+    /// and its mean round trip is the time per RPC (unless --server-latency).
+    #[arg(long = "mountstats", value_name = "FILE", num_args = 1)]
+    pub mountstats: Vec<PathBuf>,
+    /// `nfsstat -c` output of the recording machine: its RPC mix set beside
+    /// the model's.
+    #[arg(long = "nfsstat", value_name = "FILE")]
+    pub nfsstat: Option<PathBuf>,
     /// A directory written through other clients (uploads, caches shared
     /// by several nodes): never given nocto nor long attribute caching
     /// (repeatable; directories the trace writes to count too).
@@ -125,6 +136,8 @@ impl From<Args> for Options {
             writable: a.writable,
             fpm_conf: a.fpm_conf,
             fpm_pool: a.fpm_pool,
+            mountstats: a.mountstats,
+            nfsstat: a.nfsstat,
         }
     }
 }
