@@ -263,8 +263,15 @@ pub enum MountError {
     UnexpectedValue { option: String },
     #[error("mount options '{first}' and '{second}' contradict each other (the kernel would silently keep the last)")]
     Contradictory { first: String, second: String },
-    #[error("/proc/mounts line {line}: {why}")]
+    #[error("mounts line {line}: {why}")]
     BadMountsLine { line: String, why: &'static str },
+    /// An NFS line of a mounts text (/proc/mounts, fstab) whose options
+    /// do not parse.
+    #[error("mounts line {line}: {source}")]
+    AtLine {
+        line: usize,
+        source: Box<MountError>,
+    },
     #[error("unknown mount option '{option}'{}", suggestion.map(|s| format!(" (did you mean {s}?)")).unwrap_or_default())]
     Unknown {
         option: String,
@@ -616,8 +623,9 @@ impl MountOptions {
         })
     }
 
-    /// The NFS entries of a `/proc/mounts` text; other lines are skipped,
-    /// bad NFS lines are errors naming the line number.
+    /// The NFS entries of a `/proc/mounts` or fstab text; other lines
+    /// (comments, other file systems) are skipped, bad NFS lines are errors
+    /// naming the line number.
     pub fn parse_mounts(text: &str) -> Result<Vec<MountEntry>, MountError> {
         let mut out = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -628,7 +636,10 @@ impl MountOptions {
                         line: format!("{}", i + 1),
                         why,
                     },
-                    other => other,
+                    other => MountError::AtLine {
+                        line: i + 1,
+                        source: Box::new(other),
+                    },
                 })?);
             }
         }

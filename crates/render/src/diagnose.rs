@@ -349,6 +349,11 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
         )?,
         None => writeln!(out, "storage: not NFS (no mount given)")?,
     }
+    if let Some(m) = &d.baseline.nfs {
+        if !m.unknown.is_empty() {
+            wrap(out, "warning: ", "         ", &unknown_options(&m.unknown))?;
+        }
+    }
     if let Some(p) = &d.pool {
         let children = p
             .max_children
@@ -519,6 +524,21 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The recorded mount's options the model does not know, in words.
+pub fn unknown_options(u: &[statstorm_engine::diagnose::UnknownOption]) -> String {
+    let each: Vec<String> = u
+        .iter()
+        .map(|o| match o.suggestion {
+            Some(s) => format!("{} (did you mean {s}?)", o.option),
+            None => o.option.clone(),
+        })
+        .collect();
+    format!(
+        "mount options the model does not know, not modelled: {}; no kernel mounts NFS with an option it does not know: a typo, or not the recording machine's mounts",
+        each.join(", ")
+    )
 }
 
 /// The NFS client's counters in words: where they come from, the RPC

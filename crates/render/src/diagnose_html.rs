@@ -1028,6 +1028,12 @@ pub fn html(d: &Diagnosis, out: &mut dyn io::Write) -> io::Result<()> {
         pg.el("dd", &figures_line(&d.baseline.modelled, d.requests));
     }
     pg.raw("</dl>\n");
+    if let Some(m) = d.baseline.nfs.as_ref().filter(|m| !m.unknown.is_empty()) {
+        pg.el(
+            "p class=\"warn\"",
+            &format!("Warning: {}.", crate::diagnose::unknown_options(&m.unknown)),
+        );
+    }
     let bc = &d.baseline.before_check;
     if bc.requests_beyond > 0 {
         pg.el(

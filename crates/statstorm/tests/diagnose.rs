@@ -296,3 +296,54 @@ fn counters_beside_the_model_and_bad_counters_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ms.txt") && err.contains("line 3"), "{err}");
 }
+
+/// `--mounts` reads an fstab as it reads /proc/mounts: comments and
+/// other file systems skipped, the NFS lines' options (`_netdev`,
+/// `nofail`, `defaults` among them) taken as written; a bad NFS line
+/// exits 2 naming its line.
+#[test]
+fn mounts_reads_an_fstab() {
+    let cap = fixtures("php/fpm-theme-rf60.strace.gz");
+    let fstab = fixtures("evidence/fstab-theme");
+    let v = json(
+        "diagnose",
+        &[cap.to_str().unwrap(), "--mounts", fstab.to_str().unwrap()],
+    );
+    assert_eq!(v["baseline"]["nfs"]["root"], "/tmp/statstorm-lab");
+    let opts = v["baseline"]["nfs"]["options"].as_str().unwrap();
+    assert!(
+        opts.contains("vers=4.1") && opts.contains("noatime") && opts.contains("acregmax=60"),
+        "{opts}"
+    );
+    // a misspelled option (no kernel mounts with it): kept, not modelled,
+    // and said with the option it is likely a typo of
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("fstab-typo");
+    let text = std::fs::read_to_string(&fstab).unwrap();
+    std::fs::write(&typo, text.replace("actimeo=60", "actime=60")).unwrap();
+    let args = [cap.to_str().unwrap(), "--mounts", typo.to_str().unwrap()];
+    let v = json("diagnose", &args);
+    assert_eq!(v["baseline"]["nfs"]["unknown"][0]["option"], "actime=60");
+    assert_eq!(v["baseline"]["nfs"]["unknown"][0]["suggestion"], "actimeo");
+    let out = run("diagnose", &args);
+    let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("actime=60 (did you mean actimeo?)"), "{out}");
+    narrow(&out);
+    // an NFS line cut short
+    let bad = dir.path().join("fstab");
+    let text = std::fs::read_to_string(&fstab).unwrap();
+    std::fs::write(
+        &bad,
+        text.replace("nfs4  rw,noatime,_netdev,vers=4.1,actimeo=60  0  0", "nfs4"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("statstorm")
+        .unwrap()
+        .args(["diagnose", cap.to_str().unwrap(), "--mounts"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("8"), "{err}");
+}

@@ -243,6 +243,21 @@ pub struct Baseline {
 pub struct Mount {
     pub root: String,
     pub options: String,
+    /// Options in `options` the model does not know (kept as written, not
+    /// modelled), each with the known option it is likely a misspelling
+    /// of: no kernel mounts NFS with an option it does not know, so these
+    /// are a typo or a file that is not the recording machine's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<UnknownOption>,
+}
+
+/// A mount option the model does not know.
+#[derive(Debug, Serialize)]
+pub struct UnknownOption {
+    /// As written (`key` or `key=value`).
+    pub option: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<&'static str>,
 }
 
 /// A plan: changes predicted together.
@@ -689,6 +704,21 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
             nfs: base.nfs.as_ref().map(|n| Mount {
                 root: n.nfs_root.clone(),
                 options: n.recorded_mount.clone(),
+                unknown: mount
+                    .as_ref()
+                    .map(|(_, m)| {
+                        m.unknown
+                            .iter()
+                            .map(|(k, v)| UnknownOption {
+                                option: match v {
+                                    Some(v) => format!("{k}={v}"),
+                                    None => k.clone(),
+                                },
+                                suggestion: statstorm_nfs::mount::suggest(k),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             }),
         },
         findings: found,

@@ -58,8 +58,8 @@ pub struct Args {
     /// The pool of --fpm-conf (default: its first).
     #[arg(long = "fpm-pool", value_name = "NAME", requires = "fpm_conf")]
     pub fpm_pool: Option<String>,
-    /// A copy of /proc/mounts of the recording machine (the NFS mounts the
-    /// trace uses and their options).
+    /// A copy of /proc/mounts (or /etc/fstab) of the recording machine (the
+    /// NFS mounts the trace uses and their options).
     #[arg(long = "mounts", value_name = "FILE")]
     pub mounts: Option<PathBuf>,
     /// NFS mount options the capture ran under (e.g. "vers=4.1").

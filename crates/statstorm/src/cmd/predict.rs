@@ -98,8 +98,8 @@ pub struct NfsArgs {
     /// NFS mount options the trace ran under (e.g. "vers=3,relatime").
     #[arg(long = "from-mount", value_name = "OPTS")]
     pub from_mount: Option<String>,
-    /// A copy of /proc/mounts of the recording machine (recorded options
-    /// and, unless --nfs-root, the NFS root).
+    /// A copy of /proc/mounts (or /etc/fstab) of the recording machine
+    /// (recorded options and, unless --nfs-root, the NFS root).
     #[arg(long = "mounts", value_name = "FILE")]
     pub mounts: Option<PathBuf>,
     /// Proposed NFS mount options, applied over the recorded ones
