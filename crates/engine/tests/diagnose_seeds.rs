@@ -136,6 +136,11 @@ fn seed_000_opcache_revalidation() {
     for (b, a) in spikes {
         assert!(b > 400.0 && a < 50.0, "{b} -> {a}");
     }
+    // as stalls (past 3x the median and 100 ms over it): the cold first
+    // request and the two revalidating ones before, the cold one after
+    let stalls = p.effect.stalls.expect("stalls with latency");
+    assert_eq!((stalls.before, stalls.after), (3.0, 1.0));
+    assert_eq!(stalls.direction, Direction::Down);
     assert!(no_help(&d).contains(&"lookupcache=pos".to_string()));
 }
 

@@ -245,6 +245,11 @@ pub fn effect_parts(e: &Effect, requests: usize) -> Vec<String> {
             v.push(format!("502s {}", arrow(d, 1.0, "")));
         }
     }
+    if let Some(s) = &e.stalls {
+        if s.before > 0.0 || s.after > 0.0 {
+            v.push(format!("stalls {}", arrow(s, 1.0, "")));
+        }
+    }
     v
 }
 
@@ -263,6 +268,15 @@ pub fn figures_line(f: &Figures, requests: usize) -> String {
         ));
         if l.dropped > 0 {
             s.push_str(&format!(", {} refused (502)", l.dropped));
+        }
+        if l.stalls > 0 {
+            s.push_str(&format!(
+                ", {} stalls (over {} ms: {} x the median, {} ms over it at the least)",
+                l.stalls,
+                num(statstorm_engine::diagnose::figures::stall_above(l.p50_ms)),
+                num(statstorm_engine::diagnose::figures::STALL_FACTOR),
+                num(statstorm_engine::diagnose::figures::STALL_EXTRA_MS)
+            ));
         }
     }
     s

@@ -27,9 +27,7 @@ pub const PLOT_HEIGHT: u32 = 380;
 /// The colour of the plots' 3px frames, used for nothing else.
 pub const FRAME: [u8; 3] = [0x1f, 0x6f, 0xeb];
 
-/// A request slower than this many times the median TTFB before is a
-/// stall.
-pub const STALL_FACTOR: f64 = 3.0;
+use statstorm_engine::diagnose::figures::{stall_above, STALL_EXTRA_MS, STALL_FACTOR};
 
 // the plots' colours (none is FRAME)
 const METADATA: RGBColor = RGBColor(0x0b, 0x7a, 0x75);
@@ -748,8 +746,8 @@ fn ttfb_cdf(d: &Diagnosis, plan: &Plan) -> io::Result<Plot> {
 }
 
 /// 5: stall episodes: each request's simulated TTFB over time before and
-/// after the best plan, requests slower than [`STALL_FACTOR`] x the
-/// median before marked.
+/// after the best plan, stalls marked (requests past the engine's
+/// `stall_above` the median before).
 fn stalls(d: &Diagnosis) -> io::Result<Plot> {
     let pts = &d.plots.requests;
     let with: Vec<&RequestPoint> = pts.iter().filter(|p| p.ttfb_before_ms.is_some()).collect();
@@ -775,7 +773,7 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
         Vec::new()
     };
     let med = median(&before.iter().map(|p| p.1).collect::<Vec<_>>());
-    let limit = med * STALL_FACTOR;
+    let limit = stall_above(med);
     let slow: Vec<(f64, f64)> = before.iter().copied().filter(|p| p.1 > limit).collect();
     let slow_after = after.iter().filter(|p| p.1 > limit).count();
     let max = before
@@ -803,7 +801,7 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
                 GUIDE.stroke_width(1),
             ))?
             .label(format!(
-                "{STALL_FACTOR} \u{d7} the median before ({} ms)",
+                "the stall line: {STALL_FACTOR} \u{d7} the median before, {STALL_EXTRA_MS} ms over it at the least ({} ms)",
                 num(limit)
             ))
             .legend(legend_dashed!(GUIDE));
@@ -829,9 +827,7 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
                 slow.iter()
                     .map(|&(x, y)| Circle::new((x, y), 8, STALL.stroke_width(2))),
             )?
-            .label(format!(
-                "stall: slower than {STALL_FACTOR} \u{d7} the median before"
-            ))
+            .label("stall: past the stall line")
             .legend(legend_ring(STALL));
         chart
             .configure_series_labels()
@@ -843,7 +839,7 @@ fn stalls(d: &Diagnosis) -> io::Result<Plot> {
         Ok(())
     })?;
     let mut caption = format!(
-        "Median TTFB before: {} ms. {} of {} requests are stalls (slower than {STALL_FACTOR} \u{d7} that, {} ms)",
+        "Median TTFB before: {} ms. {} of {} requests are stalls (slower than {STALL_FACTOR} \u{d7} that and {STALL_EXTRA_MS} ms over it: {} ms)",
         num(med),
         slow.len(),
         before.len(),

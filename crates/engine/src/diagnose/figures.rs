@@ -38,10 +38,30 @@ pub struct Latency {
     pub dropped: u64,
     pub served: u64,
     pub max_slot_wait_ms: f64,
+    /// Stalls: requests whose TTFB is past [`stall_above`] the median TTFB
+    /// before (under the recorded settings: one yardstick for every
+    /// prediction of a capture).
+    pub stalls: u64,
+}
+
+/// A request slower than this many times the median TTFB under the
+/// recorded settings, and by at least [`STALL_EXTRA_MS`], is a stall
+/// ([`stall_above`]).
+pub const STALL_FACTOR: f64 = 3.0;
+
+/// How much slower than the median a stall is at the least, ms: with a
+/// median of a few milliseconds, 3x alone counted requests of 20 ms (a
+/// CPU gap of the capture's) among seed 000's 500 ms revalidation storms.
+pub const STALL_EXTRA_MS: f64 = 100.0;
+
+/// The TTFB past which a request is a stall, for a median TTFB (before)
+/// of `median_ms`.
+pub fn stall_above(median_ms: f64) -> f64 {
+    (median_ms * STALL_FACTOR).max(median_ms + STALL_EXTRA_MS)
 }
 
 impl Latency {
-    fn of(s: &LatencySide) -> Latency {
+    fn of(s: &LatencySide, stalls: u64) -> Latency {
         Latency {
             p50_ms: s.p50_ms,
             p99_ms: s.p99_ms,
@@ -49,6 +69,7 @@ impl Latency {
             dropped: s.dropped,
             served: s.served,
             max_slot_wait_ms: s.max_slot_wait_ms,
+            stalls,
         }
     }
 
@@ -64,7 +85,7 @@ impl Latency {
 }
 
 impl Figures {
-    fn of(side: &Side, latency: Option<&LatencySide>) -> Figures {
+    fn of(side: &Side, latency: Option<&LatencySide>, stalls: u64) -> Figures {
         let syscalls: BTreeMap<String, u64> = CHECKED
             .iter()
             .map(|k| (k.to_string(), side.get(k)))
@@ -78,7 +99,7 @@ impl Figures {
                 .rpc
                 .as_ref()
                 .map(|r| r.iter().map(|(k, n)| (k.to_string(), n)).collect()),
-            latency: latency.map(Latency::of),
+            latency: latency.map(|l| Latency::of(l, stalls)),
         }
     }
 
@@ -184,14 +205,23 @@ impl Predicted {
         let mut points = Vec::new();
         let mut before = SortedSpill::<Ms>::new();
         let mut after = SortedSpill::<Ms>::new();
+        // the stall yardstick: the median before, the simulator's
+        let stall_above = lat
+            .and_then(|l| l.before.as_ref())
+            .map(|b| stall_above(b.p50_ms));
+        let mut stalls = [0u64; 2];
         for (k, q) in r.requests.iter().enumerate() {
             let q = q?;
-            for (to, v) in [
+            for (i, (to, v)) in [
                 (&mut before, q.before.latency_ms),
                 (&mut after, q.after.latency_ms),
-            ] {
+            ]
+            .into_iter()
+            .enumerate()
+            {
                 if let Some(v) = v {
                     to.push(Ms(v))?;
+                    stalls[i] += u64::from(stall_above.is_some_and(|s| v > s));
                 }
             }
             if k % step == 0 {
@@ -215,8 +245,16 @@ impl Predicted {
             })
         };
         Ok(Predicted {
-            before: Figures::of(&r.totals.before, lat.and_then(|l| l.before.as_ref())),
-            after: Figures::of(&r.totals.after, lat.and_then(|l| l.after.as_ref())),
+            before: Figures::of(
+                &r.totals.before,
+                lat.and_then(|l| l.before.as_ref()),
+                stalls[0],
+            ),
+            after: Figures::of(
+                &r.totals.after,
+                lat.and_then(|l| l.after.as_ref()),
+                stalls[1],
+            ),
             ttfb,
             points,
         })
@@ -225,7 +263,7 @@ impl Predicted {
     /// The figures of the calls the capture recorded (the NFS model's
     /// RPCs for them, with NFS; latency: not simulated for them).
     pub fn recorded_of(r: &Report) -> Figures {
-        Figures::of(&r.totals.recorded, None)
+        Figures::of(&r.totals.recorded, None, 0)
     }
 
     /// What the change does, per figure.
@@ -247,6 +285,10 @@ impl Predicted {
                 (Some(x), Some(y)) => {
                     Some(Change::of(x.dropped as f64, y.dropped as f64, 0.0, 1.0))
                 }
+                _ => None,
+            },
+            stalls: match (&b.latency, &a.latency) {
+                (Some(x), Some(y)) => Some(Change::of(x.stalls as f64, y.stalls as f64, 0.0, 1.0)),
                 _ => None,
             },
         }
@@ -313,6 +355,11 @@ pub struct Effect {
     pub p99_ms: Option<Change>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<Change>,
+    /// Requests past [`stall_above`] the median TTFB before: shown,
+    /// not ranked on (the p99 and the RPCs rank; a stall removed shows in
+    /// them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<Change>,
 }
 
 impl Effect {
