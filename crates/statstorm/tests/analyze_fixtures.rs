@@ -274,8 +274,12 @@ fn all_committed_traces() -> Vec<PathBuf> {
                 continue;
             }
             let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            // tests/fixtures/evidence holds the recording machine's files
+            // (pool files, fstab, mountstats, nfsstat -c) beside its
+            // captures: only its captures are traces
+            let evidence = p.parent().is_some_and(|d| d.ends_with("evidence"));
             let trace = n.contains(".strace")
-                || (n.ends_with(".txt") && !n.starts_with("README"))
+                || (n.ends_with(".txt") && !n.starts_with("README") && !evidence)
                 || n.ends_with(".txt.gz")
                 || n.ends_with(".txt.zst")
                 || n.rsplit_once('.').is_some_and(|(b, pid)| {
