@@ -781,8 +781,9 @@ impl OpRpcsLists {
     }
 }
 
-/// `path` is `root` or inside it.
-fn under(path: &str, root: &str) -> bool {
+/// `path` is `root` or inside it (the one test of the kind: NFS roots,
+/// diagnose's written directories, mountstats' mounts).
+pub(crate) fn under(path: &str, root: &str) -> bool {
     root == "/"
         || path
             .strip_prefix(root)

@@ -14,6 +14,7 @@ mod counters;
 pub mod figures;
 pub mod findings;
 
+use crate::nfs_setup::under;
 use crate::predict::{Capture, Change, PredictOptions, Report, Result};
 use candidates::{Candidate, Layer, NotProposed, Risk, Setting};
 use counters::{counters, with_counters};
@@ -1103,11 +1104,6 @@ fn assumed(base: &Report, opts: &Options) -> Vec<Assumed> {
         );
     }
     out
-}
-
-/// Whether `path` is `dir` or lies under it.
-fn under(path: &str, dir: &str) -> bool {
-    dir == "/" || path == dir || (path.starts_with(dir) && path[dir.len()..].starts_with('/'))
 }
 
 /// The parent directory of `path`.

@@ -168,7 +168,7 @@ fn pick<'a>(s: &'a mountstats::MountStats, roots: &[String]) -> Result<&'a Mount
         let m = nfs
             .iter()
             .copied()
-            .filter(|m| lies_under(d, &m.mountpoint))
+            .filter(|m| crate::nfs_setup::under(d, &m.mountpoint))
             .max_by_key(|m| m.mountpoint.len())
             .ok_or_else(|| format!("no NFS mount holds {d} (NFS mounts: {})", list()))?;
         if !on.iter().any(|o| o.mountpoint == m.mountpoint) {
@@ -186,11 +186,6 @@ fn pick<'a>(s: &'a mountstats::MountStats, roots: &[String]) -> Result<&'a Mount
                 .join(", ")
         )),
     }
-}
-
-/// Whether `path` is `dir` or lies under it.
-fn lies_under(path: &str, dir: &str) -> bool {
-    dir == "/" || path == dir || (path.starts_with(dir) && path[dir.len()..].starts_with('/'))
 }
 
 /// The RPCs of `after` (since `before`, when given).
