@@ -22,6 +22,10 @@ pub struct NfsFlags {
     /// `--mount OPTS` (every root) or `--mount DIR:OPTS` (the root DIR):
     /// proposed options, applied over the recorded ones, in order.
     pub mount: Vec<String>,
+    /// `--mount-apart DIR` (repeatable): the proposal mounts DIR, under a
+    /// root, apart from it (a mount of its own, of the same server, with
+    /// the root's recorded options; `--mount` applies to it as to a root).
+    pub apart: Vec<String>,
     /// `--nfs-root DIR[:OPTS]` (repeatable): a directory on NFS, with the
     /// options it was recorded under (over `--from-mount`).
     pub nfs_root: Vec<String>,
@@ -36,13 +40,20 @@ pub struct NfsFlags {
 
 /// One NFS mount: its root, its options as recorded and as proposed, and
 /// the client model's parameters. Each mount has a client of its own
-/// (caches, RPC transport), as the kernel keeps them per superblock.
+/// (caches), as the kernel keeps them per superblock.
 #[derive(Clone, Debug)]
 pub struct Mount {
     pub root: String,
     pub recorded: MountOptions,
     pub proposed: MountOptions,
     pub params: ClientParams,
+    /// A mount the proposal adds under a recorded root (`--mount-apart`):
+    /// on the proposed side only. It is of the root's server, so it
+    /// shares the root's RPC transport: the kernel gives every mount of
+    /// one server, NFS version and protocol one `nfs_client`
+    /// (fs/nfs/client.c, `nfs_match_client`), whose RPC client each
+    /// superblock clones (its transport and slots shared).
+    pub apart: bool,
 }
 
 /// Everything the NFS model needs for a before/after prediction.
@@ -240,6 +251,7 @@ impl NfsSetup {
                 recorded,
                 params,
                 root,
+                apart: false,
             });
         }
         if defaulted {
@@ -247,6 +259,40 @@ impl NfsSetup {
                 "recorded mount options not given (--from-mount/--mounts): kernel defaults assumed"
                     .into(),
             );
+        }
+        // the mounts the proposal adds, each with the recorded options of
+        // the root it lies under (the longest)
+        let recorded_roots = mounts.len();
+        for v in &f.apart {
+            let dir = normalize(v);
+            if !v.starts_with('/') {
+                return Err(format!("--mount-apart {v}: expected an absolute directory"));
+            }
+            if mounts.iter().any(|m| m.root == dir) {
+                return Err(format!("--mount-apart {dir}: already a mount of its own"));
+            }
+            let refs: Vec<&str> = mounts[..recorded_roots]
+                .iter()
+                .map(|m| m.root.as_str())
+                .collect();
+            let i = root_of(&refs, &dir).ok_or_else(|| {
+                format!(
+                    "--mount-apart {dir}: not under an NFS root (the roots: {})",
+                    refs.join(", ")
+                )
+            })?;
+            let parent = &mounts[i];
+            let mut params = parent.params.clone();
+            params.nfs_root = dir.clone();
+            params.symlinks.retain(|l, _| l.starts_with(&dir));
+            let m = Mount {
+                root: dir,
+                recorded: parent.recorded.clone(),
+                proposed: parent.recorded.clone(),
+                params,
+                apart: true,
+            };
+            mounts.push(m);
         }
         // proposed: each --mount over every root, or over the one it names
         let root_list = mounts
@@ -299,7 +345,8 @@ impl NfsSetup {
         }
         // busiest first (stable: the order given for equal counts)
         let mut order: Vec<usize> = (0..mounts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(used[i]));
+        // (the mounts a proposal adds come after those recorded)
+        order.sort_by_key(|&i| (mounts[i].apart, std::cmp::Reverse(used[i])));
         let mut slots: Vec<Option<Mount>> = mounts.into_iter().map(Some).collect();
         let mounts: Vec<Mount> = order.iter().filter_map(|&i| slots[i].take()).collect();
         let several = mounts.len() > 1;
@@ -339,7 +386,17 @@ impl NfsSetup {
             if several {
                 mounts
                     .iter()
-                    .map(|m| format!("{} (a client of its own)", m.root))
+                    .map(|m| {
+                        format!(
+                            "{} ({})",
+                            m.root,
+                            if m.apart {
+                                "proposed: a mount of its own, the same server's transport"
+                            } else {
+                                "a client of its own"
+                            }
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join(", ")
             } else {
@@ -408,13 +465,24 @@ impl NfsSetup {
         }))
     }
 
-    /// The only mount, when there is one (the latency simulation models
-    /// one RPC transport).
+    /// The only mount as recorded, when there is one (the latency
+    /// simulation models one RPC transport: the mounts a proposal adds
+    /// apart share their root's, [`Mount::apart`]).
     pub fn single(&self) -> Option<&Mount> {
-        match self.mounts.as_slice() {
-            [m] => Some(m),
+        let mut recorded = self.mounts.iter().filter(|m| !m.apart);
+        match (recorded.next(), recorded.next()) {
+            (Some(m), None) => Some(m),
             _ => None,
         }
+    }
+
+    /// The mounts of one side: the recorded ones, and on the proposed
+    /// side those the proposal adds apart.
+    fn side(&self, proposed: bool) -> Vec<&Mount> {
+        self.mounts
+            .iter()
+            .filter(|m| proposed || !m.apart)
+            .collect()
     }
 
     /// RPC counts per request: `before` ops under the recorded options,
@@ -450,14 +518,15 @@ impl NfsSetup {
                 &m.recorded
             }
         }
-        if let Some(m) = self.single() {
+        let mounts = self.side(proposed);
+        if let [m] = mounts.as_slice() {
             let warm = self.warmup(groups.iter().flat_map(|g| g.iter()));
             let all: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
             return replay_groups_warm(&warm, &all, opts(m, proposed), &m.params, &self.changes);
         }
-        let refs: Vec<&str> = self.mounts.iter().map(|m| m.root.as_str()).collect();
+        let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
         // each group's calls split by mount in one pass: parts[mount][group]
-        let n = self.mounts.len();
+        let n = mounts.len();
         let all_groups: Vec<&[Op]> = groups.iter().chain(background).copied().collect();
         let mut parts: Vec<Vec<Vec<Op>>> = vec![vec![Vec::new(); all_groups.len()]; n];
         for (g, ops) in all_groups.iter().enumerate() {
@@ -468,7 +537,7 @@ impl NfsSetup {
             }
         }
         let mut total = vec![RpcCounts::default(); all_groups.len()];
-        for (i, (m, part)) in self.mounts.iter().zip(&parts).enumerate() {
+        for (i, (m, part)) in mounts.iter().zip(&parts).enumerate() {
             let warm = self.warmup(part[..groups.len()].iter().flatten());
             let all: Vec<&[Op]> = part.iter().map(Vec::as_slice).collect();
             let changes: Vec<ServerChange> = self
@@ -491,9 +560,9 @@ impl NfsSetup {
     /// [`NfsSetup::replay_with`] fed the same calls in the order it sorts
     /// them in.
     pub fn clients(&self, proposed: bool) -> Clients<'_> {
-        let refs: Vec<&str> = self.mounts.iter().map(|m| m.root.as_str()).collect();
-        let feeds = self
-            .mounts
+        let mounts = self.side(proposed);
+        let refs: Vec<&str> = mounts.iter().map(|m| m.root.as_str()).collect();
+        let feeds = mounts
             .iter()
             .enumerate()
             .map(|(i, m)| {
@@ -502,7 +571,7 @@ impl NfsSetup {
                 let changes: Vec<ServerChange> = self
                     .changes
                     .iter()
-                    .filter(|c| self.mounts.len() == 1 || root_of(&refs, &c.path) == Some(i))
+                    .filter(|c| mounts.len() == 1 || root_of(&refs, &c.path) == Some(i))
                     .cloned()
                     .collect();
                 Feed::new(&[], opts, &m.params, &changes)

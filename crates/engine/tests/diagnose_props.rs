@@ -1,11 +1,12 @@
 //! Properties of diagnose's plans over generated traces: no plan holds
 //! two settings of one key or contradictory ones (validate_timestamps=0
 //! with a revalidate_freq), no plan gives `nocto` or long attribute
-//! caching to a mount the trace writes under, and no change is both a
-//! plan and under "will not help".
+//! caching to a directory the trace writes to (it is mounted apart from
+//! the root that takes them), and no change is both a plan and under
+//! "will not help".
 
 use proptest::prelude::*;
-use statstorm_engine::diagnose::candidates::{conflict, Setting};
+use statstorm_engine::diagnose::candidates::{conflict, Layer, Setting};
 use statstorm_engine::diagnose::{diagnose, Options};
 use statstorm_engine::predict::{NfsOptions, PredictOptions};
 
@@ -127,8 +128,13 @@ proptest! {
         };
         let d = diagnose(&opts, &mut |_| {}).unwrap();
         // a write under /srv (the NFS root), by the trace or marked
-        let written = marked.is_some()
-            || writes.iter().any(|&(_, d)| (d as usize % 4) < 3);
+        let dirs = ["/srv/app/cache", "/srv/data", "/srv/app/inc", "/tmp"];
+        let written_dirs: Vec<String> = marked
+            .iter()
+            .cloned()
+            .chain(writes.iter().map(|&(_, d)| dirs[d as usize % 4].to_string()))
+            .filter(|d| d.starts_with("/srv"))
+            .collect();
         let no_help: Vec<String> = d
             .will_not_help
             .iter()
@@ -141,11 +147,19 @@ proptest! {
                     prop_assert!(!conflict(a, b), "{a:?} with {b:?}");
                 }
             }
-            if written {
-                prop_assert!(
-                    !c.iter().any(|s| s.key == "nocto" || s.key.starts_with("ac")),
-                    "{c:?} on a written mount"
-                );
+            // a written directory under the root gets no nocto nor long
+            // attribute caching: it is mounted apart from the root that
+            // takes them (the whole root written: neither is proposed)
+            let guarded = c.iter().any(|s| s.key == "nocto" || s.key.starts_with("ac"));
+            if guarded {
+                for w in &written_dirs {
+                    prop_assert!(
+                        w.as_str() != "/srv"
+                            && c.iter().any(|s| s.layer == Layer::MountApart
+                                && (w == &s.key || w.starts_with(&format!("{}/", s.key)))),
+                        "{c:?} on a mount written under {w}"
+                    );
+                }
             }
             if c.len() == 1 {
                 prop_assert!(!no_help.contains(&c[0].assignment()));
@@ -175,10 +189,22 @@ fn run(t: &str, writable: &[&str]) -> statstorm_engine::diagnose::Diagnosis {
     diagnose(&opts, &mut |_| {}).unwrap()
 }
 
+/// A plan gives `key` to the whole root (no directory mounted apart).
 fn proposed(d: &statstorm_engine::diagnose::Diagnosis, key: &str) -> bool {
-    d.plans
-        .iter()
-        .any(|p| p.changes.iter().any(|s| s.key == key))
+    d.plans.iter().any(|p| {
+        p.changes.iter().any(|s| s.key == key)
+            && !p.changes.iter().any(|s| s.layer == Layer::MountApart)
+    })
+}
+
+/// A plan gives `key` to the root with `dir` mounted apart.
+fn proposed_apart(d: &statstorm_engine::diagnose::Diagnosis, key: &str, dir: &str) -> bool {
+    d.plans.iter().any(|p| {
+        p.changes.iter().any(|s| s.key == key)
+            && p.changes
+                .iter()
+                .any(|s| s.layer == Layer::MountApart && s.key == dir)
+    })
 }
 
 fn set_aside(d: &statstorm_engine::diagnose::Diagnosis, key: &str) -> bool {
@@ -198,8 +224,23 @@ fn a_written_mount_never_gets_nocto() {
     assert!(!proposed(&written, "nocto") && set_aside(&written, "nocto"));
     let why = &written.not_proposed[0].why;
     assert!(why.contains("/srv/app/cache"), "{why}");
+    // ... and proposed for the rest of the root, the written directory
+    // on a mount of its own, with nocto's effect on the code's opens
+    assert!(
+        proposed_apart(&written, "nocto", "/srv/app/cache"),
+        "{:?}",
+        written.plans
+    );
     let marked = run(&trace(20, 0, &[]), &["/srv/data"]);
     assert!(!proposed(&marked, "nocto") && set_aside(&marked, "nocto"));
+    assert!(proposed_apart(&marked, "nocto", "/srv/data"));
+    // the whole root written: no mount apart can spare it
+    let root = run(&trace(20, 0, &[]), &["/srv"]);
+    assert!(set_aside(&root, "nocto"));
+    assert!(!root
+        .plans
+        .iter()
+        .any(|p| p.changes.iter().any(|s| s.key == "nocto")));
     // a write outside the root does not count
     let tmp = run(&trace(20, 0, &[(0, 3)]), &[]);
     assert!(proposed(&tmp, "nocto"));

@@ -312,6 +312,14 @@ fn plan_text(out: &mut impl Write, p: &Plan, requests: usize) -> Result<()> {
     if let Some(m) = &p.snippets.mount_options {
         wrap(out, "      mount:     ", "                 ", m)?;
     }
+    for (dir, o) in &p.snippets.apart_mounts {
+        wrap(
+            out,
+            "      apart:     ",
+            "                 ",
+            &format!("{dir}: a mount of its own, {o} (as now)"),
+        )?;
+    }
     for r in &p.risks {
         wrap(out, "      risk:      ", "                 ", r)?;
     }

@@ -857,6 +857,14 @@ fn change_item(s: &Setting) -> String {
     let layer = match s.layer {
         Layer::Php => "php.ini",
         Layer::Mount => "NFS mount option",
+        Layer::MountApart => {
+            return format!(
+                "<code>{}</code> on a mount of its own, <code>{}</code> as now <span class=\"label\">(NFS mount, apart from <code>{}</code>)</span>",
+                esc(&s.key),
+                esc(&s.value),
+                esc(&s.from)
+            )
+        }
     };
     let recorded = if s.from.is_empty() {
         "unset".to_string()
@@ -920,6 +928,18 @@ fn plan_section(pg: &mut Page, d: &Diagnosis, p: &Plan, cdf_absent_said: bool) -
     if let Some(m) = &p.snippets.mount_options {
         pg.el("h4", "Mount options (fstab's fourth field)");
         pg.el("pre", m);
+    }
+    if !p.snippets.apart_mounts.is_empty() {
+        pg.el("h4", "Mounts of their own (today's options)");
+        pg.el(
+            "pre",
+            &p.snippets
+                .apart_mounts
+                .iter()
+                .map(|(d, o)| format!("{d}  {o}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
     }
     if !p.risks.is_empty() {
         pg.el("h4", "Risk");

@@ -62,6 +62,24 @@ fn an_nfs_root_no_traced_path_is_under_is_an_error_listing_the_paths() {
     );
 }
 
+#[test]
+fn a_mount_apart_outside_every_root_is_an_error() {
+    let e = fails(&[
+        "--from-mount",
+        "vers=3",
+        "--nfs-root",
+        "/tmp/statstorm-lab",
+        "--mount-apart",
+        "/srv/uploads",
+    ]);
+    assert!(
+        e.contains(
+            "--mount-apart /srv/uploads: not under an NFS root (the roots: /tmp/statstorm-lab)"
+        ),
+        "{e}"
+    );
+}
+
 fn predict_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec![fixture("fpm-filecheck-rf2")];
     all.extend(args.iter().map(|s| s.to_string()));

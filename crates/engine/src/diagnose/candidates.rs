@@ -54,6 +54,10 @@ pub enum Layer {
     Php,
     /// The NFS mount's options (fstab).
     Mount,
+    /// A directory under the NFS root mounted apart from it (a mount of
+    /// its own, of the same server, with the root's recorded options):
+    /// `key` the directory, `value` its options, `from` the root.
+    MountApart,
 }
 
 /// One setting and its new value.
@@ -76,6 +80,14 @@ impl Setting {
             from: from.to_string(),
         }
     }
+    fn apart(dir: &str, options: &str, root: &str) -> Setting {
+        Setting {
+            layer: Layer::MountApart,
+            key: dir.into(),
+            value: options.into(),
+            from: root.into(),
+        }
+    }
     fn mount(key: &str, value: impl ToString, from: impl ToString) -> Setting {
         Setting {
             layer: Layer::Mount,
@@ -85,12 +97,13 @@ impl Setting {
         }
     }
 
-    /// `key=value`, or `key` for a flag option.
+    /// `key=value`, `key` for a flag option, `DIR apart` for a directory
+    /// mounted apart.
     pub fn assignment(&self) -> String {
-        if self.value.is_empty() && self.layer == Layer::Mount {
-            self.key.clone()
-        } else {
-            format!("{}={}", self.key, self.value)
+        match self.layer {
+            Layer::Mount if self.value.is_empty() => self.key.clone(),
+            Layer::MountApart => format!("{} apart", self.key),
+            _ => format!("{}={}", self.key, self.value),
         }
     }
 }
@@ -313,11 +326,41 @@ fn mount_candidates(
         out.extend(guarded);
     } else {
         let dirs = ctx.written.join(", ");
+        let apart = apart_dirs(root, ctx.written);
         for g in guarded {
+            // the written directories on mounts of their own, as they are
+            // now: the change holds for the rest of the root (the code)
+            if let Some(apart) = &apart {
+                let mut settings = g.settings.clone();
+                let recorded = m.render();
+                settings.extend(apart.iter().map(|d| Setting::apart(d, &recorded, root)));
+                let mut deploy = vec![format!(
+                    "mount {} apart first (each a mount of its own of the same export, with today's options), then remount {root} with the new options, on every node",
+                    apart.join(", ")
+                )];
+                deploy.extend(g.deploy.clone());
+                out.push(Candidate {
+                    mechanism: g.mechanism,
+                    settings,
+                    risk: g.risk,
+                    risk_text: format!(
+                        "for the code only ({} keep today's options): {}",
+                        apart.join(", "),
+                        g.risk_text
+                    ),
+                    deploy: Some(deploy.join("; ")),
+                    hypothetical: false,
+                });
+            }
             aside.push(NotProposed {
                 settings: g.settings,
                 why: format!(
-                    "written to under the NFS root {root} ({dirs}): stale attributes there would hide other clients' writes; a read-only mount of its own for the code would allow it"
+                    "written to under the NFS root {root} ({dirs}): stale attributes there would hide other clients' writes; {}",
+                    if apart.is_some() {
+                        "proposed instead with the written directories on mounts of their own"
+                    } else {
+                        "a mount of its own for the code would allow it"
+                    }
                 ),
             });
         }
@@ -380,11 +423,104 @@ fn mount_candidates(
     aside
 }
 
+/// At most this many directories are mounted apart from a root.
+pub const APART_MAX: usize = 4;
+
+/// The directories to mount apart from `root` so that none of `written`
+/// stays on it: the outermost written directories under the root, those
+/// of more than [`APART_MAX`] gathered into their parents (never the
+/// root). `None` when the root itself is written to, or the directories
+/// do not fit.
+fn apart_dirs(root: &str, written: &[String]) -> Option<Vec<String>> {
+    let root = root.trim_end_matches('/');
+    let strictly_under = |d: &str| {
+        d.len() > root.len() + 1 && d.starts_with(root) && d.as_bytes()[root.len()] == b'/'
+    };
+    let mut dirs: Vec<String> = Vec::new();
+    for d in written {
+        let d = d.trim_end_matches('/');
+        if !strictly_under(d) {
+            return None;
+        }
+        dirs.push(d.to_string());
+    }
+    loop {
+        // the outermost: a directory under another one goes with it
+        dirs.sort();
+        dirs.dedup();
+        let all = dirs.clone();
+        dirs.retain(|d| {
+            !all.iter()
+                .any(|o| o != d && d.starts_with(o.as_str()) && d.as_bytes()[o.len()] == b'/')
+        });
+        if dirs.len() <= APART_MAX {
+            return Some(dirs);
+        }
+        // the deepest gathered into their parents
+        let deepest = dirs.iter().map(|d| d.matches('/').count()).max()?;
+        let mut moved = false;
+        for d in dirs.iter_mut() {
+            if d.matches('/').count() == deepest {
+                let parent = d.rsplit_once('/').map(|(p, _)| p.to_string())?;
+                if strictly_under(&parent) {
+                    *d = parent;
+                    moved = true;
+                }
+            }
+        }
+        if !moved {
+            return None;
+        }
+    }
+}
+
 /// Whether two settings cannot stand in one plan: the same key, or
 /// `validate_timestamps=0` with a `revalidate_freq` (moot without
-/// validations).
+/// validations). The same directory mounted apart by two changes is one
+/// mount, no conflict.
 pub fn conflict(a: &Setting, b: &Setting) -> bool {
+    if a.layer == Layer::MountApart || b.layer == Layer::MountApart {
+        return a.key == b.key && a != b;
+    }
     let vt = |s: &Setting| s.key == "opcache.validate_timestamps";
     let rf = |s: &Setting| s.key == "opcache.revalidate_freq";
     a.key == b.key || (vt(a) && rf(b)) || (rf(a) && vt(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apart_dirs;
+
+    fn v(d: &[&str]) -> Vec<String> {
+        d.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn written_directories_mounted_apart() {
+        // outermost only
+        assert_eq!(
+            apart_dirs("/srv", &v(&["/srv/up/2024", "/srv/up", "/srv/cache"])),
+            Some(v(&["/srv/cache", "/srv/up"]))
+        );
+        // the root written: nothing to keep apart from it
+        assert_eq!(apart_dirs("/srv", &v(&["/srv", "/srv/up"])), None);
+        assert_eq!(apart_dirs("/srv", &v(&["/"])), None);
+        // too many: gathered into their parents
+        let many = v(&[
+            "/srv/up/a",
+            "/srv/up/b",
+            "/srv/up/c",
+            "/srv/up/d",
+            "/srv/up/e",
+        ]);
+        assert_eq!(apart_dirs("/srv", &many), Some(v(&["/srv/up"])));
+        // too many directly under the root: none fits
+        let flat = v(&["/srv/a", "/srv/b", "/srv/c", "/srv/d", "/srv/e"]);
+        assert_eq!(apart_dirs("/srv", &flat), None);
+        // a sibling's prefix is no parent
+        assert_eq!(
+            apart_dirs("/srv", &v(&["/srv/up", "/srv/upload"])),
+            Some(v(&["/srv/up", "/srv/upload"]))
+        );
+    }
 }

@@ -115,7 +115,7 @@ impl Removed {
                 .iter()
                 .map(|s| s.assignment())
                 .collect::<Vec<_>>()
-                .join(","),
+                .join(" "),
         }
     }
     fn total_calls(&self) -> u64 {

@@ -292,6 +292,10 @@ pub struct Snippets {
     /// The mount's whole option string (fstab's fourth field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<String>,
+    /// Directories the plan mounts apart from the root, each with its
+    /// options (today's: the root's new options are for the rest).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apart_mounts: Vec<(String, String)>,
     /// Settings of the plan stated in a file given (a pool's
     /// `php_admin_value` beats php.ini): (key, `FILE:LINE`) to edit there.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -793,8 +797,20 @@ fn predict_settings(
         .filter(|s| s.layer == Layer::Mount)
         .map(Setting::assignment)
         .collect();
+    // directories mounted apart keep the recorded options: the plan's
+    // mount options go to their root alone
+    let mut root = None;
+    for s in settings.iter().filter(|s| s.layer == Layer::MountApart) {
+        if !ch.mount_apart.contains(&s.key) {
+            ch.mount_apart.push(s.key.clone());
+        }
+        root = Some(s.from.as_str());
+    }
     if !mount.is_empty() {
-        ch.mount.push(mount.join(","));
+        ch.mount.push(match root {
+            Some(r) => format!("{r}:{}", mount.join(",")),
+            None => mount.join(","),
+        });
     }
     ch.php = settings
         .iter()
@@ -885,7 +901,13 @@ fn plan(
     requests: usize,
     mount: Option<&MountOptions>,
 ) -> Plan {
-    let changes: Vec<Setting> = c.iter().flat_map(|c| c.settings.clone()).collect();
+    let mut changes: Vec<Setting> = Vec::new();
+    for s in c.iter().flat_map(|c| c.settings.iter()) {
+        // a directory two changes mount apart is one mount
+        if !changes.contains(s) {
+            changes.push(s.clone());
+        }
+    }
     let php: Vec<&Setting> = changes.iter().filter(|s| s.layer == Layer::Php).collect();
     let mount_opts: Vec<String> = changes
         .iter()
@@ -909,6 +931,11 @@ fn plan(
             (Some(m), false) => Some(mount_line(m, &changes)),
             _ => None,
         },
+        apart_mounts: changes
+            .iter()
+            .filter(|s| s.layer == Layer::MountApart)
+            .map(|s| (s.key.clone(), s.value.clone()))
+            .collect(),
         set_at: Vec::new(),
     };
     Plan {

@@ -164,6 +164,9 @@ pub struct NfsOptions {
     /// order: `OPTS` for every root, `DIR:OPTS` for the root DIR
     /// (default: same as recorded).
     pub mount: Vec<String>,
+    /// Directories under a root the proposal mounts apart, each a mount of
+    /// its own with the root's recorded options (`--mount-apart`).
+    pub mount_apart: Vec<String>,
     /// Which paths are on NFS: `DIR` or `DIR:OPTS` (the options DIR was
     /// recorded under), one per mount (default: the NFS mounts of --mounts
     /// that the trace uses).
@@ -367,6 +370,10 @@ pub struct MountOut {
     pub root: String,
     pub recorded_mount: String,
     pub proposed_mount: String,
+    /// A mount the proposal adds apart from its root (`--mount-apart`):
+    /// not in the recorded side.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub apart: bool,
 }
 
 fn one_mount(m: &[MountOut]) -> bool {
@@ -595,6 +602,8 @@ pub struct Change {
     pub call_latency: Vec<String>,
     /// Proposed mount options: `OPTS` for every root, `DIR:OPTS` for one.
     pub mount: Vec<String>,
+    /// Directories mounted apart from their root (proposed side only).
+    pub mount_apart: Vec<String>,
     /// The simulator's parameters for the latency columns.
     pub sim: SimOptions,
 }
@@ -607,6 +616,7 @@ impl Change {
             php_ini: args.php_ini.clone(),
             call_latency: args.call_latency.clone(),
             mount: args.nfs.mount.clone(),
+            mount_apart: args.nfs.mount_apart.clone(),
             sim: args.sim.clone(),
         }
     }
@@ -888,6 +898,7 @@ impl Capture {
             from_mount: cap.nfs.from_mount.clone(),
             mounts_file: cap.nfs.mounts.clone(),
             mount: change.mount.clone(),
+            apart: change.mount_apart.clone(),
             nfs_root: cap.nfs.nfs_root.clone(),
             delegations: cap.nfs.delegations,
             server_changes: cap.nfs.server_change.clone(),
@@ -1091,7 +1102,7 @@ impl Capture {
             Some(c) => report.latency = Some(c.out),
             None => {
                 let mut o = latency::not_simulated(&change.sim);
-                if nfs.as_ref().is_some_and(|n| n.mounts.len() > 1) {
+                if nfs.as_ref().is_some_and(|n| n.single().is_none()) {
                     o.reason = Some(
                         "latency is not simulated: several NFS roots, and the simulator models one RPC transport (one mount); give one --nfs-root for the latency columns"
                             .into(),
@@ -1296,6 +1307,7 @@ fn attach_rpcs(
                 root: m.root.clone(),
                 recorded_mount: m.recorded.render(),
                 proposed_mount: m.proposed.render(),
+                apart: m.apart,
             })
             .collect(),
     });

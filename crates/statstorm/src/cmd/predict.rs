@@ -107,6 +107,13 @@ pub struct NfsArgs {
     /// DIR:OPTS to the root DIR only (repeatable, applied in order).
     #[arg(long = "mount", value_name = "[DIR:]OPTS")]
     pub mount: Vec<String>,
+    /// Proposed: DIR, under an NFS root, gets a mount of its own (the same
+    /// server, the root's recorded options), so that the root's options
+    /// can change while DIR keeps its own: a read-only code mount apart
+    /// from a written uploads directory (repeatable; `--mount DIR:OPTS`
+    /// then names it as a root).
+    #[arg(long = "mount-apart", value_name = "DIR")]
+    pub mount_apart: Vec<String>,
     /// A directory on NFS, with the options it was recorded under after a
     /// colon (over --from-mount); one per mount, each with a client of its
     /// own (repeatable; default: the NFS mounts of --mounts that the trace
@@ -194,6 +201,7 @@ impl From<Args> for PredictOptions {
                 from_mount: n.from_mount,
                 mounts: n.mounts,
                 mount: n.mount,
+                mount_apart: n.mount_apart,
                 nfs_root: n.nfs_root,
                 delegations: n.delegations == OnOff::On,
                 server_change: n.server_change,
