@@ -1,7 +1,8 @@
 //! `statstorm diagnose` in words: the findings (mechanism, evidence), the
 //! ranked plans (snippets, predicted effect, risk, deploy step, how to
 //! verify), the changes that will not help, what was assumed. Text fits
-//! 80 columns; JSON is the diagnosis with a sentence per finding added.
+//! 80 columns; JSON is the diagnosis with a sentence per finding added;
+//! Markdown (crate::diagnose_md) says the same sentences.
 
 use statstorm_engine::diagnose::candidates::{Risk, Setting};
 use statstorm_engine::diagnose::figures::{Change, Direction, Effect, Figures};
@@ -167,7 +168,7 @@ pub fn unknown(u: Unknown) -> &'static str {
     }
 }
 
-fn risk(r: Risk) -> &'static str {
+pub(crate) fn risk(r: Risk) -> &'static str {
     match r {
         Risk::None => "none",
         Risk::Low => "low",
@@ -176,7 +177,7 @@ fn risk(r: Risk) -> &'static str {
     }
 }
 
-fn severity(s: Severity) -> &'static str {
+pub(crate) fn severity(s: Severity) -> &'static str {
     match s {
         Severity::Info => "info",
         Severity::Minor => "minor",
@@ -199,7 +200,7 @@ fn wrap(out: &mut impl Write, first: &str, indent: &str, text: &str) -> Result<(
     Ok(())
 }
 
-fn assignments(s: &[Setting]) -> String {
+pub(crate) fn assignments(s: &[Setting]) -> String {
     s.iter()
         .map(Setting::assignment)
         .collect::<Vec<_>>()
@@ -327,23 +328,145 @@ fn plan_text(out: &mut impl Write, p: &Plan, requests: usize) -> Result<()> {
         wrap(out, "      deploy:    ", "                 ", d)?;
     }
     for v in &p.verify {
-        let how = match v.source {
-            CounterSource::Syscalls => "strace -c -f, or statstorm analyze of a new capture",
-            CounterSource::NfsOps => "nfsstat -c or /proc/self/mountstats",
-        };
         wrap(
             out,
             "      verify:    ",
             "                 ",
-            &format!(
-                "{} per request ({how}) should fall from {} to about {}",
-                v.counter,
-                num(v.per_request_before),
-                num(v.per_request_after)
-            ),
+            &verify_words(v),
         )?;
     }
     Ok(())
+}
+
+/// What a line of the report's head is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Head {
+    Plain,
+    /// A pool file's line the reader skipped.
+    Skipped,
+    /// The figures as recorded.
+    Now,
+    Warning,
+    /// The NFS client's own counters.
+    Measured,
+    /// The counters' RPC mix beside the model's.
+    MeasuredMix,
+}
+
+/// The report's head after its inputs: the requests, the storage, the
+/// pool, the figures now, the warnings and the measured counters.
+pub(crate) fn head(d: &Diagnosis) -> Vec<(Head, String)> {
+    let mut h = vec![(
+        Head::Plain,
+        format!("{} requests ({})", d.requests, d.split),
+    )];
+    h.push((
+        Head::Plain,
+        match &d.baseline.nfs {
+            Some(m) => format!("storage: NFS under {} ({})", m.root, m.options),
+            None => "storage: not NFS (no mount given)".into(),
+        },
+    ));
+    if let Some(m) = &d.baseline.nfs {
+        if !m.unknown.is_empty() {
+            h.push((Head::Warning, unknown_options(&m.unknown)));
+        }
+    }
+    if let Some(p) = &d.pool {
+        let children = p
+            .max_children
+            .map_or("pm.max_children not stated".to_string(), |n| {
+                format!("pm.max_children {n}")
+            });
+        h.push((
+            Head::Plain,
+            format!(
+                "php-fpm pool [{}] of {}: {children}, listen.backlog {}, {} php values the model uses",
+                p.name,
+                p.file,
+                p.listen_backlog,
+                p.php.len()
+            ),
+        ));
+        h.extend(p.skipped.iter().map(|s| (Head::Skipped, s.clone())));
+    }
+    h.push((
+        Head::Now,
+        if d.summary.is_some() {
+            format!(
+                "{} metadata calls in the table (totals only)",
+                d.baseline.recorded.metadata_calls
+            )
+        } else {
+            figures_line(&d.baseline.modelled, d.requests)
+        },
+    ));
+    let bc = &d.baseline.before_check;
+    if bc.requests_beyond > 0 {
+        h.push((
+            Head::Warning,
+            format!(
+                "the model's figures under the recorded settings differ from the recorded calls on {} of {} requests: check {} (give the php.ini the capture ran under)",
+                bc.requests_beyond,
+                bc.requests,
+                bc.suspects.join(", ")
+            ),
+        ));
+    }
+    for c in &d.counters {
+        let w = counters_words(c);
+        h.push((Head::Measured, w.headline));
+        h.push((Head::MeasuredMix, w.mix));
+        if let Some(x) = w.warning {
+            h.push((Head::Warning, x));
+        }
+    }
+    h
+}
+
+/// How to check a plan once applied, in one sentence.
+pub(crate) fn verify_words(v: &statstorm_engine::diagnose::Verify) -> String {
+    let how = match v.source {
+        CounterSource::Syscalls => "strace -c -f, or statstorm analyze of a new capture",
+        CounterSource::NfsOps => "nfsstat -c or /proc/self/mountstats",
+    };
+    format!(
+        "{} per request ({how}) should fall from {} to about {}",
+        v.counter,
+        num(v.per_request_before),
+        num(v.per_request_after)
+    )
+}
+
+/// The assumptions, a sentence each: the PHP settings of one basis
+/// together, then each other value with the flag that states it.
+pub(crate) fn assumed_lines(d: &Diagnosis) -> Vec<String> {
+    let mut out = Vec::new();
+    for (basis, words) in [
+        (Basis::Inferred, "PHP settings read from the trace"),
+        (Basis::Default, "PHP settings at PHP 8.2's defaults"),
+    ] {
+        let php: Vec<&Assumed> = d
+            .assumed
+            .iter()
+            .filter(|a| a.topic == Topic::Php && a.basis == basis)
+            .collect();
+        if let Some(a) = php.first() {
+            let pairs: Vec<String> = php
+                .iter()
+                .map(|a| format!("{}={}", a.what, a.value))
+                .collect();
+            out.push(format!(
+                "{words}: {} (state them with {})",
+                pairs.join(" "),
+                a.supply
+            ));
+        }
+    }
+    for a in d.assumed.iter().filter(|a| a.topic != Topic::Php) {
+        out.push(format!("{} = {}: give {}", a.what, a.value, a.supply));
+    }
+    out
 }
 
 /// The diagnosis as text, 80 columns.
@@ -356,83 +479,16 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
     for l in textwrap::wrap(&d.inputs.join(", "), opts) {
         writeln!(out, "{}", l.trim_end())?;
     }
-    wrap(
-        out,
-        "",
-        "  ",
-        &format!("{} requests ({})", d.requests, d.split),
-    )?;
-    match &d.baseline.nfs {
-        Some(m) => wrap(
-            out,
-            "",
-            "  ",
-            &format!("storage: NFS under {} ({})", m.root, m.options),
-        )?,
-        None => writeln!(out, "storage: not NFS (no mount given)")?,
-    }
-    if let Some(m) = &d.baseline.nfs {
-        if !m.unknown.is_empty() {
-            wrap(out, "warning: ", "         ", &unknown_options(&m.unknown))?;
-        }
-    }
-    if let Some(p) = &d.pool {
-        let children = p
-            .max_children
-            .map_or("pm.max_children not stated".to_string(), |n| {
-                format!("pm.max_children {n}")
-            });
-        wrap(
-            out,
-            "",
-            "  ",
-            &format!(
-                "php-fpm pool [{}] of {}: {children}, listen.backlog {}, {} php values the model uses",
-                p.name,
-                p.file,
-                p.listen_backlog,
-                p.php.len()
-            ),
-        )?;
-        for s in &p.skipped {
-            wrap(out, "  skipped: ", "    ", s)?;
-        }
-    }
-    if d.summary.is_some() {
-        writeln!(
-            out,
-            "now: {} metadata calls in the table (totals only)",
-            d.baseline.recorded.metadata_calls
-        )?;
-    } else {
-        wrap(
-            out,
-            "now: ",
-            "     ",
-            &figures_line(&d.baseline.modelled, d.requests),
-        )?;
-    }
-    let bc = &d.baseline.before_check;
-    if bc.requests_beyond > 0 {
-        wrap(
-            out,
-            "warning: ",
-            "         ",
-            &format!(
-                "the model's figures under the recorded settings differ from the recorded calls on {} of {} requests: check {} (give the php.ini the capture ran under)",
-                bc.requests_beyond,
-                bc.requests,
-                bc.suspects.join(", ")
-            ),
-        )?;
-    }
-    for c in &d.counters {
-        let w = counters_words(c);
-        wrap(out, "measured: ", "          ", &w.headline)?;
-        wrap(out, "          ", "          ", &w.mix)?;
-        if let Some(x) = &w.warning {
-            wrap(out, "warning: ", "         ", x)?;
-        }
+    for (tag, line) in head(d) {
+        let (first, indent) = match tag {
+            Head::Plain => ("", "  "),
+            Head::Skipped => ("  skipped: ", "    "),
+            Head::Now => ("now: ", "     "),
+            Head::Warning => ("warning: ", "         "),
+            Head::Measured => ("measured: ", "          "),
+            Head::MeasuredMix => ("          ", "          "),
+        };
+        wrap(out, first, indent, &line)?;
     }
     if !d.unknown.is_empty() {
         writeln!(out, "\nCould not determine")?;
@@ -514,35 +570,9 @@ pub fn text(out: &mut impl Write, d: &Diagnosis) -> Result<()> {
     }
     if !d.assumed.is_empty() {
         writeln!(out, "\nAssumed (state them for a sharper answer)")?;
-        for (basis, words) in [
-            (Basis::Inferred, "PHP settings read from the trace"),
-            (Basis::Default, "PHP settings at PHP 8.2's defaults"),
-        ] {
-            let php: Vec<&Assumed> = d
-                .assumed
-                .iter()
-                .filter(|a| a.topic == Topic::Php && a.basis == basis)
-                .collect();
-            if let Some(a) = php.first() {
-                let pairs: Vec<String> = php
-                    .iter()
-                    .map(|a| format!("{}={}", a.what, a.value))
-                    .collect();
-                wrap(
-                    out,
-                    &format!("  {words}: "),
-                    "    ",
-                    &format!("{} (state them with {})", pairs.join(" "), a.supply),
-                )?;
-            }
-        }
-        for a in d.assumed.iter().filter(|a| a.topic != Topic::Php) {
-            wrap(
-                out,
-                "  ",
-                "    ",
-                &format!("{} = {}: give {}", a.what, a.value, a.supply),
-            )?;
+        for a in assumed_lines(d) {
+            // the PHP settings' lines name what they list after a colon
+            wrap(out, "  ", "    ", &a)?;
         }
     }
     Ok(())
@@ -666,12 +696,14 @@ struct FindingJson<'a> {
 impl crate::Export for Diagnosis {
     const FORMATS: &'static [crate::Format] = &[
         crate::Format::Text,
+        crate::Format::Markdown,
         crate::Format::Json,
         crate::Format::Html,
     ];
     fn export(&self, format: crate::Format, out: &mut dyn Write) -> Result<()> {
         match format {
             crate::Format::Text => text(&mut &mut *out, self),
+            crate::Format::Markdown => crate::diagnose_md::markdown(out, self),
             crate::Format::Html => crate::diagnose_html::html(self, out),
             crate::Format::Json => {
                 // the diagnosis's own fields, each finding with its words
@@ -690,7 +722,6 @@ impl crate::Export for Diagnosis {
                 serde_json::to_writer_pretty(&mut *out, &doc)?;
                 writeln!(out)
             }
-            f => Err(crate::unsupported("diagnose's report", f, Self::FORMATS)),
         }
     }
 }

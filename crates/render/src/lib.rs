@@ -7,6 +7,7 @@
 
 pub mod diagnose;
 pub mod diagnose_html;
+pub mod diagnose_md;
 pub mod findings;
 pub mod lab;
 pub mod predict;

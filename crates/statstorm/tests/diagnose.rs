@@ -120,6 +120,53 @@ fn text_fits_80_columns_and_o_writes_the_file() {
     narrow(&text);
 }
 
+/// Markdown says what the JSON holds: a heading per plan, in rank order,
+/// each change in its heading, the snippets in code blocks, a table row
+/// per change that will not help; and an strace -c table alone gives the
+/// totals and what could not be determined.
+#[test]
+fn markdown_holds_every_plan_and_change() {
+    let t = lab("fpm_nooc-series.strace.gz");
+    let mut args = vec![t.to_str().unwrap()];
+    args.extend(LAB_NFS);
+    let j = json("diagnose", &args);
+    args.extend(["--format", "md"]);
+    let md = run("diagnose", &args);
+    assert!(md.starts_with("# statstorm diagnose\n"), "{md}");
+    let plans = arr(&j, "plans");
+    assert!(!plans.is_empty());
+    let headings: Vec<&str> = md.lines().filter(|l| l.starts_with("### Plan ")).collect();
+    assert_eq!(headings.len(), plans.len(), "{md}");
+    for (h, p) in headings.iter().zip(plans) {
+        assert!(
+            h.starts_with(&format!("### Plan {} (risk: ", p["rank"])),
+            "{h}"
+        );
+        for c in arr(p, "changes") {
+            assert!(h.contains(c["key"].as_str().unwrap()), "{h} lacks {c}");
+        }
+    }
+    let fences = md.lines().filter(|l| l.starts_with("```")).count();
+    assert!(fences >= 2 && fences % 2 == 0, "{md}");
+    let rows = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Will not help"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| `"))
+        .count();
+    assert_eq!(rows, arr(&j, "will_not_help").len(), "{md}");
+    for section in ["## What is wrong", "## What to change", "## Assumed"] {
+        assert!(md.contains(section), "{section}: {md}");
+    }
+    let table = fixtures("seeds/004-strace-c-before.txt");
+    let md = run("diagnose", &[table.to_str().unwrap(), "--format", "md"]);
+    assert!(
+        md.contains("## Could not determine") && md.contains("| newfstatat |"),
+        "{md}"
+    );
+}
+
 /// Odd input: a report that says what it could not determine, exit 0.
 #[test]
 fn partial_input_says_what_it_could_not_determine() {

@@ -3,7 +3,7 @@
 //! [--fpm-conf F [--fpm-pool NAME]] [--mounts F | --from-mount OPTS]
 //! [--nfs-root DIR]... [--writable DIR]... [--mountstats F [--mountstats F]]
 //! [--nfsstat F]
-//! [simulator flags] [--format text|json|html] [-o FILE] [--progress [S]]
+//! [simulator flags] [--format text|md|json|html] [-o FILE] [--progress [S]]
 //! [--stall-warning S]`
 //!
 //! Glue: flags -> [`Options`] -> `statstorm_engine::diagnose` -> a
