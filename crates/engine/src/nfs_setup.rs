@@ -284,7 +284,7 @@ impl NfsSetup {
             let parent = &mounts[i];
             let mut params = parent.params.clone();
             params.nfs_root = dir.clone();
-            params.symlinks.retain(|l, _| l.starts_with(&dir));
+            params.symlinks.retain(|l, _| under(l, &dir));
             let m = Mount {
                 root: dir,
                 recorded: parent.recorded.clone(),
