@@ -66,6 +66,12 @@ fn without_delegations_the_mix_disagrees_and_points_to_them() {
         );
     }
     assert_eq!(ms.hint, Some(MixHint::Delegations));
+    // the transport between the snapshots (xprt: sends 17 -> 255): one
+    // RPC on the wire at a time, none waiting for a slot
+    let t = ms.measured.transport.as_ref().expect("xprt counters");
+    assert_eq!((t.transports, t.sends, t.max_slots), (1, 238, Some(2)));
+    assert_eq!((t.mean_in_flight, t.mean_backlog), (1.0, 0.0));
+    assert!(!ms.slot_wait);
     // nfsstat counts the same client since boot: the same gap
     let ns = &d.counters[1];
     assert!(
@@ -130,6 +136,33 @@ fn the_mean_round_trip_is_the_time_per_rpc() {
         .assumed
         .iter()
         .any(|a| a.what == "NFS server time per RPC" && a.basis == Basis::Default));
+}
+
+/// A transport whose RPCs waited for slots (the lab's later snapshot with
+/// 119 tasks more in the backlog over its 238 sends): the diagnosis says
+/// so.
+#[test]
+fn a_backlog_on_the_transport_is_slot_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let after = std::fs::read_to_string(evidence("lab-v41-mountstats-after.txt")).unwrap();
+    let line = "\txprt:\ttcp 0 0 2 0 0 255 255 0 255 0 2 0 0";
+    assert!(after.contains(line));
+    let busy = dir.path().join("after-busy.txt");
+    std::fs::write(
+        &busy,
+        after.replace(line, "\txprt:\ttcp 0 0 2 0 0 255 255 0 510 119 16 0 0"),
+    )
+    .unwrap();
+    let mut o = options(true, &[], false);
+    o.mountstats = vec![evidence("lab-v41-mountstats-before.txt"), busy];
+    let d = run(&o);
+    let c = &d.counters[0];
+    let t = c.measured.transport.as_ref().unwrap();
+    assert_eq!(t.sends, 238);
+    assert!((t.mean_backlog - 0.5).abs() < 1e-9, "{t:?}");
+    assert!((t.mean_in_flight - 493.0 / 238.0).abs() < 1e-9, "{t:?}");
+    assert_eq!(t.max_slots, Some(16));
+    assert!(c.slot_wait);
 }
 
 #[test]

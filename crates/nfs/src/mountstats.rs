@@ -21,7 +21,9 @@
 //! ops, transmissions, major timeouts, bytes sent, bytes received, then the
 //! cumulative queue, round-trip and execute times in milliseconds, and (from
 //! statvers 1.1, Linux 5.x) the number of replies with an error status.
-//! Other indented lines (age, caps, events, bytes, xprt, ...) are skipped.
+//! The `xprt:` lines (one per transport: several with `nconnect`) are
+//! kept too, for the slot use and backlog ([`Transport`]). Other indented
+//! lines (age, caps, events, bytes, ...) are skipped.
 //!
 //! ```
 //! use statstorm_nfs::mountstats::{op_deltas, parse};
@@ -59,6 +61,35 @@ pub struct MountStat {
     /// Per RPC procedure (`GETATTR`, `LOOKUP`, ...), as listed after
     /// `per-op statistics`; empty for a mount without them.
     pub ops: BTreeMap<String, OpStats>,
+    /// The RPC transports' counters (`xprt:` lines of tcp, udp or rdma),
+    /// in file order.
+    pub transports: Vec<Transport>,
+}
+
+/// One RPC transport's counters since it was made (an `xprt:` line:
+/// net/sunrpc/xprtsock.c `xs_tcp_print_stats` / `xs_udp_print_stats`,
+/// xprtrdma's `xprt_rdma_print_stats` begins with tcp's first ten). At each
+/// transmission `xprt_request_transmit` (net/sunrpc/xprt.c) counts the
+/// send and adds the requests then on the wire to `req_u` and the tasks
+/// then waiting for a slot to `bklog_u`, so their deltas over the sends'
+/// are the mean requests in flight and the mean backlog per send.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Transport {
+    /// `tcp`, `udp` or `rdma`.
+    pub proto: String,
+    pub sends: u64,
+    pub recvs: u64,
+    pub bad_xids: u64,
+    /// Sum over sends of the requests on the wire.
+    pub req_u: u64,
+    /// Sum over sends of the tasks waiting for a slot.
+    pub bklog_u: u64,
+    /// The most slots in use at once (Linux 2.6.38 and later).
+    pub max_slots: Option<u64>,
+    /// Sum over sends of the tasks waiting to transmit (with `max_slots`).
+    pub sending_u: Option<u64>,
+    /// Sum over sends of the tasks waiting for a reply (with `max_slots`).
+    pub pending_u: Option<u64>,
 }
 
 /// The counters of one RPC procedure on one mount (`struct rpc_iostats`,
@@ -127,6 +158,10 @@ pub fn parse(text: &str) -> Result<MountStats, MountStatsError> {
             in_ops = true;
         } else if let Some(o) = line.strip_prefix("opts:") {
             m.opts = Some(o.trim().to_string());
+        } else if let Some(x) = line.strip_prefix("xprt:") {
+            if let Some(t) = parse_xprt(n, x)? {
+                m.transports.push(t);
+            }
         } else if in_ops {
             let (name, op) = parse_op(n, line)?;
             if m.ops.insert(name.to_string(), op).is_some() {
@@ -168,7 +203,56 @@ fn parse_device(n: usize, rest: &str) -> Result<MountStat, MountStatsError> {
         statvers,
         opts: None,
         ops: BTreeMap::new(),
+        transports: Vec::new(),
     })
+}
+
+/// An `xprt:` line's value: `None` for a transport this parser does not
+/// know (its counters are laid out otherwise).
+fn parse_xprt(n: usize, rest: &str) -> Result<Option<Transport>, MountStatsError> {
+    let mut w = rest.split_whitespace();
+    let proto = w.next().unwrap_or("");
+    // where `sends` is, and how many counters the two layouts have (older
+    // kernels end at bklog_u)
+    let (sends_at, short, long) = match proto {
+        "tcp" | "rdma" => (5, 10, 13),
+        "udp" => (2, 7, 10),
+        _ => return Ok(None),
+    };
+    let v: Vec<u64> = w
+        .map(|x| {
+            // idle time (tcp) is a signed count of seconds
+            x.parse::<u64>()
+                .or_else(|_| x.parse::<i64>().map(|i| i.max(0) as u64))
+                .map_err(|_| syntax(n, format!("xprt: {x:?} is not a count")))
+        })
+        .collect::<Result<_, _>>()?;
+    // rdma prints its own counters after tcp's first ten
+    // (net/sunrpc/xprtrdma/transport.c `xprt_rdma_print_stats`)
+    let rdma = proto == "rdma";
+    let fits = v.len() == short || v.len() == long || (rdma && v.len() > short);
+    if !fits {
+        return Err(syntax(
+            n,
+            format!(
+                "xprt: {proto}: expected {short} or {long} counters, got {}",
+                v.len()
+            ),
+        ));
+    }
+    let at = |i: usize| v[sends_at + i];
+    let more = !rdma && v.len() >= long;
+    Ok(Some(Transport {
+        proto: proto.to_string(),
+        sends: at(0),
+        recvs: at(1),
+        bad_xids: at(2),
+        req_u: at(3),
+        bklog_u: at(4),
+        max_slots: more.then(|| at(5)),
+        sending_u: more.then(|| at(6)),
+        pending_u: more.then(|| at(7)),
+    }))
 }
 
 /// Undoes `seq_escape`'s `\ooo` (three octal digits).
@@ -525,6 +609,57 @@ device 127.0.0.1:/ mounted on /mnt/nfs with fstype nfs4 statvers=1.1
         assert_eq!(m.device, "srv:/a b");
         assert_eq!(m.ops["GETATTR"].errors, None);
         assert_eq!(m.ops["GETATTR"].execute_ms, 5);
+    }
+
+    #[test]
+    fn transports() {
+        let m = |lines: &str| {
+            let s = parse(&format!(
+                "device a mounted on /m with fstype nfs\n{lines}\tper-op statistics\n"
+            ))
+            .unwrap();
+            s.mounts[0].transports.clone()
+        };
+        // the lab guest's (Linux 6.1): 13 counters
+        let t = m("\txprt:\ttcp 0 0 2 0 0 255 255 0 255 0 2 0 0\n");
+        assert_eq!(
+            t,
+            [Transport {
+                proto: "tcp".into(),
+                sends: 255,
+                recvs: 255,
+                bad_xids: 0,
+                req_u: 255,
+                bklog_u: 0,
+                max_slots: Some(2),
+                sending_u: Some(0),
+                pending_u: Some(0),
+            }]
+        );
+        // nconnect: a line per transport; an older tcp line ends at
+        // bklog_u; a negative idle time
+        let t = m("\txprt:\ttcp 1 0 1 0 -3 10 10 0 12 4\n\txprt:\ttcp 2 0 1 0 0 5 5 0 5 0 1 0 0\n");
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].sends, t[0].req_u, t[0].bklog_u), (10, 12, 4));
+        assert_eq!(t[0].max_slots, None);
+        assert_eq!(t[1].max_slots, Some(1));
+        // udp: sends third; rdma: tcp's first ten, then its own
+        let t = m("\txprt:\tudp 800 1 7 7 0 9 2 3 0 0\n");
+        assert_eq!(
+            (t[0].sends, t[0].req_u, t[0].bklog_u, t[0].max_slots),
+            (7, 9, 2, Some(3))
+        );
+        let t = m("\txprt:\trdma 0 0 1 0 0 6 6 0 6 0 11 12 13 14 15 16 17 18 19 20 21\n");
+        assert_eq!((t[0].sends, t[0].bklog_u, t[0].max_slots), (6, 0, None));
+        // a transport laid out otherwise: skipped
+        assert!(m("\txprt:\tlocal 1 2 3\n").is_empty());
+        for bad in ["\txprt:\ttcp 1 2 3\n", "\txprt:\ttcp 0 0 2 0 0 x 1 0 1 0\n"] {
+            let e = parse(&format!("device a mounted on /m with fstype nfs\n{bad}")).unwrap_err();
+            assert!(
+                matches!(&e, MountStatsError::Syntax { line: 2, what } if what.starts_with("xprt: ")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

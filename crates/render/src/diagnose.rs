@@ -417,7 +417,10 @@ pub(crate) fn head(d: &Diagnosis) -> Vec<(Head, String)> {
         let w = counters_words(c);
         h.push((Head::Measured, w.headline));
         h.push((Head::MeasuredMix, w.mix));
-        if let Some(x) = w.warning {
+        if let Some(x) = w.transport {
+            h.push((Head::MeasuredMix, x));
+        }
+        for x in [w.warning, w.slot_warning].into_iter().flatten() {
             h.push((Head::Warning, x));
         }
     }
@@ -599,6 +602,10 @@ pub struct CountersWords {
     pub headline: String,
     pub mix: String,
     pub warning: Option<String>,
+    /// The transports' use (mountstats).
+    pub transport: Option<String>,
+    /// RPCs waited for a transport slot.
+    pub slot_warning: Option<String>,
 }
 
 /// [`CountersWords`] of `c`.
@@ -676,10 +683,32 @@ pub fn counters_words(c: &Counters) -> CountersWords {
             statstorm_engine::diagnose::MIX_GAP * 100.0
         )
     });
+    let transport = m.transport.as_ref().map(|t| {
+        let max = t
+            .max_slots
+            .map_or(String::new(), |n| format!(" (at most {n} slots in use at once since the mount)"));
+        let over = if t.transports > 1 {
+            format!(" over {} transports", t.transports)
+        } else {
+            String::new()
+        };
+        format!(
+            "transport: {} sends{over}, {:.2} RPCs in flight and {:.2} waiting for a slot per send on average{max}",
+            t.sends, t.mean_in_flight, t.mean_backlog
+        )
+    });
+    let slot_warning = m.transport.as_ref().filter(|_| c.slot_wait).map(|t| {
+        format!(
+            "RPCs waited for a free slot of the transport ({:.2} waiting per send on average): the slot table limits this mount (more connections with nconnect, or a larger sunrpc.tcp_max_slot_table_entries, give it more)",
+            t.mean_backlog
+        )
+    });
     CountersWords {
         headline,
         mix,
         warning,
+        transport,
+        slot_warning,
     }
 }
 

@@ -1207,8 +1207,11 @@ fn counters_section(pg: &mut Page, d: &Diagnosis) {
     for c in &d.counters {
         let w = crate::diagnose::counters_words(c);
         pg.el("p", &w.headline);
-        if let Some(x) = &w.warning {
+        for x in [&w.warning, &w.slot_warning].into_iter().flatten() {
             pg.el("p class=\"warn\"", x);
+        }
+        if let Some(t) = &w.transport {
+            pg.el("p", t);
         }
         if c.mix.is_empty() {
             pg.el("p", &w.mix);

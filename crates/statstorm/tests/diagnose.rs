@@ -307,11 +307,18 @@ fn counters_beside_the_model_and_bad_counters_exit_2() {
         "{text}"
     );
     assert!(text.contains("give --delegations on"), "{text}");
+    assert!(
+        text.contains("transport: 238 sends, 1.00 RPCs in flight and 0.00 waiting for a slot"),
+        "{text}"
+    );
     let v = json("diagnose", &args);
     let c = arr(&v, "counters");
     assert_eq!(c.len(), 2);
     assert_eq!(c[0]["measured"]["source"]["kind"], "mountstats");
     assert_eq!(c[0]["measured"]["total"], 238);
+    assert_eq!(c[0]["measured"]["transport"]["sends"], 238);
+    assert_eq!(c[0]["measured"]["transport"]["max_slots"], 2);
+    assert!(c[1]["measured"].get("transport").is_none());
     assert_eq!(c[0]["hint"], "delegations");
     assert_eq!(c[1]["measured"]["source"]["kind"], "nfsstat");
     assert!(arr(&v, "assumed").iter().any(|a| a["basis"] == "measured"));

@@ -71,6 +71,11 @@ pub const MIX_GAP: f64 = 0.10;
 /// compared with the model's mix.
 pub const MIX_AT: u64 = 50;
 
+/// RPCs waited for a transport slot when, on average over the sends, at
+/// least this many tasks were in the transport's backlog
+/// ([`statstorm_nfs::mountstats::Transport::bklog_u`]).
+pub const SLOT_WAIT: f64 = 0.05;
+
 /// The NFS client's own counters (`--mountstats`, `--nfsstat`) beside
 /// the NFS model's RPCs of the recorded calls.
 #[derive(Debug, Serialize)]
@@ -85,6 +90,10 @@ pub struct Counters {
     /// What the gap points to, when the model can tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<MixHint>,
+    /// The transport's backlog reached [`SLOT_WAIT`] per send: RPCs
+    /// waited for a slot (mountstats only).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub slot_wait: bool,
 }
 
 /// A likely cause of a gap between the measured mix and the model's.
@@ -168,11 +177,16 @@ pub(super) fn counters(
         && !disagree.is_empty()
         && opens(|r| r.modelled_share) - opens(|r| r.measured_share) > MIX_GAP)
         .then_some(MixHint::Delegations);
+    let slot_wait = measured
+        .transport
+        .as_ref()
+        .is_some_and(|t| t.mean_backlog >= SLOT_WAIT);
     Counters {
         measured,
         mix,
         disagree,
         compared,
         hint,
+        slot_wait,
     }
 }

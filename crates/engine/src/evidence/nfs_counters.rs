@@ -57,6 +57,54 @@ pub struct Measured {
     /// trip plus the wait for a slot: mountstats only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execute_ms: Option<f64>,
+    /// The RPC transports' use over the same span (mountstats only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportUse>,
+}
+
+/// How busy the mount's RPC transports were ([`mountstats::Transport`]):
+/// a backlog means RPCs waited for a free slot of the transport's slot
+/// table (an NFSv4.1 session's own slot table is not counted here).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransportUse {
+    /// Transports (`nconnect`).
+    pub transports: usize,
+    /// Transmissions.
+    pub sends: u64,
+    /// Requests on the wire when one was sent, on average (itself
+    /// included).
+    pub mean_in_flight: f64,
+    /// Tasks waiting for a slot when one was sent, on average.
+    pub mean_backlog: f64,
+    /// The most slots in use at once since the mount (not between
+    /// snapshots: the kernel keeps the maximum only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_slots: Option<u64>,
+}
+
+/// The transports' use of `after` since `before` (the sums of every
+/// transport; `None` without a send between them, or when a counter went
+/// back: a transport made again).
+fn transport_use(before: Option<&MountStat>, after: &MountStat) -> Option<TransportUse> {
+    let sum = |m: &MountStat, f: fn(&mountstats::Transport) -> u64| -> u64 {
+        m.transports.iter().map(f).fold(0u64, u64::saturating_add)
+    };
+    let delta = |f: fn(&mountstats::Transport) -> u64| -> Option<u64> {
+        sum(after, f).checked_sub(before.map_or(0, |b| sum(b, f)))
+    };
+    let sends = delta(|t| t.sends)?;
+    if sends == 0 {
+        return None;
+    }
+    let req_u = delta(|t| t.req_u)?;
+    let bklog_u = delta(|t| t.bklog_u)?;
+    Some(TransportUse {
+        transports: after.transports.len(),
+        sends,
+        mean_in_flight: req_u as f64 / sends as f64,
+        mean_backlog: bklog_u as f64 / sends as f64,
+        max_slots: after.transports.iter().filter_map(|t| t.max_slots).max(),
+    })
 }
 
 /// Why counters could not be read.
@@ -227,6 +275,7 @@ fn between(
         total,
         rtt_ms: mean(rtt),
         execute_ms: mean(exec),
+        transport: transport_use(before, after),
     })
 }
 
@@ -332,6 +381,7 @@ pub fn parse_nfsstat(text: &str, file: &str) -> Result<Measured, CountersError> 
         total,
         rtt_ms: None,
         execute_ms: None,
+        transport: None,
     })
 }
 
