@@ -29,6 +29,7 @@ pub fn name(k: &Kind) -> &'static str {
         Kind::FileCheckLoop { .. } => "file-check loop over unique paths",
         Kind::WritesIntoCodeDirectories { .. } => "writes into code directories",
         Kind::RpcSlotQueueing { .. } => "RPC slot queueing",
+        Kind::ServerThrottling { .. } => "NFS server IOPS throttling",
         Kind::BacklogOverflow { .. } => "php-fpm listen backlog overflow (502)",
     }
 }
@@ -87,6 +88,10 @@ pub fn mechanism(k: &Kind) -> String {
         Kind::RpcSlotQueueing { max_slot_wait_ms, .. } => format!(
             "Requests wait for a free RPC slot on the mount's transport (up to {max_slot_wait_ms:.1} ms in the simulation): bursts of metadata calls from many workers queue behind each other."
         ),
+        Kind::ServerThrottling { iops, max_server_wait_ms, .. } => format!(
+            "The server serves at most {} RPCs per second (its IOPS budget, --iops): a burst of metadata RPCs spends the budget and each RPC after it waits for the next token (up to {max_server_wait_ms:.1} ms in the simulation); a request makes its RPCs one after another, so the waits add up and every request behind the burst stalls.",
+            num(*iops)
+        ),
         Kind::BacklogOverflow { dropped, served } => format!(
             "Every php-fpm worker is busy and the listen backlog is full: {dropped} of {} requests are refused (502) in the simulation.",
             dropped + served
@@ -123,6 +128,14 @@ pub fn evidence(f: &Finding) -> String {
             max_slot_wait_ms,
             p99_ms,
         } => format!("longest slot wait {max_slot_wait_ms:.1} ms; p99 TTFB {p99_ms:.1} ms (simulated)"),
+        Kind::ServerThrottling {
+            stall_share,
+            max_server_wait_ms,
+            ..
+        } => format!(
+            "{:.0}% of the stalled requests' time waiting for the budget; an RPC waited up to {max_server_wait_ms:.1} ms (simulated)",
+            stall_share * 100.0
+        ),
         Kind::BacklogOverflow { dropped, served } => {
             format!("{dropped} refused, {served} served (simulated)")
         }
@@ -138,6 +151,7 @@ pub fn summary(f: &Finding) -> String {
         (Kind::WritesIntoCodeDirectories { .. }, _) => String::new(),
         (_, ShareOf::P99) => format!(" ({pct:.0}% of the p99 TTFB)"),
         (_, ShareOf::Requests) => format!(" ({pct:.2}% of the requests)"),
+        (_, ShareOf::StalledTime) => format!(" ({pct:.0}% of the stalled requests' time)"),
         (_, ShareOf::Rpcs) => format!(" ({pct:.0}% of the RPCs)"),
         (_, ShareOf::MetadataCalls) => format!(" ({pct:.0}% of the metadata calls)"),
     };

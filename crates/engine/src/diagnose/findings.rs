@@ -57,6 +57,9 @@ pub enum ShareOf {
     P99,
     /// The requests.
     Requests,
+    /// The simulated stalls' time (requests past the simulator's stall
+    /// line).
+    StalledTime,
 }
 
 /// One finding: its kind and evidence, its severity, and its share (of
@@ -192,6 +195,18 @@ pub enum Kind {
     WritesIntoCodeDirectories { directories: Vec<String> },
     /// Requests wait for an RPC slot (simulated).
     RpcSlotQueueing { max_slot_wait_ms: f64, p99_ms: f64 },
+    /// RPCs wait at the server for its IOPS budget (simulated with
+    /// `--iops`): a burst of metadata RPCs spends the budget and every
+    /// RPC after it waits for the next token.
+    ServerThrottling {
+        /// Of the stalled requests' time, the share waiting for the
+        /// budget (the simulator's stalls: requests past its stall line).
+        stall_share: f64,
+        /// The longest wait of one RPC at the server.
+        max_server_wait_ms: f64,
+        /// The budget, RPCs per second (`--iops`).
+        iops: f64,
+    },
     /// Requests refused: every worker busy and the listen backlog full
     /// (simulated 502s).
     BacklogOverflow { dropped: u64, served: u64 },
@@ -211,6 +226,7 @@ impl Kind {
             Kind::FileCheckLoop { .. } => "file_check_loop",
             Kind::WritesIntoCodeDirectories { .. } => "writes_into_code_directories",
             Kind::RpcSlotQueueing { .. } => "rpc_slot_queueing",
+            Kind::ServerThrottling { .. } => "server_throttling",
             Kind::BacklogOverflow { .. } => "backlog_overflow",
         }
     }
@@ -256,6 +272,8 @@ pub struct Inputs<'a> {
     pub written: &'a [String],
     pub php: &'a PhpConfig,
     pub mount: Option<&'a MountOptions>,
+    /// The server's IOPS budget simulated (`--iops`).
+    pub iops: Option<f64>,
 }
 
 /// A file-check loop: this many distinct paths at the least.
@@ -264,6 +282,9 @@ pub const LOOP_MIN_PATHS: u64 = 100;
 pub const LOOP_MAX_CHECKS: u64 = 4;
 /// Findings below this share are left out.
 pub const MIN_SHARE: f64 = 0.01;
+/// The server's IOPS budget is a finding when the stalled requests spent
+/// at least this share of their time waiting for it.
+pub const STALL_SHARE: f64 = 0.1;
 
 /// The findings of `i`, most important first.
 pub fn findings(i: &Inputs) -> std::io::Result<Vec<Finding>> {
@@ -379,6 +400,26 @@ pub fn findings(i: &Inputs) -> std::io::Result<Vec<Finding>> {
                 kind: Kind::RpcSlotQueueing {
                     max_slot_wait_ms: l.max_slot_wait_ms,
                     p99_ms: l.p99_ms,
+                },
+            });
+        }
+        // the stalled requests' time waiting for the server's IOPS
+        // budget: a request makes its RPCs one after another, so a wait
+        // of a few ms each adds up over a revalidation's hundreds
+        if let Some(iops) = i.iops.filter(|_| l.stall_iops_share >= STALL_SHARE) {
+            let s = l.stall_iops_share;
+            out.push(Finding {
+                severity: if s >= 0.2 {
+                    Severity::Major
+                } else {
+                    Severity::Minor
+                },
+                share: s,
+                share_of: ShareOf::StalledTime,
+                kind: Kind::ServerThrottling {
+                    stall_share: s,
+                    max_server_wait_ms: l.max_server_wait_ms,
+                    iops,
                 },
             });
         }

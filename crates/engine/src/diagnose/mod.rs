@@ -503,6 +503,7 @@ pub fn diagnose(opts: &Options, stage: &mut dyn FnMut(&'static str)) -> Result<D
         written: &written_by_requests,
         php: cap.recorded_settings(),
         mount: mount.as_ref().map(|(_, m)| m),
+        iops: sim.iops.filter(|&n| n > 0.0),
     })
     .map_err(crate::predict::Error::spill)?;
     // the changes that help, best first

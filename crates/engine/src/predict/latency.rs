@@ -192,6 +192,47 @@ pub struct LatencySide {
     pub max_slot_wait_ms: f64,
     pub mean_slot_wait_ms: f64,
     pub server_utilisation: f64,
+    /// The longest an RPC waited at the server for a free nfsd thread
+    /// and its IOPS budget (`--threads`, `--iops`; none by default).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_server_wait_ms: f64,
+    /// RPCs the server served slowed (`--iops` with a slow mode).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub throttled_rpcs: u64,
+    /// Of the stalled requests' time (the simulator's stalls), the share
+    /// spent waiting for the server's IOPS budget.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stall_iops_share: f64,
+}
+
+/// Of `stalls`' time, the share waiting for the IOPS budget.
+fn iops_share(stalls: &[statstorm_sim::Stall]) -> f64 {
+    let (mut thr, mut all) = (0.0, 0.0);
+    for s in stalls {
+        let b = &s.breakdown;
+        thr += b.iops_throttle_ms;
+        all += b.cpu_ms
+            + b.backlog_ms
+            + b.slot_wait_ms
+            + b.server_queue_ms
+            + b.iops_throttle_ms
+            + b.rpc_ms
+            + b.local_ms
+            + b.local_lock_ms;
+    }
+    if all > 0.0 {
+        (thr / all * 1e4).round() / 1e4
+    } else {
+        0.0
+    }
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Quantiles of the recorded wall times (nearest rank).
@@ -776,6 +817,9 @@ pub fn compute(
             max_slot_wait_ms: r.slots.max_wait_ms,
             mean_slot_wait_ms: r.slots.mean_wait_ms,
             server_utilisation: r.server.utilisation,
+            max_server_wait_ms: r.server.max_queue_wait_ms,
+            throttled_rpcs: r.server.throttled_ops,
+            stall_iops_share: iops_share(&r.stalls),
         };
         sides.push((side, per));
     }
