@@ -9,7 +9,8 @@
 //! not have is left out and a sentence says why.
 
 use crate::diagnose::{
-    effect_parts, evidence, figures_line, mechanism, name, not_proposed_groups, summary, unknown,
+    assignments, effect_parts, evidence, figures_line, mechanism, name, not_proposed_groups,
+    summary, unknown,
 };
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -883,13 +884,6 @@ fn change_item(s: &Setting) -> String {
             esc(&s.value)
         )
     }
-}
-
-fn assignments(s: &[Setting]) -> String {
-    s.iter()
-        .map(Setting::assignment)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn plan_section(pg: &mut Page, d: &Diagnosis, p: &Plan, cdf_absent_said: bool) -> io::Result<()> {
