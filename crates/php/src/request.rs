@@ -1263,18 +1263,18 @@ fn fpm_note(
     let who = match httpd {
         0 => format!(
             "php-fpm: {} in {}, one per FastCGI connection (accept or FastCGI header read)",
-            plural(served, "request"),
-            plural(workers, "worker")
+            plural(served as u64, "request"),
+            plural(workers as u64, "worker")
         ),
         n if n == served => format!(
             "an HTTP server running PHP in its processes (Apache httpd with mod_php: accept4, where PHP's FastCGI calls accept): {} in {}, one per accepted connection",
-            plural(served, "request"),
-            plural(workers, "process")
+            plural(served as u64, "request"),
+            plural(workers as u64, "process")
         ),
         n => format!(
             "php-fpm and an HTTP server running PHP (accept4: Apache httpd with mod_php): {} in {}, {} of them one per FastCGI connection, {n} one per accepted HTTP connection",
-            plural(served, "request"),
-            plural(workers, "worker"),
+            plural(served as u64, "request"),
+            plural(workers as u64, "worker"),
             served - n
         ),
     };
@@ -1282,18 +1282,20 @@ fn fpm_note(
         (
             RequestMode::Fpm,
             format!(
-                "{who}; {outside} events outside requests (master, worker startup, idle at exit)"
+                "{who}; {} outside requests (master, worker startup, idle at exit)",
+                plural(outside, "event")
             ),
         )
     } else {
         (
             RequestMode::Mixed,
             format!(
-                "php-fpm and php-cli: {} in {}, one per FastCGI connection, and {}, one per PHP process; {outside} events outside requests (master, worker startup, idle at exit, {} running another program)",
-                plural(served, "request"),
-                plural(workers, "worker"),
-                plural(cli.requests, "php-cli request"),
-                plural(cli.non_php, "process"),
+                "php-fpm and php-cli: {} in {}, one per FastCGI connection, and {}, one per PHP process; {} outside requests (master, worker startup, idle at exit, {} running another program)",
+                plural(served as u64, "request"),
+                plural(workers as u64, "worker"),
+                plural(cli.requests as u64, "php-cli request"),
+                plural(outside, "event"),
+                plural(cli.non_php as u64, "process"),
             ),
         )
     }
@@ -1303,16 +1305,18 @@ fn cli_note(cli: &CliCount) -> (RequestMode, String) {
     (
         RequestMode::Cli,
         format!(
-            "php-cli: {}, one per PHP process (with its children that do not exec); {} processes running another program left out",
-            plural(cli.requests, "request"),
-            cli.non_php
+            "php-cli: {}, one per PHP process (with its children that do not exec); {} running another program left out",
+            plural(cli.requests as u64, "request"),
+            plural(cli.non_php as u64, "process")
         ),
     )
 }
 
-fn plural(n: usize, what: &str) -> String {
+fn plural(n: u64, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
+    } else if what.ends_with('s') {
+        format!("{n} {what}es")
     } else {
         format!("{n} {what}s")
     }

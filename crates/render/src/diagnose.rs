@@ -286,8 +286,9 @@ pub fn figures_line(f: &Figures, requests: usize) -> String {
         }
         if l.stalls > 0 {
             s.push_str(&format!(
-                ", {} stalls (over {} ms: {} x the median, {} ms over it at the least)",
+                ", {} stall{} (over {} ms: {} x the median, {} ms over it at the least)",
                 l.stalls,
+                if l.stalls == 1 { "" } else { "s" },
                 num(statstorm_engine::diagnose::figures::stall_above(l.p50_ms)),
                 num(statstorm_engine::diagnose::figures::STALL_FACTOR),
                 num(statstorm_engine::diagnose::figures::STALL_EXTRA_MS)
