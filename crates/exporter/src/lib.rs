@@ -336,6 +336,69 @@ fn nfs_families(e: &mut Exposition, ms: &MountStats) {
             }
         }
     }
+    transport_families(e, ms);
+}
+
+/// Each NFS mount's RPC transports (`xprt:` lines; several with
+/// `nconnect`), labelled by mount and position: the sums the kernel adds
+/// at each send (net/sunrpc/xprt.c `xprt_request_transmit`), so that
+/// `rate(backlog) / rate(sends)` is the mean number of RPCs waiting for a
+/// slot when one was sent.
+fn transport_families(e: &mut Exposition, ms: &MountStats) {
+    type Get = fn(&statstorm_nfs::mountstats::Transport) -> Option<f64>;
+    let families: [(&str, Kind, &str, Get); 4] = [
+        (
+            "statstorm_nfs_xprt_sends_total",
+            Kind::Counter,
+            "RPC transmissions on each transport of an NFS mount (/proc/self/mountstats xprt).",
+            |t| Some(t.sends as f64),
+        ),
+        (
+            "statstorm_nfs_xprt_in_flight_total",
+            Kind::Counter,
+            "Sum over transmissions of the RPCs then on the wire (divide by the sends for the mean).",
+            |t| Some(t.req_u as f64),
+        ),
+        (
+            "statstorm_nfs_xprt_backlog_total",
+            Kind::Counter,
+            "Sum over transmissions of the RPCs then waiting for a slot (divide by the sends for the mean).",
+            |t| Some(t.bklog_u as f64),
+        ),
+        (
+            "statstorm_nfs_xprt_max_slots",
+            Kind::Gauge,
+            "The most slots in use at once since the transport was made.",
+            |t| t.max_slots.map(|n| n as f64),
+        ),
+    ];
+    let nfs: Vec<_> = ms
+        .mounts
+        .iter()
+        .filter(|m| m.fstype.starts_with("nfs") && !m.transports.is_empty())
+        .collect();
+    if nfs.is_empty() {
+        return;
+    }
+    for (name, kind, help, get) in families {
+        e.family(name, kind, help);
+        for m in &nfs {
+            for (i, t) in m.transports.iter().enumerate() {
+                if let Some(v) = get(t) {
+                    let i = i.to_string();
+                    e.sample(
+                        name,
+                        &[
+                            ("mountpoint", &m.mountpoint),
+                            ("transport", &i),
+                            ("proto", &t.proto),
+                        ],
+                        v,
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ fn every_metric_the_dashboard_queries_is_exported() {
     let ms = mountstats::parse(
         "device 127.0.0.1:/srv mounted on /mnt/nfs with fstype nfs statvers=1.1\n\
          \tRPC iostats version: 1.1  p/v: 100003/3 (nfs)\n\
+         \txprt:\ttcp 0 0 2 0 0 255 255 0 300 12 4 0 0\n\
          \tper-op statistics\n\
          \t        NULL: 0 0 0 0 0 0 0 0\n\
          \t     GETATTR: 5 5 0 600 560 1 2 4\n",
@@ -29,6 +30,19 @@ fn every_metric_the_dashboard_queries_is_exported() {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert!(families.contains(&"statstorm_nfs_rpc_total"), "{scrape}");
+    // the transport's sums, labelled by mount and transport
+    assert!(
+        scrape.contains(
+            "statstorm_nfs_xprt_backlog_total{mountpoint=\"/mnt/nfs\",transport=\"0\",proto=\"tcp\"} 12"
+        ),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains(
+            "statstorm_nfs_xprt_max_slots{mountpoint=\"/mnt/nfs\",transport=\"0\",proto=\"tcp\"} 4"
+        ),
+        "{scrape}"
+    );
     let panels = d["panels"].as_array().unwrap();
     assert!(panels.len() >= 8);
     let mut named = 0;
