@@ -389,39 +389,29 @@ pub fn findings(i: &Inputs) -> std::io::Result<Vec<Finding>> {
         // a slot wait that is a tenth of the slowest requests' time
         if all > 0 && l.max_slot_wait_ms >= 1.0 && l.max_slot_wait_ms >= 0.1 * l.p99_ms {
             let s = (l.max_slot_wait_ms / l.p99_ms.max(f64::MIN_POSITIVE)).min(1.0);
-            out.push(Finding {
-                severity: if s >= 0.2 {
-                    Severity::Major
-                } else {
-                    Severity::Minor
-                },
-                share: s,
-                share_of: ShareOf::P99,
-                kind: Kind::RpcSlotQueueing {
+            out.push(waiting(
+                s,
+                ShareOf::P99,
+                Kind::RpcSlotQueueing {
                     max_slot_wait_ms: l.max_slot_wait_ms,
                     p99_ms: l.p99_ms,
                 },
-            });
+            ));
         }
         // the stalled requests' time waiting for the server's IOPS
         // budget: a request makes its RPCs one after another, so a wait
         // of a few ms each adds up over a revalidation's hundreds
         if let Some(iops) = i.iops.filter(|_| l.stall_iops_share >= STALL_SHARE) {
             let s = l.stall_iops_share;
-            out.push(Finding {
-                severity: if s >= 0.2 {
-                    Severity::Major
-                } else {
-                    Severity::Minor
-                },
-                share: s,
-                share_of: ShareOf::StalledTime,
-                kind: Kind::ServerThrottling {
+            out.push(waiting(
+                s,
+                ShareOf::StalledTime,
+                Kind::ServerThrottling {
                     stall_share: s,
                     max_server_wait_ms: l.max_server_wait_ms,
                     iops,
                 },
-            });
+            ));
         }
     }
     out.sort_by(|a, b| {
@@ -431,6 +421,21 @@ pub fn findings(i: &Inputs) -> std::io::Result<Vec<Finding>> {
     });
     causes_first(&mut out);
     Ok(out)
+}
+
+/// A finding of time spent waiting (for a slot, for the server's budget):
+/// major from a fifth of the time it is measured against.
+fn waiting(share: f64, share_of: ShareOf, kind: Kind) -> Finding {
+    Finding {
+        severity: if share >= 0.2 {
+            Severity::Major
+        } else {
+            Severity::Minor
+        },
+        share,
+        share_of,
+        kind,
+    }
 }
 
 /// Share of `effect`'s RPCs that `cause` removes too (per op, the lesser).
