@@ -18,7 +18,7 @@ use crate::nfs_setup::under;
 use crate::predict::{Capture, Change, PredictOptions, Report, Result};
 use candidates::{Candidate, Layer, NotProposed, Risk, Setting};
 use counters::{counters, with_counters};
-pub use counters::{Compared, Counters, MixHint, MixRow, CALIBRATE_AT, MIX_AT, MIX_GAP};
+pub use counters::{Compared, Counters, MixHint, MixRow, CALIBRATE_AT, MIX_AT, MIX_GAP, SLOT_WAIT};
 use figures::{Effect, Predicted};
 use findings::Finding;
 use rayon::prelude::*;
