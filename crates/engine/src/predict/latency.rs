@@ -192,11 +192,12 @@ pub struct LatencySide {
     pub max_slot_wait_ms: f64,
     pub mean_slot_wait_ms: f64,
     pub server_utilisation: f64,
-    /// The longest an RPC waited at the server for a free nfsd thread
-    /// and its IOPS budget (`--threads`, `--iops`; none by default).
+    /// The longest an RPC waited at the server for its IOPS budget
+    /// (`--iops`; none by default: the server's threads are unlimited).
     #[serde(skip_serializing_if = "is_zero")]
     pub max_server_wait_ms: f64,
-    /// RPCs the server served slowed (`--iops` with a slow mode).
+    /// RPCs the server served slowly for want of a token (an IOPS budget
+    /// that slows rather than queues).
     #[serde(skip_serializing_if = "is_zero_u64")]
     pub throttled_rpcs: u64,
     /// Of the stalled requests' time (the simulator's stalls), the share
