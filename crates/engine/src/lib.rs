@@ -80,3 +80,9 @@ pub mod settings;
 pub mod simulate;
 pub mod sorted;
 pub mod spill;
+
+/// Whether `v` is its type's zero: serde's `skip_serializing_if` for the
+/// figures a report leaves out when nothing happened.
+pub(crate) fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}

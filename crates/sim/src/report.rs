@@ -85,6 +85,18 @@ impl Breakdown {
         }
     }
 
+    /// Every part together: the requests' whole time.
+    pub fn total_ms(&self) -> f64 {
+        self.cpu_ms
+            + self.backlog_ms
+            + self.slot_wait_ms
+            + self.server_queue_ms
+            + self.iops_throttle_ms
+            + self.rpc_ms
+            + self.local_ms
+            + self.local_lock_ms
+    }
+
     /// The largest part other than CPU, by name.
     pub fn dominant(&self) -> &'static str {
         let parts = [

@@ -68,15 +68,11 @@ pub struct FileInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Lines whose time is earlier than the line before's (absent when 0).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub time_backwards: u64,
     /// Calls a `statstorm record` capture says it lost (absent when 0).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub lost_calls: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -432,10 +432,9 @@ pub const APART_MAX: usize = 4;
 /// root). `None` when the root itself is written to, or the directories
 /// do not fit.
 fn apart_dirs(root: &str, written: &[String]) -> Option<Vec<String>> {
+    use crate::nfs_setup::under;
     let root = root.trim_end_matches('/');
-    let strictly_under = |d: &str| {
-        d.len() > root.len() + 1 && d.starts_with(root) && d.as_bytes()[root.len()] == b'/'
-    };
+    let strictly_under = |d: &str| d != root && under(d, root);
     let mut dirs: Vec<String> = Vec::new();
     for d in written {
         let d = d.trim_end_matches('/');
@@ -449,10 +448,7 @@ fn apart_dirs(root: &str, written: &[String]) -> Option<Vec<String>> {
         dirs.sort();
         dirs.dedup();
         let all = dirs.clone();
-        dirs.retain(|d| {
-            !all.iter()
-                .any(|o| o != d && d.starts_with(o.as_str()) && d.as_bytes()[o.len()] == b'/')
-        });
+        dirs.retain(|d| !all.iter().any(|o| o != d && under(d, o)));
         if dirs.len() <= APART_MAX {
             return Some(dirs);
         }

@@ -39,20 +39,16 @@ pub struct Latency {
     pub served: u64,
     pub max_slot_wait_ms: f64,
     /// The longest wait at the server (its threads and IOPS budget).
-    #[serde(skip_serializing_if = "crate::diagnose::figures::zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub max_server_wait_ms: f64,
     /// Of the simulator's stalled requests' time, the share waiting for
     /// the server's IOPS budget.
-    #[serde(skip_serializing_if = "crate::diagnose::figures::zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub stall_iops_share: f64,
     /// Stalls: requests whose TTFB is past [`stall_above`] the median TTFB
     /// before (under the recorded settings: one yardstick for every
     /// prediction of a capture).
     pub stalls: u64,
-}
-
-fn zero(v: &f64) -> bool {
-    *v == 0.0
 }
 
 /// A request slower than this many times the median TTFB under the

@@ -194,15 +194,15 @@ pub struct LatencySide {
     pub server_utilisation: f64,
     /// The longest an RPC waited at the server for its IOPS budget
     /// (`--iops`; none by default: the server's threads are unlimited).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub max_server_wait_ms: f64,
     /// RPCs the server served slowly for want of a token (an IOPS budget
     /// that slows rather than queues).
-    #[serde(skip_serializing_if = "is_zero_u64")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub throttled_rpcs: u64,
     /// Of the stalled requests' time (the simulator's stalls), the share
     /// spent waiting for the server's IOPS budget.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::is_zero")]
     pub stall_iops_share: f64,
 }
 
@@ -210,30 +210,14 @@ pub struct LatencySide {
 fn iops_share(stalls: &[statstorm_sim::Stall]) -> f64 {
     let (mut thr, mut all) = (0.0, 0.0);
     for s in stalls {
-        let b = &s.breakdown;
-        thr += b.iops_throttle_ms;
-        all += b.cpu_ms
-            + b.backlog_ms
-            + b.slot_wait_ms
-            + b.server_queue_ms
-            + b.iops_throttle_ms
-            + b.rpc_ms
-            + b.local_ms
-            + b.local_lock_ms;
+        thr += s.breakdown.iops_throttle_ms;
+        all += s.breakdown.total_ms();
     }
     if all > 0.0 {
         (thr / all * 1e4).round() / 1e4
     } else {
         0.0
     }
-}
-
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
-}
-
-fn is_zero_u64(v: &u64) -> bool {
-    *v == 0
 }
 
 /// Quantiles of the recorded wall times (nearest rank).
